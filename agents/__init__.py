@@ -1,0 +1,49 @@
+"""Agents that play Generala: baselines, the exact optimal player, and trained PPO policies.
+
+Every agent has ``act(observation, info) -> action`` and plays legal actions only::
+
+    import agents
+    greedy = agents.load("greedy", rules="classic")
+"""
+
+from __future__ import annotations
+
+from .base import Agent, AgentError, SeatView
+from .baselines import GreedyAgent, RandomAgent, RulesOfThumbAgent, TurnOptimalAgent
+from .optimal import OptimalAgent
+
+BUILTIN = {
+    cls.name: cls for cls in (RandomAgent, GreedyAgent, TurnOptimalAgent, RulesOfThumbAgent, OptimalAgent)
+}
+
+
+def names() -> list[str]:
+    """Every agent name ``load`` accepts: the built-in agents, then shipped checkpoints."""
+    from .ppo import checkpoint_names
+
+    return list(BUILTIN) + checkpoint_names()
+
+
+def describe() -> dict[str, str]:
+    from .ppo import checkpoint_summary
+
+    out = {n: (c.__doc__ or "").strip().splitlines()[0] for n, c in BUILTIN.items()}
+    out.update(checkpoint_summary())
+    return out
+
+
+def load(name: str, rules="classic", seed: int | None = None, **kwargs) -> Agent:
+    """An agent by name (see :func:`names`), or a PPO checkpoint by folder path."""
+    if isinstance(name, Agent):
+        return name
+    if name in BUILTIN:
+        return BUILTIN[name](rules=rules, seed=seed, **kwargs)
+    from .ppo import PPOAgent, find_checkpoint
+
+    path = find_checkpoint(name)
+    if path is None:
+        raise AgentError(f"unknown agent {name!r}; known agents: {', '.join(names())}")
+    return PPOAgent(path, rules=rules, seed=seed, **kwargs)
+
+
+__all__ = ["Agent", "AgentError", "SeatView", "load", "names", "describe", "BUILTIN"]

@@ -1,0 +1,90 @@
+"""The one interface every agent has, and helpers to read a seat's state from ``info``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from generala_env.dice import NUM_MASKS, keep_index, roll_index
+from generala_env.game import OPEN
+from generala_env.rules import RuleSet, load_rules
+
+
+class AgentError(ValueError):
+    """An agent that cannot be built or cannot play the given rules."""
+
+
+@dataclass(frozen=True)
+class SeatView:
+    """What a seat knows, read from an env ``info`` dict (never from inside the game)."""
+
+    dice: np.ndarray  # sorted faces
+    roll: int  # index into ROLLS
+    rolls_left: int
+    locked: int  # keep index of dice that may not go back
+    sheet: np.ndarray  # this seat's line values, OPEN for open lines
+    sheets: np.ndarray
+    seat: int
+    mask: np.ndarray  # legal actions, bool
+
+    @property
+    def open_lines(self) -> np.ndarray:
+        return self.sheet == OPEN
+
+    @property
+    def filled_mask(self) -> int:
+        return int(sum(1 << i for i, v in enumerate(self.sheet) if v != OPEN))
+
+    @classmethod
+    def from_info(cls, info: dict) -> "SeatView":
+        seat = int(info.get("seat", info.get("player", 0)))
+        sheets = np.asarray(info["sheets"])
+        dice = np.asarray(info["dice"])
+        return cls(
+            dice=dice,
+            roll=roll_index(dice),
+            rolls_left=int(info["rolls_left"]),
+            locked=keep_index(info.get("locked", [])),
+            sheet=sheets[seat],
+            sheets=sheets,
+            seat=seat,
+            mask=np.asarray(info["action_mask"]).astype(bool),
+        )
+
+
+class Agent:
+    """An agent: ``act(observation, info) -> action``, legal actions only.
+
+    Subclasses set ``name`` and implement :meth:`act`. An agent is built for one rule
+    set; one that cannot play it raises :class:`AgentError` at construction.
+    """
+
+    name = "agent"
+
+    def __init__(self, rules="classic", seed: int | None = None):
+        self.rules: RuleSet = load_rules(rules)
+        self.seed = seed
+
+    def reset(self) -> None:
+        """Called at the start of each game (stateless agents ignore it)."""
+
+    def act(self, observation, info) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def __call__(self, observation, info) -> int:
+        return self.act(observation, info)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, rules={self.rules.name!r})"
+
+
+def best_legal(values: np.ndarray, mask: np.ndarray) -> int:
+    """The legal action with the highest value (lowest index on ties)."""
+    v = np.where(mask, values, -np.inf)
+    if not mask.any():
+        raise AgentError("no legal action: the game is over or it is not this seat's move")
+    return int(np.argmax(v))
+
+
+WRITE = NUM_MASKS  # first write action

@@ -1,0 +1,246 @@
+"""Exact dynamic programming for one-player Generala.
+
+The state between turns is the set of filled lines plus, when the sheet has a
+double_generala line, whether the generala line holds points. ``V[state]`` is the
+expected points still to come under optimal play. Within a turn the solver works over
+the 252 rolls and 462 keeps:
+
+* ``E3(r)``: best write after the third roll;
+* ``K2(k) = Σ P(r | k) E3(r)``; ``E2(r) = max(write now, best proper keep of r)``;
+* ``K1(k) = Σ P(r | k) E2(r)``; ``E1(r) = max(served write, best proper keep of r)``;
+* ``V = Σ P(r) E1(r)``.
+
+Under ``locked_holds`` the second decision depends on the first keep too: ``E2`` is
+computed for each (first keep, roll) pair, and only keeps that contain the first keep
+are allowed.
+
+States are solved a layer at a time (all sheets with the same number of filled lines
+at once) with array operations. Solved values are cached on disk, keyed by the rule
+set's fingerprint, with a checksum; a stale or corrupt cache is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from functools import lru_cache
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+
+from generala_env.dice import (
+    FULL_ROLL_PROB,
+    KEEP_CONTAINS,
+    KEEP_ROLL_PROB,
+    NUM_KEEPS,
+    NUM_ROLLS,
+    ROLL_CONTAINS_KEEP,
+    ROLL_COUNTS,
+    ROLL_PROPER_KEEPS,
+    ROLL_OF_KEY,
+    KEEP_COUNTS,
+    KEY_WEIGHTS,
+)
+from generala_env.rules import RuleSet, load_rules
+from generala_env.scoring import points_table
+
+SOLVER_VERSION = 1
+NEG = -np.inf
+_KRP_T = np.ascontiguousarray(KEEP_ROLL_PROB.T)  # (252, 462)
+
+
+def _gather_max(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``max(values[..., index[i, :]])`` per row of ``index`` (``-1`` = none)."""
+    ext = np.concatenate([values, np.full(values.shape[:-1] + (1,), NEG)], axis=-1)
+    return ext[..., index].max(axis=-1)
+
+
+@lru_cache(maxsize=1)
+def _locked_pairs():
+    """(first keep, roll) pairs with the roll containing the keep, for locked holds."""
+    keep_of_pair, roll_of_pair = np.nonzero(ROLL_CONTAINS_KEEP.T)  # (k1, r)
+    roll_as_keep = np.array([int(np.flatnonzero((KEEP_COUNTS == ROLL_COUNTS[r]).all(1))[0]) for r in range(NUM_ROLLS)])
+    lists = []
+    for k1, r in zip(keep_of_pair, roll_of_pair):
+        ks = np.flatnonzero(KEEP_CONTAINS[:, k1] & ROLL_CONTAINS_KEEP[r])
+        lists.append(ks[ks != roll_as_keep[r]])
+    idx = np.full((len(lists), max(map(len, lists))), -1, dtype=np.int32)
+    for i, ks in enumerate(lists):
+        idx[i, : len(ks)] = ks
+    # matrix summing E2 over the rolls of each first keep, weighted by P(r | k1)
+    weights = np.zeros((len(lists), NUM_KEEPS))
+    weights[np.arange(len(lists)), keep_of_pair] = KEEP_ROLL_PROB[keep_of_pair, roll_of_pair]
+    pair_of = np.full((NUM_KEEPS, NUM_ROLLS), -1, dtype=np.int32)
+    pair_of[keep_of_pair, roll_of_pair] = np.arange(len(lists))
+    return roll_of_pair, idx, weights, pair_of
+
+
+class Solver:
+    """Optimal one-player values for a rule set: ``solver.expected_score`` and per-turn tables."""
+
+    def __init__(self, rules, values: np.ndarray | None = None):
+        self.rules: RuleSet = load_rules(rules)
+        self.L = self.rules.num_lines
+        self.points = points_table(self.rules).astype(np.float64)  # (L, 252, 2)
+        self.gen = self.rules.lines.index("generala") if "generala" in self.rules.lines else -1
+        self.dbl = self.rules.lines.index("double_generala") if "double_generala" in self.rules.lines else -1
+        self.locked = self.rules.locked_holds
+        # (roll, served) pairs that put points on the generala line
+        self.gen_scores = self.points[self.gen] > 0 if self.gen >= 0 else None  # (252, 2)
+        self.V = values
+        self.solve_seconds = 0.0
+
+    # -- state indexing ---------------------------------------------------------
+    def state(self, filled_mask: int, generala_scored: bool) -> int:
+        g = bool(generala_scored) and self.dbl >= 0
+        return filled_mask * 2 + int(g)
+
+    # -- one turn, for a batch of states ------------------------------------------
+    def write_values(self, masks: np.ndarray, flags: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """``W[s, l, r, served]``: points written plus the value of the state that follows."""
+        S, L = len(masks), self.L
+        W = np.empty((S, L, NUM_ROLLS, 2))
+        for l in range(L):
+            bit = 1 << l
+            nxt = masks | bit
+            pts = np.broadcast_to(self.points[l], (S, NUM_ROLLS, 2)).copy()
+            if l == self.dbl:
+                pts[~flags.astype(bool)] = 0.0
+            if l == self.gen and self.dbl >= 0:
+                v_next = np.where(self.gen_scores[None], V[nxt * 2 + 1][:, None, None], V[nxt * 2][:, None, None])
+                W[:, l] = pts + v_next
+            else:
+                W[:, l] = pts + V[nxt * 2 + flags][:, None, None]
+            W[(masks & bit) != 0, l] = NEG
+        return W
+
+    def turn(self, W: np.ndarray) -> dict[str, np.ndarray]:
+        """Values within a turn given write values ``W[s, l, r, served]``."""
+        E3 = W[..., 0].max(axis=1)  # (S, 252)
+        K2 = E3 @ _KRP_T  # (S, 462)
+        out = {"E3": E3, "K2": K2}
+        if self.locked:
+            pair_roll, pair_keeps, pair_weights, _ = _locked_pairs()
+            E2p = np.maximum(E3[:, pair_roll], _gather_max(K2, pair_keeps))
+            K1 = E2p @ pair_weights
+        else:
+            E2 = np.maximum(E3, _gather_max(K2, ROLL_PROPER_KEEPS))
+            K1 = E2 @ _KRP_T
+        E1 = np.maximum(W[..., 1].max(axis=1), _gather_max(K1, ROLL_PROPER_KEEPS))
+        out.update(K1=K1, E1=E1, value=E1 @ FULL_ROLL_PROB)
+        return out
+
+    # -- the whole game -----------------------------------------------------------
+    def solve(self) -> "Solver":
+        t0 = time.perf_counter()
+        L = self.L
+        full = (1 << L) - 1
+        V = np.zeros(2 * (1 << L))
+        by_filled = [[] for _ in range(L + 1)]
+        for m in range(1 << L):
+            by_filled[bin(m).count("1")].append(m)
+        for n in range(L - 1, -1, -1):
+            ms = np.array(by_filled[n], dtype=np.int64)
+            flags = np.zeros(len(ms), dtype=np.int64)
+            if self.dbl >= 0:  # the flag matters only once generala is filled
+                has_gen = (ms >> self.gen) & 1 == 1
+                ms = np.concatenate([ms, ms[has_gen]])
+                flags = np.concatenate([flags, np.ones(int(has_gen.sum()), dtype=np.int64)])
+            for lo in range(0, len(ms), 256):  # bounded memory per batch
+                m, f = ms[lo : lo + 256], flags[lo : lo + 256]
+                V[m * 2 + f] = self.turn(self.write_values(m, f, V))["value"]
+        V[full * 2 :] = 0.0
+        self.V = V
+        self.solve_seconds = time.perf_counter() - t0
+        return self
+
+    @property
+    def expected_score(self) -> float:
+        """Optimal expected final total of a one-player game."""
+        return float(self.V[0])
+
+    # -- decisions ----------------------------------------------------------------
+    @lru_cache(maxsize=512)
+    def _turn_of_state(self, filled_mask: int, flag: int):
+        W = self.write_values(np.array([filled_mask]), np.array([flag]), self.V)
+        t = self.turn(W)
+        return W[0], t
+
+    def action_values(self, filled_mask: int, generala_scored: bool, roll: int, rolls_left: int, locked_keep: int) -> np.ndarray:
+        """Expected final points still to come after each action (``-inf`` where not allowed).
+
+        Actions are the environment's: hold masks 0..31, then writes ``32 + l``.
+        """
+        from generala_env.dice import HOLD_KEEP, NUM_MASKS
+
+        flag = int(bool(generala_scored) and self.dbl >= 0)
+        W, t = self._turn_of_state(filled_mask, flag)
+        vals = np.full(NUM_MASKS + self.L, NEG)
+        vals[NUM_MASKS:] = W[:, roll, 1 if rolls_left == 2 else 0]
+        if rolls_left > 0:
+            keeps = HOLD_KEEP[roll, : NUM_MASKS - 1]
+            if rolls_left == 2:
+                vals[: NUM_MASKS - 1] = t["K1"][0][keeps]
+            else:
+                vals[: NUM_MASKS - 1] = t["K2"][0][keeps]
+        return vals
+
+
+# -- disk cache ---------------------------------------------------------------------
+def cache_dir() -> Path:
+    return Path(os.environ.get("GENERALA_CACHE", Path.home() / ".cache" / "generala"))
+
+
+def _cache_path(rules: RuleSet) -> Path:
+    return cache_dir() / f"solve-{rules.fingerprint()}-v{SOLVER_VERSION}.npz"
+
+
+def _checksum(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
+    """A solved :class:`Solver` and where its values came from (``"cache"`` or ``"solved"``).
+
+    A cache file that does not match the rule set, the solver version or its checksum
+    is ignored and rewritten.
+    """
+    rules = load_rules(rules)
+    path = _cache_path(rules)
+    if use_cache and path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+                V = z["V"]
+            ok = (
+                meta.get("fingerprint") == rules.fingerprint()
+                and meta.get("solver_version") == SOLVER_VERSION
+                and meta.get("checksum") == _checksum(V)
+                and V.shape == (2 * (1 << rules.num_lines),)
+            )
+            if ok:
+                s = Solver(rules, V)
+                s.solve_seconds = float(meta.get("solve_seconds", 0.0))
+                return s, "cache"
+        except Exception:  # unreadable, truncated, wrong format: rebuild below
+            pass
+    s = Solver(rules).solve()
+    if use_cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            meta = {
+                "fingerprint": rules.fingerprint(),
+                "solver_version": SOLVER_VERSION,
+                "checksum": _checksum(s.V),
+                "rules": rules.settings(),
+                "solve_seconds": s.solve_seconds,
+            }
+            tmp = path.with_suffix(f".tmp{os.getpid()}.npz")
+            np.savez(tmp, V=s.V, meta=np.array(json.dumps(meta)))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only home is no reason to fail; the values are in memory
+    return s, "solved"

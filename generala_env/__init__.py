@@ -1,0 +1,47 @@
+"""Generala, the five-dice game, as a Gymnasium environment.
+
+``import generala_env`` registers ``Generala-v0``::
+
+    import gymnasium as gym, generala_env
+    env = gym.make("Generala-v0", rules="classic")
+"""
+
+from gymnasium.envs.registration import register, registry
+
+from .encoding import LAYOUT_VERSION, Encoder, observation_layout, observation_size
+from .game import OPEN, Game, IllegalActionError, Outcome
+from .rules import RuleSet, RulesError, load_rules, preset_names
+from .scoring import line_points, points_table
+
+ENV_ID = "Generala-v0"
+
+if ENV_ID not in registry:
+    register(id=ENV_ID, entry_point="generala_env.env:GeneralaEnv")
+
+
+def __getattr__(name):  # GeneralaEnv imports gymnasium spaces; load it on first use
+    if name in ("GeneralaEnv", "make_info"):
+        from . import env
+
+        return getattr(env, name)
+    raise AttributeError(name)
+
+
+__all__ = [
+    "ENV_ID",
+    "Game",
+    "GeneralaEnv",
+    "IllegalActionError",
+    "LAYOUT_VERSION",
+    "OPEN",
+    "Outcome",
+    "RuleSet",
+    "RulesError",
+    "Encoder",
+    "line_points",
+    "load_rules",
+    "observation_layout",
+    "observation_size",
+    "points_table",
+    "preset_names",
+]

@@ -1,0 +1,164 @@
+"""The ``generala`` command: rules, agents, solve, play-random, evaluate, tournament, train, play."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+
+def _rules_cmd(args) -> int:
+    from .rules import load_rules, preset_names
+    from .scoring import line_max
+
+    if args.name is None:
+        print("presets: " + ", ".join(preset_names()))
+        print("(generala rules NAME shows one; NAME may also be a path to a YAML file)")
+        return 0
+    rules = load_rules(args.name)
+    if args.yaml:
+        print(rules.to_yaml(), end="")
+        return 0
+    print(f"rule set: {rules.name}  (fingerprint {rules.fingerprint()})")
+    print("sheet:")
+    mx = line_max(rules)
+    for l, line in enumerate(rules.lines):
+        if line in ("ones", "twos", "threes", "fours", "fives", "sixes"):
+            how = f"sum of the {line}"
+        elif line == "three_of_a_kind":
+            how = "sum of the three matching dice"
+        elif line == "double_generala":
+            how = f"{rules.value(line)} (five alike after a scored generala)"
+        elif line == "generala":
+            sg = " ; served: wins the game (2+ players)" if rules.served_generala == "win" else f" ; served: {rules.served_generala_points}"
+            how = f"{rules.value(line)}{sg}"
+        else:
+            how = f"{rules.value(line)}" + (f" (+{rules.served_bonus} served)" if rules.served_bonus else "")
+        print(f"  {l:2d}  {line:<16} {how:<44} max {int(mx[l])}")
+    s = rules.settings()
+    for k in ("served_bonus", "served_generala", "served_generala_points", "straight_wraps", "straight_one_as_two", "straight_gap", "locked_holds"):
+        print(f"{k}: {s[k]}")
+    return 0
+
+
+def _play_random_cmd(args) -> int:
+    import gymnasium as gym
+
+    from . import ENV_ID  # noqa: F401  (registers the env)
+
+    env = gym.make(ENV_ID, rules=args.rules, num_players=args.players, opponents="random" if args.players > 1 else None, render_mode="ansi")
+    rng = np.random.default_rng(args.seed)
+    obs, info = env.reset(seed=args.seed)
+    print(env.render())
+    done, ret = False, 0.0
+    while not done:
+        legal = np.flatnonzero(info["action_mask"])
+        dice = info["dice"]
+        a = int(legal[rng.integers(len(legal))])
+        obs, r, done, _, info = env.step(a)
+        ret += r
+        for seat, oa, pts in info["opponent_moves"]:
+            print(f"-- P{seat} (random) action {oa}" + (f": wrote {pts}" if oa >= 32 else ""))
+        print(f"\n-- P{env.unwrapped.seat} (you, random) action {a}: {describe_action(env.unwrapped.rules, dice, a)} -> reward {r:g}")
+        print(env.render())
+    print(f"\nreturn {ret:g}; winner(s): {info.get('winners')}")
+    return 0
+
+
+def describe_action(rules, dice, a: int) -> str:
+    """An action in words: ``hold 4 4 4, reroll 2`` or ``write fours``."""
+    if a < 32:
+        held = [int(d) for i, d in enumerate(dice) if a >> i & 1]
+        return f"hold {' '.join(map(str, held)) or 'nothing'}, reroll {5 - len(held)}"
+    return f"write {rules.lines[a - 32]}"
+
+
+def _agents_cmd(args) -> int:
+    import agents
+
+    for name, doc in agents.describe().items():
+        print(f"{name:<16} {doc}")
+    return 0
+
+
+def _solve_cmd(args) -> int:
+    from agents.solver import load_or_solve
+
+    from .rules import load_rules
+
+    rules = load_rules(args.rules)
+    import time
+
+    t0 = time.perf_counter()
+    solver, source = load_or_solve(rules, use_cache=not args.no_cache)
+    wall = time.perf_counter() - t0
+    out = {
+        "rules": rules.name,
+        "fingerprint": rules.fingerprint(),
+        "expected_score": solver.expected_score,
+        "solve_seconds": solver.solve_seconds,
+        "source": source,
+        "load_seconds": wall,
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"rules {rules.name}: optimal expected score {solver.expected_score:.4f}")
+        how = "read from cache" if source == "cache" else "solved"
+        print(f"{how} in {wall:.3f} s (exact solve took {solver.solve_seconds:.3f} s)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="generala", description="Generala: environment, agents, solver, evaluation and training")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("rules", help="list presets, or print one rule set")
+    r.add_argument("name", nargs="?", help="preset name or YAML path")
+    r.add_argument("--yaml", action="store_true", help="print the full settings as YAML")
+    r.set_defaults(func=_rules_cmd)
+
+    pr = sub.add_parser("play-random", help="play one game with random legal moves, rendered as text")
+    pr.add_argument("--rules", default="classic")
+    pr.add_argument("--players", type=int, default=1)
+    pr.add_argument("--seed", type=int, default=0)
+    pr.set_defaults(func=_play_random_cmd)
+
+    a = sub.add_parser("agents", help="list the agents by name")
+    a.set_defaults(func=_agents_cmd)
+
+    s = sub.add_parser("solve", help="solve a rule set exactly: the optimal expected one-player score")
+    s.add_argument("--rules", default="classic")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--no-cache", action="store_true", help="solve anew and do not write the cache")
+    s.set_defaults(func=_solve_cmd)
+
+    for name, module in (("evaluate", "training.evaluate"), ("tournament", "training.tournament"), ("train", "training.train"), ("play", "generala_env.play")):
+        sp = sub.add_parser(name, help=f"see 'generala {name} --help'", add_help=False)
+        sp.add_argument("rest", nargs=argparse.REMAINDER)
+        sp.set_defaults(func=None, module=module)
+    return p
+
+
+def main(argv=None) -> int:
+    from .rules import RulesError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.func is None:  # subcommands with their own parsers
+            import importlib
+
+            mod = importlib.import_module(args.module)
+            return int(mod.main(args.rest) or 0)
+        return int(args.func(args) or 0)
+    except (RulesError, ValueError) as e:
+        print(f"generala {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""The Gymnasium environment ``Generala-v0``: a thin layer over :mod:`generala_env.game`."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from .dice import NUM_MASKS, ROLLS, KEEP_COUNTS
+from .encoding import LAYOUT_VERSION, Encoder, observation_layout
+from .game import MAX_PLAYERS, OPEN, Game, IllegalActionError
+from .render import render_text
+from .rules import RuleSet, load_rules
+
+REWARDS = ("score", "win")
+
+
+def _faces(keep: int) -> list[int]:
+    return [f + 1 for f in range(6) for _ in range(int(KEEP_COUNTS[keep][f]))]
+
+
+def make_info(game: Game, seat: int) -> dict[str, Any]:
+    """The ``info`` dict of a seat (what agents may read besides the observation)."""
+    mask = game.legal_mask() if game.player == seat else np.zeros(game.num_actions, dtype=bool)
+    info: dict[str, Any] = {
+        "action_mask": mask.astype(np.int8),
+        "dice": ROLLS[game.roll].copy(),
+        "rolls_left": int(game.rolls_left),
+        "locked": _faces(game.locked),
+        "sheets": game.sheets.copy(),
+        "totals": game.totals(),
+        "turn": game.turn,
+        "player": int(game.player),
+        "seat": int(seat),
+        "served_generala_pending": bool(game.served_generala_pending()),
+    }
+    if game.over:
+        winners = game.winners()
+        info["winners"] = winners
+        info["winner"] = winners[0] if len(winners) == 1 else None
+        info["served_generala_win"] = game.served_generala_winner is not None
+    return info
+
+
+class GeneralaEnv(gym.Env):
+    """
+    ## Description
+    Generala, the five-dice game of Latin America, for one agent in a game of 1–6
+    players. Each turn the agent rolls five dice up to three times, holding any dice
+    between rolls, then writes the dice on one open line of its score sheet. The
+    game ends when every sheet is full, or at once on a served generala (five alike on
+    a turn's first roll) when the rule set says it wins. Rules: see `generala rules`.
+
+    ## Action Space
+    `Discrete(32 + L)`, `L` the number of lines of the rule set:
+    - `0 … 31`: hold mask. Bit `i` keeps `info["dice"][i]` (sorted faces); the rest
+      are rerolled. Legal only while rolls are left; `31` (hold all) is never legal;
+      under `locked_holds` a mask that puts back a die kept earlier this turn is illegal.
+    - `32 + l`: write the dice on line `l` (rule-set order); legal iff the line is
+      open. Dice that do not qualify write 0 there (crossing it out).
+    - When a served generala wins the game, the only legal action is writing it on
+      the generala line.
+
+    ## Observation Space
+    `Box(-1, 1, (n,), float32)`; the slices are named by
+    `generala_env.observation_layout(rules, num_players)` (dice counts, sorted dice,
+    rolls left, first roll, locked dice, points each line would take now, the agent's
+    sheet, round, and with opponents their sheets and the score lead), all from the
+    agent's seat so one policy can sit in any seat.
+
+    ## Starting State
+    Empty sheets; seat 0 rolls first. Opponents seated before the agent play their
+    turns inside `reset()`, so the agent always has the move.
+
+    ## Rewards
+    - `reward="score"`: the points the agent writes at that step (0 for a reroll), so
+      an episode's return is the agent's final total.
+    - `reward="win"`: 0 until the end, then +1 for a win, 0 for a shared win, -1 for
+      a loss.
+    - An illegal action leaves the game unchanged and gives `illegal_penalty`
+      (default -1) with `info["illegal_action"]` set, or raises `IllegalActionError`
+      with `illegal_action="raise"`.
+
+    ## Episode End
+    Terminated when the game ends (all sheets full, or a served generala). Never
+    truncated by the env itself; a legal episode lasts at most `3 L` steps. In the rare
+    case that an opponent's served generala ends the game before the agent's first move,
+    `reset()` returns `info["game_over"] = True` with every action marked legal; the next
+    step ends the episode as a loss.
+
+    ## Information
+    `action_mask` (int8, same as `action_masks()`), `dice`, `rolls_left`, `locked`,
+    `sheets` (`players × L` ints, `-1` marks an open line), `totals`, `turn` (the round,
+    from 0), `player` (whose move), `seat` (the agent's seat), `served_generala_pending`,
+    `illegal_action`, `opponent_moves` (list of `(seat, action, points)` played since the
+    agent's last move) and, at the end, `winner` (seat, or `None` on a shared win),
+    `winners` and `served_generala_win`.
+
+    ## Arguments
+    ```python
+    import gymnasium as gym, generala_env
+    env = gym.make("Generala-v0", rules="classic", num_players=2, opponents="greedy",
+                   reward="win", agent_seat="random", render_mode="ansi")
+    ```
+    - `rules`: preset name (`classic`, `double`, `sixty`), YAML path, mapping or `RuleSet`.
+    - `num_players`: 1–6 (default 1).
+    - `opponents`: for the other seats, one agent or a list of one per seat; an agent
+      is a name from `generala agents` (e.g. `"random"`, `"greedy"`, `"optimal"`), an
+      object with `act(observation, info)`, or a callable `(observation, info) -> action`.
+      Default `"greedy"`.
+    - `reward`: `"score"` (default) or `"win"`.
+    - `agent_seat`: seat number, or `"random"` (drawn from the env's generator each reset).
+    - `illegal_action`: `"penalize"` (default) or `"raise"`; `illegal_penalty`: float.
+    - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it).
+
+    ## Version History
+    - v0: initial release (observation layout version 1).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+
+    def __init__(
+        self,
+        rules: "str | RuleSet | dict | None" = "classic",
+        num_players: int = 1,
+        opponents: "Any | Sequence[Any] | None" = None,
+        reward: str = "score",
+        agent_seat: "int | str" = 0,
+        render_mode: str | None = None,
+        illegal_action: str = "penalize",
+        illegal_penalty: float = -1.0,
+    ):
+        self.rules = load_rules(rules)
+        self.game = Game(self.rules, num_players)
+        self.num_players = self.game.num_players
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        self.reward_mode = reward
+        if agent_seat != "random" and not (isinstance(agent_seat, (int, np.integer)) and 0 <= agent_seat < self.num_players):
+            raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {self.num_players - 1}, got {agent_seat!r}")
+        self.agent_seat_option = agent_seat
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        self.render_mode = render_mode
+        if illegal_action not in ("penalize", "raise"):
+            raise ValueError(f"illegal_action must be 'penalize' or 'raise', got {illegal_action!r}")
+        self.illegal_action = illegal_action
+        self.illegal_penalty = float(illegal_penalty)
+        self.opponents = self._resolve_opponents(opponents)
+
+        self.encoder = Encoder(self.rules, self.num_players)
+        self.layout = observation_layout(self.rules, self.num_players)
+        self.observation_space = spaces.Box(-1.0, 1.0, shape=(self.encoder.size,), dtype=np.float32)
+        self.action_space = spaces.Discrete(NUM_MASKS + self.rules.num_lines)
+        self.seat = 0 if agent_seat == "random" else int(agent_seat)
+        self._ended_before_move = False
+        self._last_opponent_moves: list[tuple[int, int, int]] = []
+
+    @property
+    def layout_version(self) -> int:
+        return LAYOUT_VERSION
+
+    def _resolve_opponents(self, opponents) -> list[Callable]:
+        n = self.num_players - 1
+        if n == 0:
+            if opponents not in (None, [], ()):
+                raise ValueError("opponents were given but num_players is 1")
+            return []
+        if opponents is None:
+            opponents = "greedy"
+        if isinstance(opponents, (str, bytes)) or not isinstance(opponents, (list, tuple)):
+            opponents = [opponents] * n
+        if len(opponents) != n:
+            raise ValueError(f"{n} opponent(s) needed for {self.num_players} players, got {len(opponents)}")
+        resolved = []
+        for opp in opponents:
+            if isinstance(opp, str):
+                from agents import load as load_agent  # agents sit on top; load lazily
+
+                opp = load_agent(opp, rules=self.rules)
+            if hasattr(opp, "act"):
+                resolved.append(opp.act)
+            elif callable(opp):
+                resolved.append(opp)
+            else:
+                raise ValueError(f"an opponent must be an agent name, an object with act(), or a callable, got {opp!r}")
+        return resolved
+
+    # -- Gymnasium API ----------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if self.agent_seat_option == "random":
+            self.seat = int(self.np_random.integers(self.num_players))
+        self.game.reset(self.np_random)
+        for opp in self.opponents:
+            if hasattr(opp, "__self__") and hasattr(opp.__self__, "reset"):
+                opp.__self__.reset()
+        self._last_opponent_moves = []
+        self._play_opponents()
+        self._ended_before_move = self.game.over
+        info = self._info(illegal=False)
+        if self._ended_before_move:
+            info["game_over"] = True
+        return self._obs(), info
+
+    def step(self, action):
+        if self._ended_before_move:
+            self._ended_before_move = False
+            return self._obs(), self._final_reward(), True, False, self._info(illegal=False)
+        if self.game.over:
+            raise RuntimeError("step() called after the episode ended; call reset()")
+        why = self.game.why_illegal(action)
+        if why is not None:
+            if self.illegal_action == "raise":
+                raise IllegalActionError(why)
+            info = self._info(illegal=True)
+            info["illegal_reason"] = why
+            return self._obs(), self.illegal_penalty, False, False, info
+        outcome = self.game.step(int(action), self.np_random)
+        reward = float(outcome.points) if self.reward_mode == "score" else 0.0
+        self._last_opponent_moves = []
+        self._play_opponents()
+        terminated = self.game.over
+        if terminated and self.reward_mode == "win":
+            reward = self._final_reward()
+        if self.render_mode == "human":
+            self.render()
+        return self._obs(), reward, terminated, False, self._info(illegal=False)
+
+    def action_masks(self) -> np.ndarray:
+        """Boolean mask of legal actions (what sb3-contrib's MaskablePPO asks for)."""
+        if self._ended_before_move:
+            return np.ones(self.action_space.n, dtype=bool)
+        return self.game.legal_mask()
+
+    def render(self):
+        text = render_text(self.game, seat=self.seat)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    # -- internals --------------------------------------------------------------
+    def _play_opponents(self) -> None:
+        g = self.game
+        while not g.over and g.player != self.seat:
+            seat = g.player
+            opp = self.opponents[(seat - self.seat - 1) % self.num_players]
+            action = opp(self.encoder.encode(g, seat), make_info(g, seat))
+            why = g.why_illegal(action)
+            if why is not None:
+                raise IllegalActionError(f"opponent in seat {seat} played illegal action {action!r}: {why}")
+            out = g.step(int(action), self.np_random)
+            self._last_opponent_moves.append((seat, int(action), out.points))
+
+    def _final_reward(self) -> float:
+        if self.reward_mode != "win":
+            return 0.0
+        winners = self.game.winners()
+        if self.seat not in winners:
+            return -1.0
+        return 1.0 if len(winners) == 1 else 0.0
+
+    def _obs(self) -> np.ndarray:
+        return self.encoder.encode(self.game, self.seat)
+
+    def _info(self, illegal: bool) -> dict[str, Any]:
+        info = make_info(self.game, self.seat)
+        if self._ended_before_move:
+            info["action_mask"] = np.ones(self.action_space.n, dtype=np.int8)
+        info["illegal_action"] = illegal
+        info["opponent_moves"] = list(self._last_opponent_moves)
+        return info

@@ -1,0 +1,238 @@
+"""Rule sets: which sheet is played and how each line scores.
+
+A :class:`RuleSet` is an immutable, validated value holding exactly the settings of
+the project's rules README. It is built from a preset name (``"classic"``), a path to a
+YAML file, a mapping of settings overlaid on ``classic`` (or on the preset named by its
+``base:`` key), or another ``RuleSet``. Anything unknown or inconsistent raises
+:class:`RulesError` naming the problem; nothing is silently ignored.
+
+No gymnasium or torch import here: this is the game itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+NUMBER_LINES = ("ones", "twos", "threes", "fours", "fives", "sixes")
+COMBINATION_LINES = ("straight", "full_house", "four_of_a_kind", "generala", "double_generala")
+OPTIONAL_LINES = ("three_of_a_kind",)
+KNOWN_LINES = NUMBER_LINES + COMBINATION_LINES + OPTIONAL_LINES
+VALUE_KEYS = COMBINATION_LINES
+SERVED_GENERALA_MODES = ("win", "points")
+
+PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs" / "rules"
+
+
+class RulesError(ValueError):
+    """A rule set that cannot be played as given."""
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """One validated Generala rule set. Build it with :func:`load_rules`."""
+
+    lines: tuple[str, ...]
+    values: tuple[tuple[str, int], ...]
+    served_bonus: int
+    served_generala: str
+    served_generala_points: int | None
+    straight_wraps: bool
+    straight_one_as_two: bool
+    straight_gap: bool
+    locked_holds: bool
+    name: str = field(default="custom", compare=False)
+
+    # -- convenient views -------------------------------------------------------
+    def value(self, line: str) -> int:
+        """Fixed points of a combination line (straight … double_generala)."""
+        return dict(self.values)[line]
+
+    @property
+    def num_lines(self) -> int:
+        return len(self.lines)
+
+    def line_index(self, line: str) -> int:
+        try:
+            return self.lines.index(line)
+        except ValueError:
+            raise RulesError(f"line {line!r} is not on this sheet; lines: {', '.join(self.lines)}") from None
+
+    def has_line(self, line: str) -> bool:
+        return line in self.lines
+
+    def settings(self) -> dict[str, Any]:
+        """The settings as a plain mapping (what a YAML file would hold)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "name":
+                continue
+            v = getattr(self, f.name)
+            if f.name == "lines":
+                v = list(v)
+            elif f.name == "values":
+                v = dict(v)
+            out[f.name] = v
+        return out
+
+    def fingerprint(self) -> str:
+        """A short hash of the settings; two rule sets that play alike share it."""
+        blob = json.dumps(self.settings(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.settings(), sort_keys=False)
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return f"RuleSet({self.name}, {len(self.lines)} lines)"
+
+
+SETTING_KEYS = tuple(f.name for f in fields(RuleSet) if f.name != "name")
+
+
+def preset_names() -> list[str]:
+    """Names of the presets shipped in ``configs/rules/``."""
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise RulesError(f"cannot read rule file {path}: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise RulesError(f"rule file {path} is not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise RulesError(f"rule file {path} must hold a mapping of settings, got {type(data).__name__}")
+    return data
+
+
+def _preset_settings(name: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    path = PRESETS_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise RulesError(f"unknown rule set {name!r}; presets: {', '.join(preset_names())} (or a path to a YAML file)")
+    return _resolve(_read_yaml(path), _seen + (name,))
+
+
+def _resolve(data: Mapping[str, Any], seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Overlay a mapping on its base (``base:`` key, else classic) and return full settings."""
+    data = dict(data)
+    base = data.pop("base", None)
+    unknown = sorted(set(data) - set(SETTING_KEYS))
+    if unknown:
+        raise RulesError(f"unknown rule key(s) {', '.join(map(repr, unknown))}; known keys: base, {', '.join(SETTING_KEYS)}")
+    if base is None and "classic" not in seen:
+        base = "classic"
+    if base is None:
+        return data
+    if not isinstance(base, str):
+        raise RulesError(f"'base' must be a preset name, got {base!r}")
+    if base in seen:
+        raise RulesError(f"rule set 'base' chain loops through {base!r}")
+    settings = _preset_settings(base, seen)
+    values = dict(settings.get("values", {}))
+    if "values" in data:
+        if not isinstance(data["values"], Mapping):
+            raise RulesError(f"'values' must be a mapping of line to points, got {data['values']!r}")
+        values.update(data["values"])
+    settings.update(data)
+    settings["values"] = values
+    return settings
+
+
+def _int(key: str, v: Any, allow_none: bool = False) -> int | None:
+    if v is None and allow_none:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise RulesError(f"{key} must be a whole number, got {v!r}")
+    if v < 0:
+        raise RulesError(f"{key} must not be negative, got {v}")
+    return v
+
+
+def _bool(key: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise RulesError(f"{key} must be true or false, got {v!r}")
+    return v
+
+
+def _build(settings: Mapping[str, Any], name: str) -> RuleSet:
+    missing = [k for k in SETTING_KEYS if k not in settings]
+    if missing:
+        raise RulesError(f"rule set is missing setting(s): {', '.join(missing)}")
+
+    lines = settings["lines"]
+    if isinstance(lines, str) or not isinstance(lines, (list, tuple)) or not lines:
+        raise RulesError(f"lines must be a non-empty list of line names, got {lines!r}")
+    for line in lines:
+        if line not in KNOWN_LINES:
+            raise RulesError(f"unknown line {line!r}; known lines: {', '.join(KNOWN_LINES)}")
+    dupes = sorted({line for line in lines if list(lines).count(line) > 1})
+    if dupes:
+        raise RulesError(f"duplicate line(s) on the sheet: {', '.join(dupes)}")
+    if "double_generala" in lines and "generala" not in lines:
+        raise RulesError("the double_generala line needs a generala line on the sheet")
+
+    values = settings["values"]
+    if not isinstance(values, Mapping):
+        raise RulesError(f"values must be a mapping of line to points, got {values!r}")
+    unknown = sorted(set(values) - set(VALUE_KEYS))
+    if unknown:
+        raise RulesError(f"unknown key(s) in values: {', '.join(unknown)}; known: {', '.join(VALUE_KEYS)}")
+    missing = [k for k in VALUE_KEYS if k not in values]
+    if missing:
+        raise RulesError(f"values is missing: {', '.join(missing)}")
+    vals = tuple((k, _int(f"values.{k}", values[k])) for k in VALUE_KEYS)
+
+    mode = settings["served_generala"]
+    if mode not in SERVED_GENERALA_MODES:
+        raise RulesError(f"served_generala must be one of {', '.join(SERVED_GENERALA_MODES)}, got {mode!r}")
+    sg_points = _int("served_generala_points", settings["served_generala_points"], allow_none=True)
+    if mode == "points" and sg_points is None:
+        raise RulesError("served_generala: points needs served_generala_points (the worth of a served generala)")
+    if mode == "win" and sg_points is not None:
+        raise RulesError("served_generala_points is set but served_generala is 'win'; set served_generala: points to use it")
+
+    return RuleSet(
+        lines=tuple(lines),
+        values=vals,
+        served_bonus=_int("served_bonus", settings["served_bonus"]),
+        served_generala=mode,
+        served_generala_points=sg_points,
+        straight_wraps=_bool("straight_wraps", settings["straight_wraps"]),
+        straight_one_as_two=_bool("straight_one_as_two", settings["straight_one_as_two"]),
+        straight_gap=_bool("straight_gap", settings["straight_gap"]),
+        locked_holds=_bool("locked_holds", settings["locked_holds"]),
+        name=name,
+    )
+
+
+def load_rules(spec: "str | Path | Mapping[str, Any] | RuleSet | None" = None) -> RuleSet:
+    """A validated :class:`RuleSet` from a preset name, YAML path, mapping or RuleSet.
+
+    ``None`` means ``classic``. A mapping is overlaid on ``classic``, or on the preset
+    its ``base:`` key names.
+    """
+    if spec is None:
+        spec = "classic"
+    if isinstance(spec, RuleSet):
+        return spec
+    if isinstance(spec, Mapping):
+        return _build(_resolve(spec), name=str(spec.get("base", "custom")) + "+custom" if spec else "classic")
+    if isinstance(spec, (str, Path)):
+        s = str(spec)
+        looks_like_path = isinstance(spec, Path) or s.endswith((".yaml", ".yml")) or "/" in s or "\\" in s
+        if looks_like_path:
+            path = Path(s)
+            if not path.is_file():
+                raise RulesError(f"rule file {s} does not exist")
+            return _build(_resolve(_read_yaml(path)), name=path.stem)
+        return _build(_preset_settings(s), name=s)
+    raise RulesError(f"rules must be a preset name, a YAML path, a mapping or a RuleSet, got {type(spec).__name__}")

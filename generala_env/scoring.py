@@ -1,0 +1,124 @@
+"""Points of each line for a roll, as small pure functions and a precomputed table."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from .dice import NUM_ROLLS, ROLL_COUNTS, roll_index
+from .rules import NUMBER_LINES, RuleSet
+
+
+def _counts(faces) -> list[int]:
+    c = [0] * 6
+    for f in faces:
+        c[int(f) - 1] += 1
+    return c
+
+
+def is_straight(faces, rules: RuleSet) -> bool:
+    """Whether five faces make a straight under the rule set's straight settings."""
+    c = _counts(faces)
+    present = {f for f in range(1, 7) if c[f - 1]}
+    if len(present) == 5 and rules.straight_gap:
+        return True
+    runs = [{1, 2, 3, 4, 5}, {2, 3, 4, 5, 6}]
+    if rules.straight_wraps:
+        runs.append({3, 4, 5, 6, 1})
+    if present in runs:
+        return True
+    if rules.straight_one_as_two and c[1] == 0 and c[0] >= 1:
+        # a 1 stands in for the missing 2: 1-3-4-5-6 and 1-1-3-4-5
+        c2 = list(c)
+        c2[0] -= 1
+        c2[1] += 1
+        if max(c2) == 1 and {f for f in range(1, 7) if c2[f - 1]} in runs:
+            return True
+    return False
+
+
+def is_full_house(faces) -> bool:
+    """Exactly three of one face and two of another (five alike is not a full house)."""
+    return sorted(x for x in _counts(faces) if x) == [2, 3]
+
+
+def is_four_of_a_kind(faces) -> bool:
+    return max(_counts(faces)) >= 4
+
+
+def is_generala(faces) -> bool:
+    return max(_counts(faces)) == 5
+
+
+def line_points(line: str, faces, rules: RuleSet, served: bool = False, generala_scored: bool = True) -> int:
+    """Points written on ``line`` for five ``faces``.
+
+    ``served``: the dice are written right after the turn's first roll.
+    ``generala_scored``: the generala line already holds points (needed by double_generala).
+    Dice that do not qualify score 0 (crossing the line out).
+    """
+    c = _counts(faces)
+    if line in NUMBER_LINES:
+        face = NUMBER_LINES.index(line) + 1
+        return face * c[face - 1]
+    if line == "three_of_a_kind":
+        for face in range(1, 7):
+            if c[face - 1] >= 3:
+                return 3 * face
+        return 0
+    bonus = rules.served_bonus if served else 0
+    if line == "straight":
+        return rules.value("straight") + bonus if is_straight(faces, rules) else 0
+    if line == "full_house":
+        return rules.value("full_house") + bonus if is_full_house(faces) else 0
+    if line == "four_of_a_kind":
+        return rules.value("four_of_a_kind") + bonus if is_four_of_a_kind(faces) else 0
+    if line == "generala":
+        if not is_generala(faces):
+            return 0
+        if served and rules.served_generala == "points":
+            return int(rules.served_generala_points)
+        return rules.value("generala")
+    if line == "double_generala":
+        return rules.value("double_generala") if is_generala(faces) and generala_scored else 0
+    raise ValueError(f"unknown line {line!r}")
+
+
+@lru_cache(maxsize=64)
+def points_table(rules: RuleSet) -> np.ndarray:
+    """``table[line, roll, served]``: points for every line, roll and served-ness.
+
+    Double generala is given as if the generala line holds points; the game zeroes it
+    otherwise. Read-only int32 array of shape ``(L, 252, 2)``.
+    """
+    from .dice import ROLLS
+
+    table = np.zeros((rules.num_lines, NUM_ROLLS, 2), dtype=np.int32)
+    for l, line in enumerate(rules.lines):
+        for r, faces in enumerate(ROLLS):
+            for s in (0, 1):
+                table[l, r, s] = line_points(line, faces, rules, served=bool(s))
+    table.setflags(write=False)
+    return table
+
+
+def line_max(rules: RuleSet) -> np.ndarray:
+    """The most points each line can hold (used to scale observations)."""
+    return np.maximum(points_table(rules).max(axis=(1, 2)), 1).astype(np.float32)
+
+
+def is_five_alike_roll(r: int) -> bool:
+    return int(ROLL_COUNTS[r].max()) == 5
+
+
+__all__ = [
+    "is_straight",
+    "is_full_house",
+    "is_four_of_a_kind",
+    "is_generala",
+    "line_points",
+    "points_table",
+    "line_max",
+    "roll_index",
+]

@@ -1,0 +1,1 @@
+"""Training and evaluation programs: PPO training, evaluation, tournaments."""
