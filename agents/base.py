@@ -66,8 +66,8 @@ class Agent:
         self.rules: RuleSet = load_rules(rules)
         self.seed = seed
 
-    def reset(self) -> None:
-        """Called at the start of each game (stateless agents ignore it)."""
+    def reset(self, seed: int | None = None) -> None:
+        """Called at the start of each game; ``seed`` re-seeds agents that draw randomness."""
 
     def act(self, observation, info) -> int:  # pragma: no cover - interface
         raise NotImplementedError

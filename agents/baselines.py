@@ -24,6 +24,10 @@ class RandomAgent(Agent):
         super().__init__(rules, seed)
         self.rng = np.random.default_rng(seed)
 
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
     def act(self, observation, info) -> int:
         legal = np.flatnonzero(np.asarray(info["action_mask"]))
         if len(legal) == 0:

@@ -194,9 +194,10 @@ class GeneralaEnv(gym.Env):
         if self.agent_seat_option == "random":
             self.seat = int(self.np_random.integers(self.num_players))
         self.game.reset(self.np_random)
-        for opp in self.opponents:
-            if hasattr(opp, "__self__") and hasattr(opp.__self__, "reset"):
-                opp.__self__.reset()
+        for opp in self.opponents:  # opponents' own randomness is seeded from the env's generator
+            owner = getattr(opp, "__self__", None)
+            if owner is not None and hasattr(owner, "reset"):
+                owner.reset(seed=int(self.np_random.integers(2**63)))
         self._last_opponent_moves = []
         self._play_opponents()
         self._ended_before_move = self.game.over
