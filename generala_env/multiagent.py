@@ -1,0 +1,277 @@
+"""Generala for 2–6 agents as a PettingZoo AEC environment (``generala_v0``).
+
+PettingZoo is an optional dependency (``pip install generala-rl[multiagent]``)::
+
+    from generala_env.multiagent import env, raw_env
+    e = env(rules="classic", num_players=3, reward="win")
+    e.reset(seed=0)
+    for agent in e.agent_iter():
+        obs, reward, termination, truncation, info = e.last()
+        action = None if termination or truncation else policy(obs)
+        e.step(action)
+
+The game itself is :class:`generala_env.game.Game`, the observation the same
+:class:`generala_env.encoding.Encoder` vector as ``Generala-v0`` and the ``info`` the same
+:func:`generala_env.env.make_info` dict, so one policy plays in either environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle, seeding
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from .dice import NUM_MASKS
+from .encoding import LAYOUT_VERSION, Encoder, observation_layout
+from .env import REWARDS, make_info
+from .game import MAX_PLAYERS, Game, IllegalActionError
+from .render import render_text
+from .rules import RuleSet, load_rules
+
+MIN_PLAYERS = 2
+
+
+def agent_name(seat: int) -> str:
+    return f"player_{seat}"
+
+
+def env(illegal_reward: float = -1.0, **kwargs) -> AECEnv:
+    """The environment with PettingZoo's usual wrappers.
+
+    An illegal action ends the game for everyone, the offender getting ``illegal_reward``
+    (``TerminateIllegalWrapper``); an action outside the action space is an assertion
+    error; calling things out of order (``step`` before ``reset``) is an error.
+    """
+    e = raw_env(**kwargs)
+    e = wrappers.TerminateIllegalWrapper(e, illegal_reward=illegal_reward)
+    e = wrappers.AssertOutOfBoundsWrapper(e)
+    e = wrappers.OrderEnforcingWrapper(e)
+    return e
+
+
+class raw_env(AECEnv, EzPickle):
+    """
+    ## Description
+    Generala, the five-dice game of Latin America, for 2–6 agents taking turns. On its
+    turn an agent rolls five dice up to three times, holding any dice between rolls,
+    then writes the dice on one open line of its score sheet. The game ends when every
+    sheet is full, or at once on a served generala (five alike on a turn's first roll)
+    when the rule set says it wins. Rules: see `generala rules`.
+
+    Agents are `player_0 … player_{n-1}`, in play order; `player_0` starts. The same
+    agent stays selected for its whole turn (one to three actions), then the next seat.
+
+    ## Action Space
+    `Discrete(32 + L)` for every agent, `L` the number of lines of the rule set:
+    - `0 … 31`: hold mask. Bit `i` keeps `info["dice"][i]` (sorted faces); the rest
+      are rerolled. Legal only while rolls are left; `31` (hold all) is never legal;
+      under `locked_holds` a mask that puts back a die kept earlier this turn is illegal.
+    - `32 + l`: write the dice on line `l` (rule-set order); legal iff the line is
+      open. Dice that do not qualify write 0 there (crossing it out).
+    - When a served generala wins the game, the only legal action is writing it on
+      the generala line.
+
+    ## Observation Space
+    `Dict(observation=Box(-1, 1, (n,), float32), action_mask=Box(0, 1, (32 + L,), int8))`.
+    `observation` is the `Generala-v0` vector from the observing agent's seat (its own
+    sheet first, then the opponents in play order after it), so one policy can sit in
+    any seat; `generala_env.observation_layout(rules, num_players)` names its slices.
+    `action_mask` marks the legal actions of the agent to move and is all zeros for the
+    others (and for everyone once the game is over).
+
+    ## Starting State
+    Empty sheets; `player_0` has rolled all five dice.
+
+    ## Rewards
+    - `reward="score"` (default): the points an agent writes, given at that step (0 for
+      a reroll), so each agent's return is its final total. A served generala that wins
+      earns only its points in this mode; use `"win"` to reward winning.
+    - `reward="win"`: 0 until the end, then +1 to a sole winner, 0 to each player of a
+      shared win, -1 to every other player (also on a served generala).
+    - With `env()`, an illegal action ends the game: the offender gets `illegal_reward`
+      (default -1), the others 0. `raw_env` raises `IllegalActionError` instead.
+
+    ## Episode End
+    All agents terminate together when the game ends: the last line of the last sheet is
+    written, or a served generala is written (the other sheets stay as they are). Never
+    truncated; a game lasts at most `3 L n` actions. Terminated agents then step `None`.
+
+    ## Information
+    `infos[agent]` is `make_info(game, seat)` of `Generala-v0`: `action_mask` (int8),
+    `dice`, `rolls_left`, `locked`, `sheets` (`players × L` ints, `-1` marks an open line),
+    `totals`, `turn` (the seat's round, from 0), `player` (seat to move), `seat`,
+    `served_generala_pending`, plus `last_move` (`(seat, action, points)` of the move
+    just played, `None` after reset) and, at the end, `winner` (seat, or `None` on a
+    shared win), `winners` and `served_generala_win`.
+
+    ## Arguments
+    ```python
+    from generala_env.multiagent import env
+    e = env(rules="classic", num_players=2, reward="score", render_mode="ansi")
+    ```
+    - `rules`: preset name (`classic`, `double`, `sixty`), YAML path, mapping or `RuleSet`.
+    - `num_players`: 2–6 (default 2); for one player use `Generala-v0`.
+    - `reward`: `"score"` or `"win"`.
+    - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it after every step).
+    - `env(illegal_reward=-1.0, ...)`: reward of an illegal action under the wrappers.
+
+    There is no parallel version: PettingZoo's `aec_to_parallel` needs every agent to
+    act exactly once per cycle, but a Generala turn is one to three actions by the same
+    agent (`metadata["is_parallelizable"]` is `False`, as for PettingZoo's classic games).
+
+    ## Version History
+    - v0: initial release (observation layout version 1).
+    """
+
+    metadata = {
+        "render_modes": ["ansi", "human"],
+        "name": "generala_v0",
+        "is_parallelizable": False,
+        "render_fps": 4,
+    }
+
+    def __init__(
+        self,
+        rules: "str | RuleSet | dict | None" = "classic",
+        num_players: int = 2,
+        reward: str = "score",
+        render_mode: str | None = None,
+    ):
+        EzPickle.__init__(self, rules=rules, num_players=num_players, reward=reward, render_mode=render_mode)
+        super().__init__()
+        self.rules = load_rules(rules)
+        if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not MIN_PLAYERS <= num_players <= MAX_PLAYERS:
+            raise ValueError(f"num_players must be an integer from {MIN_PLAYERS} to {MAX_PLAYERS} (one player: use Generala-v0), got {num_players!r}")
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        self.reward_mode = reward
+        self.render_mode = render_mode
+        self.game = Game(self.rules, int(num_players))
+        self.num_players = self.game.num_players
+        self.encoder = Encoder(self.rules, self.num_players)
+        self.layout = observation_layout(self.rules, self.num_players)
+
+        self.possible_agents = [agent_name(s) for s in range(self.num_players)]
+        self.agents = self.possible_agents[:]
+        self._seat = {a: s for s, a in enumerate(self.possible_agents)}
+        n_actions = NUM_MASKS + self.rules.num_lines
+        self.action_spaces = {a: spaces.Discrete(n_actions) for a in self.possible_agents}
+        self.observation_spaces = {
+            a: spaces.Dict(
+                {
+                    "observation": spaces.Box(-1.0, 1.0, shape=(self.encoder.size,), dtype=np.float32),
+                    "action_mask": spaces.Box(0, 1, shape=(n_actions,), dtype=np.int8),
+                }
+            )
+            for a in self.possible_agents
+        }
+        self._np_random: np.random.Generator | None = None
+        self._np_random_seed: int | None = None
+        self._last_move: tuple[int, int, int] | None = None
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos = {a: {} for a in self.agents}
+        self.agent_selection = self.possible_agents[0]
+
+    @property
+    def layout_version(self) -> int:
+        return LAYOUT_VERSION
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The env's one generator: every die is drawn from it."""
+        if self._np_random is None:
+            self._np_random, self._np_random_seed = seeding.np_random()
+        return self._np_random
+
+    @np_random.setter
+    def np_random(self, value) -> None:
+        """Set the generator (anything with ``integers(low, high, size=..., dtype=...)``);
+        the next ``reset()`` without a seed keeps it. Tests use it to script the dice."""
+        self._np_random = value
+        self._np_random_seed = -1
+
+    def observation_space(self, agent):
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent):
+        return self.action_spaces[agent]
+
+    # -- PettingZoo API ---------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        if seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(seed)
+        self.game.reset(self.np_random)
+        self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self._last_move = None
+        self._update_infos()
+        self.agent_selection = self.possible_agents[self.game.player]
+
+    def observe(self, agent) -> dict[str, np.ndarray]:
+        seat = self._seat[agent]
+        g = self.game
+        mask = g.legal_mask() if (g.player == seat and not g.over) else np.zeros(g.num_actions, dtype=bool)
+        return {"observation": self.encoder.encode(g, seat), "action_mask": mask.astype(np.int8)}
+
+    def step(self, action) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        g = self.game
+        why = g.why_illegal(action)
+        if why is not None:
+            raise IllegalActionError(f"{agent}: {why}")
+        self._cumulative_rewards[agent] = 0.0  # the agent has seen its reward: start afresh
+        self._clear_rewards()
+        outcome = g.step(int(action), self.np_random)
+        self._last_move = (outcome.player, outcome.action, outcome.points)
+        if self.reward_mode == "score":
+            self.rewards[agent] = float(outcome.points)
+        if g.over:
+            if self.reward_mode == "win":
+                winners = g.winners()
+                for a, s in self._seat.items():
+                    self.rewards[a] = (1.0 if len(winners) == 1 else 0.0) if s in winners else -1.0
+            self.terminations = dict.fromkeys(self.agents, True)
+        self._accumulate_rewards()
+        self._update_infos()
+        # during the game the seat to move; at the end the next seat, so all step None in turn
+        self.agent_selection = self.possible_agents[(outcome.player + 1) % self.num_players if g.over else g.player]
+        if self.render_mode == "human":
+            self.render()
+
+    def render(self):
+        if self.render_mode is None:
+            from gymnasium import logger
+
+            logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            return None
+        text = render_text(self.game)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    # -- internals --------------------------------------------------------------
+    def _update_infos(self) -> None:
+        self.infos = {}
+        for a in self.agents:
+            info: dict[str, Any] = make_info(self.game, self._seat[a])
+            info["last_move"] = self._last_move
+            self.infos[a] = info
