@@ -135,28 +135,34 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-cache", action="store_true", help="solve anew and do not write the cache")
     s.set_defaults(func=_solve_cmd)
 
-    for name, module in (("evaluate", "training.evaluate"), ("tournament", "training.tournament"), ("train", "training.train"), ("play", "generala_env.play")):
-        sp = sub.add_parser(name, help=f"see 'generala {name} --help'", add_help=False)
-        sp.add_argument("rest", nargs=argparse.REMAINDER)
-        sp.set_defaults(func=None, module=module)
+    for name, (module, what) in PROGRAMS.items():
+        sub.add_parser(name, help=f"{what} (see 'generala {name} --help')", add_help=False)
     return p
+
+
+# subcommands with parsers of their own: everything after the name goes to them
+PROGRAMS = {
+    "evaluate": ("training.evaluate", "one-player games of agents on the same dice"),
+    "tournament": ("training.tournament", "head-to-head games, seats swapped on the same dice"),
+    "train": ("training.train", "train a MaskablePPO agent from a YAML config"),
+    "play": ("generala_env.play", "play in the terminal against agents"),
+}
 
 
 def main(argv=None) -> int:
     from .rules import RulesError
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    command = argv[0] if argv else None
     try:
-        if args.func is None:  # subcommands with their own parsers
+        if command in PROGRAMS:
             import importlib
 
-            mod = importlib.import_module(args.module)
-            return int(mod.main(args.rest) or 0)
+            return int(importlib.import_module(PROGRAMS[command][0]).main(argv[1:]) or 0)
+        args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except (RulesError, ValueError) as e:
-        print(f"generala {args.command}: error: {e}", file=sys.stderr)
+        print(f"generala {command}: error: {e}", file=sys.stderr)
         return 2
 
 

@@ -1,0 +1,166 @@
+"""``generala evaluate``: one-player games, every agent on the same seeded dice.
+
+    generala evaluate                                  # the shipped agents on classic
+    generala evaluate --agents optimal,greedy,random --rules classic --games 10000 --seed 0
+
+Prints a table (mean score with 95% CI, standard deviation, share of the optimal
+expected score, generala and served rates, lines crossed out) and writes
+``results.json``, ``results.md`` and ``scores.png`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .harness import game_seed, play_many
+from .stats import mean_ci
+
+
+def default_agents() -> list[str]:
+    import agents
+
+    out = ["optimal", "turn-optimal", "rules-of-thumb", "greedy", "random"]
+    for name in agents.names():
+        if name not in out and _players_of(name) == 1:
+            out.insert(1, name)
+    return out
+
+
+def _players_of(name: str) -> int | None:
+    from agents.ppo import find_checkpoint, read_metadata
+
+    path = find_checkpoint(name)
+    return int(read_metadata(path)["num_players"]) if path else None
+
+
+def check_agents(names: list[str], rules, players: int) -> None:
+    """Build each agent once so a bad name or rule set fails before any game is played."""
+    import agents
+
+    for n in names:
+        if not n:
+            raise ValueError("an empty agent name in --agents")
+        agents.load(n, rules=rules)
+        p = _players_of(n)
+        if p is not None and p != players:
+            raise ValueError(f"agent {n!r} is a {p}-player checkpoint; this program plays {players}-player games")
+
+
+def summarize(name: str, recs, rules, optimal: float) -> dict:
+    totals = np.array([r.totals[0] for r in recs], dtype=float)
+    sheets = np.stack([r.sheets[0] for r in recs])
+    m, lo, hi = mean_ci(totals)
+    out = {
+        "agent": name,
+        "games": len(recs),
+        "mean": m,
+        "ci95": [lo, hi],
+        "std": float(totals.std(ddof=1)) if len(totals) > 1 else 0.0,
+        "min": float(totals.min()),
+        "max": float(totals.max()),
+        "share_of_optimal": m / optimal,
+        "crossed_out": {line: float((sheets[:, l] == 0).mean()) for l, line in enumerate(rules.lines)},
+        "served_per_game": float(np.mean([r.served_bonus_writes[0] for r in recs])),
+    }
+    if "generala" in rules.lines:
+        out["generala_rate"] = float((sheets[:, rules.lines.index("generala")] > 0).mean())
+    return out
+
+
+def markdown(rows: list[dict], rules, games: int, seed: int, optimal: float) -> str:
+    lines = [
+        f"# Evaluation on `{rules.name}` ({games} one-player games each, seed {seed}, same dice for every agent)",
+        "",
+        f"Optimal expected score (exact): **{optimal:.2f}**",
+        "",
+        "| agent | mean | 95% CI | std | % of optimal | generala rate | served/game |",
+        "|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['agent']} | {r['mean']:.2f} | {r['ci95'][0]:.2f} – {r['ci95'][1]:.2f} | {r['std']:.1f} | "
+            f"{100 * r['share_of_optimal']:.1f}% | {r.get('generala_rate', float('nan')):.3f} | {r['served_per_game']:.2f} |"
+        )
+    lines += ["", "Share of games each line was crossed out (written as 0):", ""]
+    lines.append("| agent | " + " | ".join(rules.lines) + " |")
+    lines.append("|---|" + "---:|" * len(rules.lines))
+    for r in rows:
+        lines.append(f"| {r['agent']} | " + " | ".join(f"{r['crossed_out'][l]:.2f}" for l in rules.lines) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict], scores: dict, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 5))
+    bins = np.arange(0, max(max(v) for v in scores.values()) + 10, 5)
+    for r in rows:
+        ax.hist(scores[r["agent"]], bins=bins, histtype="step", linewidth=1.6, label=f"{r['agent']} (mean {r['mean']:.1f})")
+    ax.set_xlabel("final score")
+    ax.set_ylabel("games")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="generala evaluate", description=__doc__.split("\n\n")[0])
+    p.add_argument("--agents", help="comma-separated agent names (default: the shipped agents)")
+    p.add_argument("--rules", default="classic")
+    p.add_argument("--games", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
+    p.add_argument("--out", default=None, help="output folder (default results/evaluate-RULES-seedS)")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+
+    from agents.solver import load_or_solve
+    from generala_env.rules import load_rules
+
+    rules = load_rules(args.rules)
+    if args.games < 1:
+        raise ValueError(f"--games must be at least 1, got {args.games}")
+    names = [n.strip() for n in args.agents.split(",")] if args.agents else default_agents()
+    check_agents(names, rules, 1)
+    optimal = load_or_solve(rules)[0].expected_score
+    seeds = [game_seed(args.seed, i) for i in range(args.games)]
+
+    t0 = time.time()
+    rows, scores = [], {}
+    for name in names:
+        recs = play_many([(name,)] * args.games, seeds, rules, workers=args.workers, progress=not args.no_progress, desc=name)
+        rows.append(summarize(name, recs, rules, optimal))
+        scores[name] = [float(r.totals[0]) for r in recs]
+    wall = time.time() - t0
+
+    print(f"rules {rules.name}: {args.games} games per agent, seed {args.seed}, same dice for every agent; optimal expected score {optimal:.2f}")
+    print(f"{'agent':<16}{'mean':>8}  {'95% CI':<17}{'std':>6}{'% opt':>8}{'generala':>10}{'served':>8}  most crossed out")
+    for r in rows:
+        worst = max(r["crossed_out"].items(), key=lambda kv: kv[1])
+        print(
+            f"{r['agent']:<16}{r['mean']:>8.2f}  {r['ci95'][0]:>7.2f}–{r['ci95'][1]:<8.2f}{r['std']:>6.1f}{100 * r['share_of_optimal']:>7.1f}%"
+            f"{r.get('generala_rate', float('nan')):>10.3f}{r['served_per_game']:>8.2f}  {worst[0]} {worst[1]:.0%}"
+        )
+    out = Path(args.out or f"results/evaluate-{rules.name}-seed{args.seed}")
+    out.mkdir(parents=True, exist_ok=True)
+    result = {"rules": rules.name, "rules_settings": rules.settings(), "games": args.games, "seed": args.seed, "optimal_expected": optimal, "wall_seconds": wall, "agents": rows, "command": "generala evaluate " + " ".join(argv or sys.argv[1:])}
+    (out / "results.json").write_text(json.dumps(result, indent=2))
+    (out / "results.md").write_text(markdown(rows, rules, args.games, args.seed, optimal))
+    plot(rows, scores, out / "scores.png", f"Final scores on {rules.name} ({args.games} games, same dice)")
+    print(f"wrote {out}/results.json, results.md, scores.png ({wall:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""Playing seeded games between agents on shared dice (common random numbers).
+
+Each game seed fixes a table of dice: for every seat, turn and roll, five fresh faces.
+A turn's first roll is the five faces of roll 0; a reroll of ``n`` dice takes the first
+``n`` faces of the next roll. So every agent in a solitaire evaluation meets the same
+first rolls and the same fresh dice, and in a tournament the seats can be swapped on the
+same dice ("duplicate" play). Results depend only on the seeds, never on how the games
+were split between worker processes.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from generala_env.dice import DICE, HOLD_KEEP, KEEP_SIZE, NUM_MASKS
+from generala_env.encoding import Encoder
+from generala_env.env import make_info
+from generala_env.game import OPEN, Game
+from generala_env.rules import load_rules
+
+
+class SharedDice:
+    """The dice of one seeded game: ``table[seat, turn, roll]`` holds five faces."""
+
+    def __init__(self, seed: int, num_players: int, num_lines: int):
+        rng = np.random.default_rng([0x6E6E, int(seed)])
+        self.table = rng.integers(1, 7, size=(num_players, num_lines, 3, DICE), dtype=np.int8)
+
+    def faces_for(self, game: Game, action: int) -> np.ndarray:
+        """The faces ``game.apply(action, faces)`` needs for this action."""
+        seat = game.player
+        if action < NUM_MASKS:
+            n = DICE - int(KEEP_SIZE[HOLD_KEEP[game.roll, action]])
+            return self.table[seat, game.turn, 3 - game.rolls_left, :n]
+        nxt = (seat + 1) % game.num_players
+        turn = int((game.sheets[nxt] != OPEN).sum()) + (1 if nxt == seat else 0)
+        return self.table[nxt, min(turn, game.num_lines - 1), 0]
+
+
+class _Faces:
+    """A stand-in generator that hands out given faces (to start a game on shared dice)."""
+
+    def __init__(self, faces):
+        self.faces = faces
+
+    def integers(self, low, high, size=None, dtype=None):
+        return np.asarray(self.faces[:size], dtype=dtype)
+
+
+@dataclass
+class GameRecord:
+    seed: int
+    seats: tuple[str, ...]  # agent name in each seat
+    sheets: np.ndarray  # final sheets, players x lines
+    totals: np.ndarray
+    winners: tuple[int, ...]
+    served_generala_win: bool
+    served_bonus_writes: np.ndarray  # per seat: served straights/full houses/fours written
+    decisions: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def game_seed(base_seed: int, index: int) -> int:
+    return int(np.random.SeedSequence([int(base_seed), int(index)]).generate_state(1)[0])
+
+
+def play_game(agents, rules, seed: int, names=None) -> GameRecord:
+    """One game, agents by seat (objects with ``act``), on the shared dice of ``seed``."""
+    rules = load_rules(rules)
+    P = len(agents)
+    game = Game(rules, P)
+    enc = Encoder(rules, P)
+    dice = SharedDice(seed, P, rules.num_lines)
+    game.reset(_Faces(dice.table[0, 0, 0]))
+    for seat, agent in enumerate(agents):
+        if hasattr(agent, "reset"):
+            agent.reset(seed=game_seed(seed, seat))
+    served = np.zeros(P, dtype=np.int64)
+    decisions = np.zeros(P, dtype=np.int64)
+    while not game.over:
+        seat = game.player
+        info = make_info(game, seat)
+        a = agents[seat].act(enc.encode(game, seat), info)
+        why = game.why_illegal(a)
+        if why is not None:
+            raise RuntimeError(f"agent {getattr(agents[seat], 'name', seat)} in seat {seat} played illegal action {a!r}: {why}")
+        out = game.apply(int(a), dice.faces_for(game, int(a)))
+        decisions[seat] += 1
+        if out.bonus:
+            served[seat] += 1
+    return GameRecord(
+        seed=seed,
+        seats=tuple(names or [getattr(a, "name", str(a)) for a in agents]),
+        sheets=game.sheets.copy(),
+        totals=game.totals(),
+        winners=game.winners(),
+        served_generala_win=game.served_generala_winner is not None,
+        served_bonus_writes=served,
+        decisions=decisions,
+    )
+
+
+# -- running many games, on every core ----------------------------------------------
+_WORKER_AGENTS: dict = {}
+
+
+def _agent(name: str, rules):
+    import agents as agents_pkg
+
+    key = (name, load_rules(rules).fingerprint())
+    if key not in _WORKER_AGENTS:
+        _WORKER_AGENTS[key] = agents_pkg.load(name, rules=rules)
+    return _WORKER_AGENTS[key]
+
+
+def _run_chunk(job):
+    rules, lineups, seeds = job
+    out = []
+    for lineup, seed in zip(lineups, seeds):
+        out.append(play_game([_agent(n, rules) for n in lineup], rules, seed, names=lineup))
+    return out
+
+
+def play_many(lineups: list[tuple[str, ...]], seeds: list[int], rules, workers: int | None = None, progress: bool = True, desc: str = "games") -> list[GameRecord]:
+    """Play ``lineups[i]`` (agent names by seat) on the dice of ``seeds[i]``, in order.
+
+    ``workers``: processes to use (default: every core); results are identical for any
+    number of workers.
+    """
+    rules = load_rules(rules)
+    n = len(lineups)
+    workers = max(1, min(workers or os.cpu_count() or 1, n))
+    chunk = max(1, min(50, n // (workers * 4) or 1))
+    jobs = [(rules, lineups[i : i + chunk], seeds[i : i + chunk]) for i in range(0, n, chunk)]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n, desc=desc, unit="game", leave=False, dynamic_ncols=True)
+    results: list[GameRecord] = []
+    if workers == 1:
+        for job in jobs:
+            results.extend(_run_chunk(job))
+            if bar:
+                bar.update(len(job[1]))
+    else:
+        import multiprocessing as mp
+
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as pool:
+            for part in pool.map(_run_chunk, jobs):
+                results.extend(part)
+                if bar:
+                    bar.update(len(part))
+    if bar:
+        bar.close()
+    return results
+
+
+def play_lockstep(act_batch, rules, seeds: list[int]) -> list[GameRecord]:
+    """One-player games on the dice of ``seeds``, all advanced together.
+
+    ``act_batch(observations (n, obs), masks (n, A)) -> actions (n,)`` decides for every
+    unfinished game at once (one batched forward pass of a policy network).
+    """
+    rules = load_rules(rules)
+    enc = Encoder(rules, 1)
+    games, tables = [], []
+    for s in seeds:
+        g = Game(rules, 1)
+        d = SharedDice(s, 1, rules.num_lines)
+        g.reset(_Faces(d.table[0, 0, 0]))
+        games.append(g)
+        tables.append(d)
+    served = np.zeros(len(seeds), dtype=np.int64)
+    active = list(range(len(games)))
+    while active:
+        obs = np.stack([enc.encode(games[i], 0) for i in active])
+        masks = np.stack([games[i].legal_mask() for i in active])
+        actions = act_batch(obs, masks)
+        still = []
+        for i, a in zip(active, actions):
+            g = games[i]
+            out = g.apply(int(a), tables[i].faces_for(g, int(a)))
+            served[i] += out.bonus > 0
+            if not g.over:
+                still.append(i)
+        active = still
+    return [
+        GameRecord(seed=s, seats=("policy",), sheets=g.sheets.copy(), totals=g.totals(), winners=g.winners(), served_generala_win=False, served_bonus_writes=served[i : i + 1])
+        for i, (s, g) in enumerate(zip(seeds, games))
+    ]

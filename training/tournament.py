@@ -1,0 +1,182 @@
+"""``generala tournament``: head-to-head games, seats swapped on the same dice.
+
+    generala tournament --agents optimal,rules-of-thumb,greedy --players 2 --games 2000 --seed 0
+
+With ``--players 2`` every pair of agents meets: each of ``--games`` dice seeds is played
+twice, once with each agent in seat 0 ("duplicate" play), so neither seat nor dice luck
+favours one side. With more players the listed agents (exactly ``--players`` of them) play
+every rotation of the seats on each seed. Reports win/draw/loss with Wilson 95% intervals,
+mean margins and games ended by a served generala; writes ``results.json``,
+``results.md`` and ``winrates.png`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .evaluate import check_agents
+from .harness import game_seed, play_many
+from .stats import mean_ci, wilson
+
+
+def _lineups(names: list[str], players: int, games: int, seed: int):
+    """(lineup, seed, matchup key) for every game to play."""
+    out = []
+    if players == 2:
+        for a, b in itertools.combinations(names, 2):
+            for i in range(games):
+                s = game_seed(seed, i)
+                out.append(((a, b), s, (a, b)))
+                out.append(((b, a), s, (a, b)))
+    else:
+        for i in range(games):
+            s = game_seed(seed, i)
+            for r in range(players):
+                lineup = tuple(names[(j + r) % players] for j in range(players))
+                out.append((lineup, s, tuple(names)))
+    return out
+
+
+def _pair_stats(a: str, b: str, recs) -> dict:
+    """Results of agent a against agent b from the games both played."""
+    w = d = l = 0
+    margins, served = [], 0
+    for rec in recs:
+        sa, sb = rec.seats.index(a), rec.seats.index(b)
+        win = rec.winners
+        if sa in win and sb in win:
+            d += 1
+        elif sa in win:
+            w += 1
+        elif sb in win:
+            l += 1
+        else:
+            d += 1  # neither won (only with 3+ players): no result between them
+        margins.append(float(rec.totals[sa] - rec.totals[sb]))
+        served += rec.served_generala_win
+    n = w + d + l
+    m, lo, hi = mean_ci(margins)
+    return {
+        "agent": a,
+        "opponent": b,
+        "games": n,
+        "wins": w,
+        "draws": d,
+        "losses": l,
+        "win_rate": wilson(w, n),
+        "draw_rate": wilson(d, n),
+        "loss_rate": wilson(l, n),
+        "points_rate": (w + 0.5 * d) / n if n else float("nan"),
+        "mean_margin": [m, lo, hi],
+        "served_generala_endings": served,
+    }
+
+
+def plot_matrix(names, matrix, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1.6 * len(names) + 2, 1.3 * len(names) + 1.5))
+    im = ax.imshow(matrix, vmin=0, vmax=1, cmap="RdYlGn")
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    ax.set_yticks(range(len(names)), names)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            if not np.isnan(matrix[i, j]):
+                ax.text(j, i, f"{matrix[i, j]:.1%}", ha="center", va="center", fontsize=9)
+    ax.set_xlabel("opponent")
+    ax.set_ylabel("agent (win rate of the row)")
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="generala tournament", description=__doc__.split("\n\n")[0])
+    p.add_argument("--agents", required=True, help="comma-separated agent names")
+    p.add_argument("--players", type=int, default=2)
+    p.add_argument("--rules", default="classic")
+    p.add_argument("--games", type=int, default=1000, help="dice seeds per matchup (each played in every seating)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--out", default=None)
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+
+    from generala_env.rules import load_rules
+
+    rules = load_rules(args.rules)
+    names = [n.strip() for n in args.agents.split(",")]
+    if args.games < 1:
+        raise ValueError(f"--games must be at least 1, got {args.games}")
+    if not 2 <= args.players <= 6:
+        raise ValueError(f"--players must be 2 to 6, got {args.players}")
+    if len(set(names)) != len(names):
+        raise ValueError("each agent may be listed once")
+    if args.players == 2 and len(names) < 2:
+        raise ValueError("a 2-player tournament needs at least two agents")
+    if args.players > 2 and len(names) != args.players:
+        raise ValueError(f"with --players {args.players}, list exactly {args.players} agents")
+    check_agents(names, rules, args.players)
+
+    plan = _lineups(names, args.players, args.games, args.seed)
+    t0 = time.time()
+    recs = play_many([x[0] for x in plan], [x[1] for x in plan], rules, workers=args.workers, progress=not args.no_progress, desc="tournament")
+    wall = time.time() - t0
+
+    rows = []
+    matrix = np.full((len(names), len(names)), np.nan)
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            if i == j:
+                continue
+            games = [r for r, (_, _, key) in zip(recs, plan) if a in key and b in key]
+            st = _pair_stats(a, b, games)
+            matrix[i, j] = st["win_rate"][0]
+            if i < j or args.players > 2:
+                rows.append(st)
+
+    print(f"rules {rules.name}: {args.players}-player games, {args.games} dice seeds per matchup, every seating on each seed (seed {args.seed})")
+    print(f"{'agent':<16}{'vs':<16}{'games':>6}{'win':>8}  {'95% CI':<14}{'draw':>6}{'loss':>7}{'margin':>8}  {'95% CI':<15}{'served-gen':>10}")
+    for r in rows:
+        wr, dr, lr = r["win_rate"], r["draw_rate"], r["loss_rate"]
+        mm = r["mean_margin"]
+        print(
+            f"{r['agent']:<16}{r['opponent']:<16}{r['games']:>6}{wr[0]:>8.1%}  {wr[1]:.1%}–{wr[2]:<7.1%}{dr[0]:>6.1%}{lr[0]:>7.1%}"
+            f"{mm[0]:>+8.2f}  {mm[1]:+.2f}–{mm[2]:<+8.2f}{r['served_generala_endings']:>10}"
+        )
+    out = Path(args.out or f"results/tournament-{rules.name}-{args.players}p-seed{args.seed}")
+    out.mkdir(parents=True, exist_ok=True)
+    result = {"rules": rules.name, "players": args.players, "games_per_matchup": args.games, "seed": args.seed, "wall_seconds": wall, "matchups": rows, "agents": names, "command": "generala tournament " + " ".join(argv or sys.argv[1:])}
+    (out / "results.json").write_text(json.dumps(result, indent=2))
+    md = [
+        f"# Tournament on `{rules.name}`: {args.players} players, {args.games} seeds per matchup, seats swapped on the same dice",
+        "",
+        "| agent | opponent | games | win | 95% CI (Wilson) | draw | loss | mean margin (95% CI) | served-generala endings |",
+        "|---|---|---:|---:|---|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        wr, mm = r["win_rate"], r["mean_margin"]
+        md.append(
+            f"| {r['agent']} | {r['opponent']} | {r['games']} | {wr[0]:.1%} | {wr[1]:.1%} – {wr[2]:.1%} | {r['draw_rate'][0]:.1%} | "
+            f"{r['loss_rate'][0]:.1%} | {mm[0]:+.2f} ({mm[1]:+.2f} … {mm[2]:+.2f}) | {r['served_generala_endings']} |"
+        )
+    (out / "results.md").write_text("\n".join(md) + "\n")
+    plot_matrix(names, matrix, out / "winrates.png", f"Win rate, {rules.name}, {args.players} players")
+    print(f"wrote {out}/results.json, results.md, winrates.png ({wall:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
