@@ -158,28 +158,27 @@ def test_scripted_turns_from_each_seat():
     assert e.infos[p1]["sheets"][0, fk] == 40 and list(e.infos[p0]["totals"]) == [40, 35]
 
 
-def test_score_return_is_final_total_and_masks_never_empty():
-    for rules in ("classic", "double", "sixty"):
-        for n in range(2, 7):
-            e = env(rules=rules, num_players=n, reward="score")
-            e.reset(seed=n)
-            returns = dict.fromkeys(e.possible_agents, 0.0)
-            rng = np.random.default_rng(n)
-            for agent in e.agent_iter():
-                obs, reward, term, trunc, info = e.last()
-                returns[agent] += reward
-                if term or trunc:
-                    e.step(None)
-                    continue
-                mask = obs["action_mask"]
-                assert mask.any(), f"{rules} {n}p: empty mask for the acting agent"
-                assert np.array_equal(mask, info["action_mask"])
-                for other in e.agents:
-                    if other != agent:
-                        assert not e.observe(other)["action_mask"].any()
-                e.step(int(rng.choice(np.flatnonzero(mask))))
-            totals = e.unwrapped.game.totals()
-            assert [returns[a] for a in e.possible_agents] == [float(t) for t in totals]
+@pytest.mark.parametrize("rules, n", [("classic", 2), ("double", 3), ("sixty", 4), ("classic", 5), ("double", 6)])
+def test_score_return_is_final_total_and_masks_never_empty(rules, n):
+    e = env(rules=rules, num_players=n, reward="score")
+    e.reset(seed=n)
+    returns = dict.fromkeys(e.possible_agents, 0.0)
+    rng = np.random.default_rng(n)
+    for agent in e.agent_iter():
+        obs, reward, term, trunc, info = e.last()
+        returns[agent] += reward
+        if term or trunc:
+            e.step(None)
+            continue
+        mask = obs["action_mask"]
+        assert mask.any(), f"{rules} {n}p: empty mask for the acting agent"
+        assert np.array_equal(mask, info["action_mask"])
+        for other in e.agents:
+            if other != agent:
+                assert not e.observe(other)["action_mask"].any()
+        e.step(int(rng.choice(np.flatnonzero(mask))))
+    totals = e.unwrapped.game.totals()
+    assert [returns[a] for a in e.possible_agents] == [float(t) for t in totals]
 
 
 # -- rewards at the end --------------------------------------------------------------------
