@@ -16,7 +16,7 @@ from .scoring import line_points, points_table
 ENV_ID = "Generala-v0"
 
 if ENV_ID not in registry:
-    register(id=ENV_ID, entry_point="generala_env.env:GeneralaEnv")
+    register(id=ENV_ID, entry_point="generala_env.env:GeneralaEnv", vector_entry_point="generala_env.vector:GeneralaVectorEnv")
 
 
 def __getattr__(name):  # GeneralaEnv imports gymnasium spaces; load it on first use
