@@ -145,6 +145,7 @@ PROGRAMS = {
     "evaluate": ("training.evaluate", "one-player games of agents on the same dice"),
     "tournament": ("training.tournament", "head-to-head games, seats swapped on the same dice"),
     "train": ("training.train", "train a MaskablePPO agent from a YAML config"),
+    "export": ("training.export", "make a shipped checkpoint from a training run"),
     "play": ("generala_env.play", "play in the terminal against agents"),
 }
 

@@ -60,6 +60,12 @@ DEFAULTS: dict[str, Any] = {
         "games": 500,  # games per evaluation (seeded, same dice every time)
         "opponent": "greedy",  # win rate is measured against this agent
     },
+    "pretrain": {  # optional behaviour cloning from the optimal player before PPO (training/pretrain.py)
+        "games": 0,  # games of the optimal player to imitate (0 = pure PPO from scratch)
+        "epochs": 10,
+        "epsilon": 0.1,  # share of random legal moves mixed into the imitated games
+        "learning_rate": 1.0e-3,
+    },
     "checkpoint_every": 200_000,  # environment steps between saved checkpoints
     "init_from": None,  # a saved model (.zip) to start from instead of a fresh policy
 }

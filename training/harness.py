@@ -11,6 +11,7 @@ were split between worker processes.
 from __future__ import annotations
 
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
@@ -113,7 +114,17 @@ def _agent(name: str, rules):
     key = (name, load_rules(rules).fingerprint())
     if key not in _WORKER_AGENTS:
         _WORKER_AGENTS[key] = agents_pkg.load(name, rules=rules)
+        if _IN_WORKER and "torch" in sys.modules:  # one thread per worker: the workers fill the cores
+            sys.modules["torch"].set_num_threads(1)
     return _WORKER_AGENTS[key]
+
+
+_IN_WORKER = False
+
+
+def _worker_init() -> None:
+    global _IN_WORKER
+    _IN_WORKER = True
 
 
 def _run_chunk(job):
@@ -149,7 +160,9 @@ def play_many(lineups: list[tuple[str, ...]], seeds: list[int], rules, workers: 
     else:
         import multiprocessing as mp
 
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as pool:
+        # fork is fastest, but not once torch has started its thread pool in this process
+        ctx = mp.get_context("spawn" if "torch" in sys.modules else "fork")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init) as pool:
             for part in pool.map(_run_chunk, jobs):
                 results.extend(part)
                 if bar:

@@ -293,6 +293,11 @@ def train(cfg: dict, run: Path, resume: bool = False, command: str = "") -> Path
         print(f"resuming {run} at step {model.num_timesteps:,}")
     else:
         model = build_model(cfg, venv, run / "tb")
+        if cfg["pretrain"]["games"] > 0 and not cfg["init_from"]:
+            from .pretrain import behaviour_clone
+
+            state["pretrain"] = behaviour_clone(model, cfg)
+            model.save(run / "pretrained.zip")
     remaining = cfg["total_timesteps"] - model.num_timesteps
     if remaining <= 0:
         print(f"run {run} already has {model.num_timesteps:,} of {cfg['total_timesteps']:,} steps")
@@ -326,7 +331,7 @@ def parse_args(argv):
     src.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its latest.zip")
     p.add_argument("overrides", nargs="*", help="KEY=VALUE overrides, e.g. algo.learning_rate=1e-4 total_timesteps=2e6")
     p.add_argument("--run-name", help="folder name under run_dir (default NAME__seedS__TIME)")
-    return p.parse_args(argv)
+    return p.parse_intermixed_args(argv)
 
 
 def main(argv=None) -> int:

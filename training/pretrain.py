@@ -1,0 +1,139 @@
+"""Behaviour cloning from the exact optimal player: an optional warm start for PPO.
+
+With ``pretrain.games > 0`` in a training config, a fresh policy first learns to imitate
+the ``optimal`` agent on states it visits (with ``pretrain.epsilon`` of random legal
+moves mixed in, so that the policy also sees states optimal play rarely reaches), and its
+value head learns the value of those states: with ``reward: score`` the exact expected
+points still to come (from the solver), with ``reward: win`` the game's final result.
+PPO then trains on from there. The run's config records that this was done.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from generala_env.encoding import Encoder
+from generala_env.env import make_info
+from generala_env.game import Game
+from generala_env.rules import load_rules
+
+from .harness import game_seed
+
+
+def _opponent_names(env_cfg: dict, game_index: int) -> list[str]:
+    opp = env_cfg["opponents"] or "greedy"
+    if isinstance(opp, list):
+        opp = opp[game_index % len(opp)]
+    n = env_cfg["num_players"] - 1
+    return list(opp) if isinstance(opp, list) else [opp] * n
+
+
+def _generate(job):
+    """Play games; return observations, masks, teacher actions and value targets at the learner's seat."""
+    import agents
+
+    env_cfg, seed, indices, epsilon = job
+    rules = load_rules(env_cfg["rules"])
+    P = env_cfg["num_players"]
+    enc = Encoder(rules, P)
+    teacher = agents.load("optimal", rules=rules)
+    cache: dict = {}
+    obs_l, mask_l, act_l, val_l = [], [], [], []
+    for gi in indices:
+        rng = np.random.default_rng(game_seed(seed, gi))
+        seat = int(rng.integers(P)) if env_cfg["agent_seat"] == "random" else int(env_cfg["agent_seat"])
+        opps = []
+        for name in _opponent_names(env_cfg, gi):
+            if name not in cache:
+                cache[name] = agents.load(name, rules=rules)
+            opps.append(cache[name])
+        for o in opps:
+            o.reset(seed=int(rng.integers(2**63)))
+        game = Game(rules, P)
+        game.reset(rng)
+        start = len(val_l)
+        while not game.over:
+            s = game.player
+            obs, info = enc.encode(game, s), make_info(game, s)
+            if s == seat:
+                a = teacher.act(obs, info)
+                obs_l.append(obs)
+                mask_l.append(info["action_mask"].astype(bool))
+                act_l.append(a)
+                if env_cfg["reward"] == "score":
+                    v = teacher.solver.action_values(*_state(teacher, info))
+                    val_l.append(float(np.max(np.where(info["action_mask"].astype(bool), v, -np.inf))) * env_cfg["reward_scale"])
+                else:
+                    val_l.append(np.nan)
+                if rng.random() < epsilon:
+                    legal = np.flatnonzero(info["action_mask"])
+                    a = int(legal[rng.integers(len(legal))])
+            else:
+                a = opps[(s - seat - 1) % P].act(obs, info)
+            game.step(int(a), rng)
+        if env_cfg["reward"] == "win":
+            w = game.winners()
+            r = -1.0 if seat not in w else (1.0 if len(w) == 1 else 0.0)
+            val_l[start:] = [r] * (len(val_l) - start)
+    return np.array(obs_l, np.float32), np.array(mask_l, bool), np.array(act_l, np.int64), np.array(val_l, np.float32)
+
+
+def _state(agent, info):
+    from agents.base import SeatView
+
+    v = SeatView.from_info(info)
+    s = agent.solver
+    return v.filled_mask, (s.gen >= 0 and v.sheet[s.gen] > 0), v.roll, v.rolls_left, v.locked
+
+
+def behaviour_clone(model, cfg: dict, log=print) -> dict:
+    """Train ``model.policy`` to imitate the optimal player; returns what it measured."""
+    import torch
+
+    p = cfg["pretrain"]
+    t0 = time.time()
+    games = p["games"]
+    workers = max(1, min(os.cpu_count() or 1, games))
+    chunks = [list(range(i, games, workers * 8)) for i in range(workers * 8)]
+    jobs = [(cfg["env"], cfg["seed"] + 7_000_001, c, p["epsilon"]) for c in chunks if c]
+    if workers == 1:
+        parts = [_generate(j) for j in jobs]
+    else:
+        import multiprocessing as mp
+
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+            parts = list(pool.map(_generate, jobs))
+    obs, masks, acts, vals = (np.concatenate([x[i] for x in parts]) for i in range(4))
+    log(f"behaviour cloning: {len(acts):,} decisions from {games:,} games of the optimal player in {time.time() - t0:.0f} s")
+
+    policy = model.policy
+    policy.set_training_mode(True)
+    opt = torch.optim.Adam(policy.parameters(), lr=p["learning_rate"])
+    gen = torch.Generator().manual_seed(cfg["seed"])
+    O, M, A, V = (torch.as_tensor(x) for x in (obs, masks, acts, vals))
+    n = len(A)
+    bs = 1024
+    for epoch in range(p["epochs"]):
+        perm = torch.randperm(n, generator=gen)
+        tot_pi = tot_v = correct = 0.0
+        for i in range(0, n, bs):
+            idx = perm[i : i + bs]
+            values, logp, _ = policy.evaluate_actions(O[idx], A[idx], action_masks=M[idx])
+            loss_pi = -logp.mean()
+            loss_v = torch.nn.functional.mse_loss(values.flatten(), V[idx])
+            loss = loss_pi + 0.5 * loss_v
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+            opt.step()
+            tot_pi += loss_pi.item() * len(idx)
+            tot_v += loss_v.item() * len(idx)
+            with torch.no_grad():
+                correct += (logp > np.log(0.5)).sum().item()
+        log(f"  epoch {epoch + 1}/{p['epochs']}: policy loss {tot_pi / n:.4f}, value loss {tot_v / n:.5f}, teacher action prob>0.5 on {correct / n:.1%}")
+    policy.set_training_mode(False)
+    return {"decisions": int(n), "games": games, "epochs": p["epochs"], "seconds": time.time() - t0, "final_policy_loss": tot_pi / n}
