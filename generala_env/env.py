@@ -212,6 +212,8 @@ class GeneralaEnv(gym.Env):
             return self._obs(), self._final_reward(), True, False, self._info(illegal=False)
         if self.game.over:
             raise RuntimeError("step() called after the episode ended; call reset()")
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action[()]  # SB3's predict() gives one observation's action as a 0-d array
         why = self.game.why_illegal(action)
         if why is not None:
             if self.illegal_action == "raise":

@@ -86,7 +86,8 @@ class Game:
         self.points = points_table(self.rules)
         self._generala = self.rules.lines.index("generala") if "generala" in self.rules.lines else -1
         self._double = self.rules.lines.index("double_generala") if "double_generala" in self.rules.lines else -1
-        self._served_win = self.rules.served_generala == "win" and self.num_players >= 2
+        # without a generala line there is nothing to claim (and index -1 would be another line)
+        self._served_win = self.rules.served_generala == "win" and self.num_players >= 2 and self._generala >= 0
         self.sheets = np.full((self.num_players, self.num_lines), OPEN, dtype=np.int32)
         self.roll = 0
         self.rolls_left = 0
@@ -212,7 +213,16 @@ class Game:
         why = self.why_illegal(action)
         if why is not None:
             raise IllegalActionError(why)
-        return self._apply(int(action), faces)
+        a = int(action)
+        faces = [int(f) for f in faces]
+        # check the dice before anything changes: a bad face would count as another face,
+        # and a short next roll would fail after the line is already written
+        if any(not 1 <= f <= 6 for f in faces):
+            raise ValueError(f"faces run from 1 to 6, got {faces}")
+        ends = self.served_generala_pending() or self.writes + 1 == self.num_players * self.num_lines
+        if a >= NUM_MASKS and not ends and len(faces) != DICE:
+            raise ValueError(f"a write needs the next player's five-dice first roll, got {len(faces)} faces")
+        return self._apply(a, faces)
 
     def _apply(self, a: int, faces) -> Outcome:
         me = self.player

@@ -1,0 +1,463 @@
+"""Scripted turns and games with the dice given, and the legal-action mask against the game."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import QUICK, LoadedDice, ScriptedDice, faces, hold, write
+from generala_env import OPEN, Game, IllegalActionError
+from generala_env.dice import KEEP_COUNTS, KEEP_SIZE, NUM_MASKS, keep_index
+
+ALL_HELD = 31
+
+
+def new_game(rules="classic", players=1, first="12346"):
+    """A game whose first roll is ``first``."""
+    g = Game(rules, players)
+    g.reset(ScriptedDice(first))
+    return g
+
+
+def sheet(g, player=0):
+    """A player's sheet as ``{line: points}`` for the filled lines."""
+    return {line: int(v) for line, v in zip(g.rules.lines, g.sheets[player]) if v != OPEN}
+
+
+def state(g):
+    return (g.sheets.copy().tolist(), g.roll, g.rolls_left, g.player, g.locked, g.over, g.writes, g.served_generala_winner)
+
+
+# -- one turn -------------------------------------------------------------------------
+def test_a_turn_starts_with_all_five_dice_rolled():
+    g = new_game(first="62514")
+    assert list(g.dice) == [1, 2, 4, 5, 6]  # sorted: the order the hold bits refer to
+    assert g.rolls_left == 2 and g.first_roll and g.player == 0 and g.turn == 0 and not g.over
+    assert g.locked == keep_index([])
+    assert (g.sheets == OPEN).all()
+
+
+def test_served_full_house_earns_the_bonus():
+    g = new_game(first="53535")
+    out = g.apply(write(g, "full_house"), faces("11111"))
+    assert (out.points, out.served, out.bonus, out.wrote) == (35, True, 5, True)
+    assert sheet(g) == {"full_house": 35}
+    # next turn (one player): the faces passed with the write are the new first roll
+    assert list(g.dice) == [1, 1, 1, 1, 1] and g.rolls_left == 2 and g.turn == 1
+
+
+def test_full_house_made_with_a_reroll_is_not_served():
+    g = new_game(first="55531")
+    out = g.apply(hold(g, "5553"), [3])
+    assert out.points == 0 and not out.wrote
+    assert list(g.dice) == [3, 3, 5, 5, 5] and g.rolls_left == 1 and not g.first_roll
+    assert g.locked == keep_index([3, 5, 5, 5])
+    out = g.apply(write(g, "full_house"), faces("12345"))
+    assert (out.points, out.served, out.bonus) == (30, False, 0)
+    assert sheet(g) == {"full_house": 30}
+
+
+@pytest.mark.parametrize(
+    "rules,first,line,points",
+    [
+        ("classic", "23456", "straight", 25),
+        ("classic", "62222", "four_of_a_kind", 45),
+        ("classic", "44444", "four_of_a_kind", 45),
+        ("sixty", "23456", "straight", 30),
+        ("sixty", "44422", "full_house", 40),
+        ("classic", "44426", "fours", 12),  # number lines: no bonus
+        ("classic", "12456", "straight", 0),  # crossed out: no bonus either
+    ],
+)
+def test_served_lines(rules, first, line, points):
+    g = new_game(rules, first=first)
+    out = g.apply(write(g, line), faces("12345"))
+    assert out.points == points and sheet(g) == {line: points}
+    assert out.bonus == (g.rules.served_bonus if line in ("straight", "full_house", "four_of_a_kind") and points else 0)
+
+
+def test_three_rolls_then_the_player_must_write():
+    g = new_game(first="12346")
+    g.apply(0, faces("12356"))  # reroll all five
+    assert list(g.dice) == [1, 2, 3, 5, 6] and g.rolls_left == 1
+    g.apply(hold(g, "1235"), [4])
+    assert list(g.dice) == [1, 2, 3, 4, 5] and g.rolls_left == 0
+    for m in range(NUM_MASKS):
+        assert not g.legal_mask()[m]
+        with pytest.raises(IllegalActionError, match="no rolls left" if m != ALL_HELD else "holding all five"):
+            g.apply(m, [])
+    assert g.legal_actions() == [write(g, line) for line in g.rules.lines]
+    out = g.apply(write(g, "straight"), faces("66666"))
+    assert (out.points, out.served) == (20, False)
+
+
+def test_keeping_all_five_is_never_a_reroll():
+    g = new_game(first="12346")
+    assert not g.legal_mask()[ALL_HELD]
+    assert "holding all five dice is not a reroll" in g.why_illegal(ALL_HELD)
+    with pytest.raises(IllegalActionError):
+        g.apply(ALL_HELD, [])
+    g.apply(hold(g, "1234"), [5])
+    assert not g.legal_mask()[ALL_HELD]
+
+
+def test_crossing_out_closes_the_line():
+    g = new_game(first="12346")
+    out = g.apply(write(g, "generala"), faces("33333"))
+    assert out.points == 0 and out.wrote
+    assert sheet(g) == {"generala": 0}
+    assert not g.legal_mask()[write(g, "generala")]
+    assert g.why_illegal(write(g, "generala")) == "line 'generala' is already filled"
+    with pytest.raises(IllegalActionError, match="already filled"):
+        g.apply(write(g, "generala"), faces("12345"))
+    # five alike next turn (1 player): any other line takes it; the crossed-out generala stays 0
+    out = g.apply(write(g, "threes"), faces("12345"))
+    assert out.points == 15 and sheet(g) == {"generala": 0, "threes": 15}
+    assert list(g.totals()) == [15]
+
+
+def test_hold_with_the_wrong_number_of_faces_changes_nothing():
+    g = new_game(first="12346")
+    before = state(g)
+    with pytest.raises(ValueError, match="rerolls 1 dice"):
+        g.apply(hold(g, "1234"), [5, 5])
+    assert state(g) == before
+
+
+def test_bad_faces_change_nothing():
+    g = new_game(players=2, first="12346")
+    before = state(g)
+    for action, bad in [
+        (hold(g, "1234"), [0]),  # no face 0 (it must not count as a six)
+        (hold(g, "1234"), [7]),
+        (write(g, "ones"), [1, 2, 3]),  # the next player's first roll needs five dice
+        (write(g, "ones"), [1, 2, 3, 4, 9]),
+    ]:
+        with pytest.raises(ValueError):
+            g.apply(action, bad)
+        assert state(g) == before, (action, bad)
+
+
+def test_the_last_write_needs_no_dice():
+    g = new_game({"lines": ["ones", "sixes"]}, players=1, first="12346")
+    g.apply(write(g, "ones"), faces("66666"))
+    out = g.apply(write(g, "sixes"), [])
+    assert out.points == 30 and g.over and list(g.totals()) == [31]
+
+
+def test_bad_actions_are_named():
+    g = new_game(first="12346")
+    assert "out of range" in g.why_illegal(42)
+    assert "out of range" in g.why_illegal(-1)
+    assert "integer" in g.why_illegal(3.0)
+    assert "integer" in g.why_illegal(True)
+    assert "integer" in g.why_illegal("32")
+    assert g.why_illegal(np.int64(32)) is None
+    with pytest.raises(IllegalActionError):
+        g.apply(42, [])
+
+
+def test_player_count_is_checked():
+    for n in (0, 7, True, 2.0):
+        with pytest.raises(ValueError, match="num_players"):
+            Game("classic", n)
+
+
+# -- locked holds ---------------------------------------------------------------------
+def test_locked_holds():
+    g = new_game({"locked_holds": True}, first="12256")
+    g.apply(hold(g, "22"), faces("234"))
+    assert list(g.dice) == [2, 2, 2, 3, 4] and g.rolls_left == 1
+    assert list(KEEP_COUNTS[g.locked]) == [0, 2, 0, 0, 0, 0]
+    legal = g.legal_mask()
+    # the kept 2-2 may be held at any two of the three 2s: equal faces are the same die to the rules
+    for m in (0b00011, 0b00110, 0b00101, 0b00111, 0b01011, 0b10011, 0b11011, 0b01111):
+        assert legal[m], bin(m)
+    # a mask holding fewer than two 2s puts a kept die back in the cup
+    for m in (0, 0b00001, 0b00010, 0b00100, 0b11000, 0b11001):
+        assert not legal[m], bin(m)
+        assert "locked_holds" in g.why_illegal(m)
+        with pytest.raises(IllegalActionError):
+            g.apply(m, faces("11111")[: 5 - bin(m).count("1")])
+    assert not legal[ALL_HELD]
+    assert legal[NUM_MASKS:].all()
+    g.apply(0b00110, faces("222"))  # the two 2s at positions 1-2 this time
+    assert list(g.dice) == [2, 2, 2, 2, 2] and g.rolls_left == 0
+    # a new turn unlocks everything
+    g.apply(write(g, "generala"), faces("13456"))
+    assert g.locked == keep_index([]) and g.legal_mask()[:ALL_HELD].all()
+
+
+def test_locked_holds_grow_with_each_hold():
+    g = new_game({"locked_holds": True}, first="11236")
+    g.apply(hold(g, "6"), faces("6612"))
+    assert list(g.dice) == [1, 2, 6, 6, 6]
+    assert list(KEEP_COUNTS[g.locked]) == [0, 0, 0, 0, 0, 1]
+    g.apply(hold(g, "666"), faces("66"))
+    assert list(KEEP_COUNTS[g.locked]) == [0, 0, 0, 0, 0, 3]
+
+
+def test_without_locked_holds_a_kept_die_may_go_back():
+    g = new_game(first="12256")
+    g.apply(hold(g, "22"), faces("234"))
+    assert g.legal_mask()[:ALL_HELD].all()
+    g.apply(0, faces("66666"))
+    assert list(g.dice) == [6, 6, 6, 6, 6]
+
+
+# -- served generala ------------------------------------------------------------------
+def test_served_generala_wins_at_once_with_two_players():
+    g = new_game(players=2, first="33333")
+    assert g.served_generala_pending()
+    assert g.legal_actions() == [write(g, "generala")]  # the forced claim
+    for a in [0, 5, write(g, "threes"), write(g, "four_of_a_kind")]:
+        assert "served generala" in g.why_illegal(a)
+    out = g.apply(write(g, "generala"), [])
+    assert out.served_generala_win and out.points == 50
+    assert g.over and g.served_generala_winner == 0 and g.winners() == (0,)
+    assert sheet(g, 0) == {"generala": 50} and sheet(g, 1) == {}
+    assert not g.legal_mask().any() and g.why_illegal(0) == "the game is over"
+
+
+def test_served_generala_wins_for_a_player_who_is_behind():
+    g = new_game(players=3, first="66663")
+    g.apply(write(g, "four_of_a_kind"), faces("12345"))  # seat 0: 45
+    g.apply(write(g, "straight"), faces("55555"))  # seat 1: 25; seat 2 is served five fives
+    assert g.player == 2 and g.served_generala_pending()
+    g.apply(write(g, "generala"), [])
+    assert g.over and g.winners() == (2,) and list(g.totals()) == [45, 25, 50]
+    g2 = new_game(players=2, first="66663")
+    g2.apply(write(g2, "four_of_a_kind"), faces("11111"))
+    g2.apply(write(g2, "generala"), [])
+    assert g2.winners() == (1,) and list(g2.totals()) == [45, 50]  # a lower total still wins
+
+
+def test_served_generala_is_an_ordinary_roll_with_one_player():
+    g = new_game(players=1, first="33333")
+    assert not g.served_generala_pending()
+    assert g.legal_mask()[:ALL_HELD].all() and g.legal_mask()[NUM_MASKS:].all()
+    out = g.apply(write(g, "threes"), faces("44444"))
+    assert (out.points, out.served_generala_win, g.over) == (15, False, False)
+    out = g.apply(write(g, "generala"), faces("12345"))
+    assert (out.points, out.served_generala_win, g.over) == (50, False, False)
+    assert g.turn == 2
+
+
+def test_generala_after_a_reroll_does_not_win_at_once():
+    g = new_game(players=2, first="33331")
+    g.apply(hold(g, "3333"), [3])
+    assert list(g.dice) == [3, 3, 3, 3, 3] and not g.served_generala_pending()
+    out = g.apply(write(g, "generala"), faces("12345"))
+    assert out.points == 50 and not g.over and g.player == 1
+
+
+def test_crossed_out_generala_blocks_the_instant_win_and_the_double():
+    g = new_game("double", players=2, first="12346")
+    g.apply(write(g, "generala"), faces("12346"))  # seat 0 crosses out generala
+    g.apply(write(g, "ones"), faces("44444"))  # seat 1; seat 0 is served five fours
+    assert g.player == 0 and list(g.dice) == [4] * 5 and g.first_roll
+    assert not g.served_generala_pending()
+    legal = g.legal_mask()
+    assert legal[:ALL_HELD].all() and not legal[write(g, "generala")]
+    out = g.apply(write(g, "double_generala"), faces("12346"))
+    assert out.points == 0 and not g.over  # a crossed-out generala does not count
+    assert sheet(g, 0) == {"generala": 0, "double_generala": 0}
+
+
+def test_double_generala_after_a_scored_generala():
+    g = new_game("double", players=2, first="22221")
+    g.apply(hold(g, "2222"), [2])
+    g.apply(write(g, "generala"), faces("12346"))  # seat 0: generala 50, not served
+    g.apply(write(g, "ones"), faces("55555"))  # seat 1; seat 0 is served five fives
+    assert not g.served_generala_pending()  # generala line is filled: no instant win
+    out = g.apply(write(g, "double_generala"), faces("12346"))
+    assert out.points == 100 and not g.over
+    assert sheet(g, 0) == {"generala": 50, "double_generala": 100}
+
+
+def test_double_generala_before_the_generala_is_crossed_out():
+    g = new_game("double", first="55555")
+    out = g.apply(write(g, "double_generala"), faces("55555"))
+    assert out.points == 0
+    out = g.apply(write(g, "generala"), faces("55555"))
+    assert out.points == 50
+    assert sheet(g) == {"double_generala": 0, "generala": 50}
+
+
+def test_served_generala_for_points_with_two_players():
+    rules = {"base": "double", "served_generala": "points", "served_generala_points": 80}
+    g = new_game(rules, players=2, first="44444")
+    assert not g.served_generala_pending()
+    assert g.legal_mask()[:ALL_HELD].all()
+    out = g.apply(write(g, "generala"), faces("44441"))
+    assert out.points == 80 and not out.served_generala_win and not g.over
+    g.apply(hold(g, "4444"), [4])  # seat 1: five alike, not served
+    out = g.apply(write(g, "generala"), faces("66666"))
+    assert out.points == 50
+    out = g.apply(write(g, "double_generala"), faces("12345"))  # seat 0 served again, after a scored generala
+    assert out.points == 100
+    assert list(g.totals()) == [180, 50]
+
+
+def test_rules_without_a_generala_line_have_no_instant_win():
+    g = new_game({"lines": ["ones", "twos", "threes", "fours", "fives", "sixes"]}, players=2, first="66666")
+    assert not g.served_generala_pending()
+    assert g.legal_mask()[:ALL_HELD].all() and g.legal_mask()[NUM_MASKS:].all()
+    out = g.apply(write(g, "ones"), faces("12345"))
+    assert out.points == 0 and not g.over and g.player == 1
+
+
+# -- whole games ----------------------------------------------------------------------
+def test_scripted_one_player_game():
+    """Ten turns of classic; the state after every write."""
+    script = [  # (first roll, holds and rerolls, line, points)
+        ("33333", [], "generala", 50),
+        ("66663", [("6666", "6")], "sixes", 30),
+        ("23456", [], "straight", 25),
+        ("55533", [], "full_house", 35),
+        ("22224", [], "four_of_a_kind", 45),
+        ("55541", [("555", "24")], "fives", 15),
+        ("11234", [("4", "4431"), ("444", "42")], "fours", 16),
+        ("33312", [], "threes", 9),
+        ("21166", [], "twos", 2),
+        ("12346", [(None, "11111")], "ones", 5),
+    ]
+    rng = ScriptedDice(script[0][0])
+    g = Game("classic", 1)
+    g.reset(rng)
+    total = 0
+    for t, (first, rerolls, line, pts) in enumerate(script):
+        assert sorted(g.dice) == sorted(faces(first)) and g.rolls_left == 2 and g.turn == t
+        for keep, new in rerolls:
+            g.apply(0 if keep is None else hold(g, keep), faces(new))
+        assert g.rolls_left == 2 - len(rerolls)
+        nxt = faces(script[t + 1][0]) if t + 1 < len(script) else []
+        out = g.apply(write(g, line), nxt)
+        total += pts
+        assert out.points == pts and g.sheets[0, g.rules.line_index(line)] == pts
+        assert int(g.totals()[0]) == total and g.writes == t + 1
+        assert g.over == (t == len(script) - 1)
+    assert total == 232
+    assert g.winners() == (0,) and g.served_generala_winner is None
+    assert not g.legal_mask().any()
+
+
+def test_two_player_game_ends_after_every_line_and_ties_share_the_win():
+    g = new_game("classic", players=2, first="12346")
+    n = g.num_lines
+    for k in range(n):  # both players write the same dice on the same lines
+        for p in (0, 1):
+            assert g.player == p and g.turn == k
+            g.apply(write(g, g.rules.lines[k]), faces("12346"))
+    assert g.over and g.writes == 2 * n
+    assert list(g.totals()) == [16, 16]
+    assert g.winners() == (0, 1)
+
+
+def test_clone_is_independent():
+    g = new_game(players=2, first="12346")
+    c = g.clone()
+    c.apply(write(c, "ones"), faces("12346"))
+    assert (g.sheets == OPEN).all() and g.player == 0
+    assert c.sheets[0, 0] == 1 and c.player == 1
+
+
+def test_step_draws_from_the_generator_it_is_given():
+    a, b = Game("double", 2), Game("double", 2)
+    ra, rb = np.random.default_rng(7), np.random.default_rng(7)
+    a.reset(ra)
+    b.reset(rb)
+    while not a.over:
+        act = a.legal_actions()[len(a.legal_actions()) // 2]
+        a.step(act, ra)
+        b.step(act, rb)
+        assert state(a) == state(b)
+    assert b.over
+
+
+# -- the mask is exactly what the game accepts ------------------------------------------
+MASK_CASES = [
+    ("classic", 1),
+    ("classic", 3),
+    ({"locked_holds": True}, 3),
+    ({"base": "double", "locked_holds": True}, 1),
+    ({"base": "sixty", "served_generala": "points", "served_generala_points": 90, "straight_gap": True}, 2),
+]
+
+
+def _accepts(g, a, rng) -> bool:
+    """Whether ``apply`` takes action ``a`` (on a copy, with fresh dice for it)."""
+    c = g.clone()
+    n = 5 - bin(a).count("1") if a < NUM_MASKS else 5
+    try:
+        c.apply(a, list(rng.integers(1, 7, size=n)))
+    except IllegalActionError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("rules,players", MASK_CASES)
+def test_mask_equals_the_actions_the_game_accepts(rules, players):
+    rng = np.random.default_rng(1)
+    seen = {"pending": 0, "locked": 0, "no_rolls": 0, "filled": 0}
+    for game_no in range(3):
+        g = Game(rules, players)
+        dice = LoadedDice(game_no)
+        g.reset(dice)
+        while not g.over:
+            mask = g.legal_mask()
+            assert mask.dtype == bool and mask.shape == (g.num_actions,) and mask.any()
+            for a in range(g.num_actions):
+                assert mask[a] == (g.why_illegal(a) is None), a
+                assert mask[a] == _accepts(g, a, rng), a
+            seen["pending"] += g.served_generala_pending()
+            seen["locked"] += int(KEEP_SIZE[g.locked]) > 0 and g.rolls_left > 0
+            seen["no_rolls"] += g.rolls_left == 0
+            seen["filled"] += (g.sheets[g.player] != OPEN).any()
+            legal = np.flatnonzero(mask)
+            holds = legal[legal < NUM_MASKS]
+            a = int(rng.choice(holds)) if len(holds) and rng.random() < 0.6 else int(rng.choice(legal))
+            g.step(a, dice)
+        assert not g.legal_mask().any()
+    assert seen["locked"] and seen["no_rolls"] and seen["filled"]
+    if players >= 2 and g.rules.served_generala == "win":
+        assert seen["pending"], "no served generala reached: the forced claim went untested"
+
+
+# -- properties -----------------------------------------------------------------------
+@QUICK
+@given(
+    rules=st.sampled_from(["classic", "double", "sixty", {"locked_holds": True, "base": "double"},
+                           {"served_generala": "points", "served_generala_points": 70}]),
+    players=st.integers(1, 4),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_game_takes_L_writes_per_player_unless_a_served_generala_ends_it(rules, players, seed):
+    g = Game(rules, players)
+    dice = LoadedDice(seed, p_alike=0.05)
+    rng = np.random.default_rng(seed)
+    g.reset(dice)
+    writes = [0] * players
+    steps = 0
+    while not g.over:
+        me = g.player
+        out = g.step(int(rng.choice(g.legal_actions())), dice)
+        steps += 1
+        writes[me] += out.wrote
+        assert (g.sheets[me] != OPEN).sum() == writes[me]
+    L = g.num_lines
+    assert steps <= 3 * L * players
+    if g.served_generala_winner is None:
+        assert writes == [L] * players and g.writes == L * players
+        assert (g.sheets != OPEN).all()
+        t = g.totals()
+        assert set(g.winners()) == set(np.flatnonzero(t == t.max()).tolist())
+    else:
+        w = g.served_generala_winner
+        assert players >= 2 and g.rules.served_generala == "win"
+        k = writes[w] - 1  # the winner's earlier rounds
+        assert writes == [k + 1] * (w + 1) + [k] * (players - w - 1)
+        assert g.sheets[w, g.rules.line_index("generala")] == g.rules.value("generala")
+        assert g.winners() == (w,)
