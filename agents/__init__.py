@@ -38,7 +38,10 @@ def load(name: str, rules="classic", seed: int | None = None, **kwargs) -> Agent
         return name
     if name in BUILTIN:
         return BUILTIN[name](rules=rules, seed=seed, **kwargs)
-    from .ppo import PPOAgent, find_checkpoint
+    from .ppo import PoolAgent, PPOAgent, find_checkpoint
+
+    if isinstance(name, str) and name.startswith("pool:"):
+        return PoolAgent(name[len("pool:") :], rules=rules, seed=seed, **kwargs)
 
     path = find_checkpoint(name)
     if path is None:

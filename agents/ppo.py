@@ -103,3 +103,45 @@ class PPOAgent(Agent):
                 f"got an observation of shape {obs.shape}"
             )
         return int(masked_argmax_actions(self.policy, obs[None], np.asarray(info["action_mask"])[None])[0])
+
+
+class PoolAgent(Agent):
+    """Self-play opponent: each game, one of the newest saved policies of a training run.
+
+    Built from ``"pool:DIR"`` (a run's ``checkpoints/`` folder of ``step_N.zip`` files).
+    At each reset it picks one of the ``newest`` checkpoints at random (its own generator,
+    seeded by ``reset(seed=...)``); while the folder is empty it plays ``fallback``.
+    """
+
+    name = "pool"
+
+    def __init__(self, pool_dir, rules="classic", seed: int | None = None, newest: int = 5, fallback: str = "rules-of-thumb"):
+        super().__init__(rules, seed)
+        self.pool_dir = Path(pool_dir)
+        self.newest = newest
+        self.rng = np.random.default_rng(seed)
+        from . import load
+
+        self.fallback = load(fallback, rules=self.rules)
+        self._models: dict[Path, object] = {}
+        self.current = None
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        files = sorted(self.pool_dir.glob("step_*.zip"), key=lambda p: int(p.stem.split("_")[1]))[-self.newest :]
+        if not files:
+            self.current = None
+            return
+        pick = files[int(self.rng.integers(len(files)))]
+        if pick not in self._models:
+            from sb3_contrib import MaskablePPO
+
+            self._models = {k: v for k, v in self._models.items() if k in files}
+            self._models[pick] = MaskablePPO.load(pick, device="cpu").policy
+        self.current = self._models[pick]
+
+    def act(self, observation, info) -> int:
+        if self.current is None:
+            return self.fallback.act(observation, info)
+        return int(masked_argmax_actions(self.current, np.asarray(observation, np.float32)[None], np.asarray(info["action_mask"])[None])[0])

@@ -96,6 +96,10 @@ def _check_type(where: str, key: tuple, default: Any, v: Any) -> Any:
         raise ConfigError(f"config key {where!r} may not be null")
     if default is None:
         return v
+    if key == ("env", "agent_seat"):
+        if v != "random" and (isinstance(v, bool) or not isinstance(v, int)):
+            raise ConfigError(f"config key {where!r} must be a seat number or 'random', got {v!r}")
+        return v
     if isinstance(default, bool):
         if not isinstance(v, bool):
             raise ConfigError(f"config key {where!r} must be true or false, got {v!r}")
@@ -112,8 +116,6 @@ def _check_type(where: str, key: tuple, default: Any, v: Any) -> Any:
         return float(v)
     if isinstance(default, str) and key == ("env", "rules"):
         return v  # a preset name, a path or a mapping
-    if isinstance(default, str) and key == ("env", "agent_seat"):
-        return v
     if isinstance(default, list):
         if not isinstance(v, list):
             raise ConfigError(f"config key {where!r} must be a list, got {v!r}")

@@ -29,7 +29,9 @@ def _opponent_names(env_cfg: dict, game_index: int) -> list[str]:
     if isinstance(opp, list):
         opp = opp[game_index % len(opp)]
     n = env_cfg["num_players"] - 1
-    return list(opp) if isinstance(opp, list) else [opp] * n
+    names = list(opp) if isinstance(opp, list) else [opp] * n
+    # the run's own checkpoints don't exist yet: imitated games meet the optimal player instead
+    return ["optimal" if o == "self-play" else o for o in names]
 
 
 def _generate(job):

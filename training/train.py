@@ -80,9 +80,20 @@ def make_env_fn(env_cfg: dict, rank: int, seed: int):
     return _init
 
 
-def make_vec_env(cfg: dict):
+def _with_self_play(env_cfg: dict, run: Path | None) -> dict:
+    """Replace the opponent name ``self-play`` by the pool of this run's own checkpoints."""
+    opp = env_cfg["opponents"]
+    if run is None or opp is None:
+        return env_cfg
+    pool = f"pool:{run / 'checkpoints'}"
+    swap = lambda o: pool if o == "self-play" else o  # noqa: E731
+    opp = [swap(o) for o in opp] if isinstance(opp, list) else swap(opp)
+    return {**env_cfg, "opponents": opp}
+
+
+def make_vec_env(cfg: dict, run: Path | None = None):
     kind, n = cfg["vec_env"]["kind"], cfg["vec_env"]["n_envs"]
-    env_cfg, seed = cfg["env"], cfg["seed"]
+    env_cfg, seed = _with_self_play(cfg["env"], run), cfg["seed"]
     if kind == "batched":
         try:
             from generala_env.vector import make_sb3_vec_env
@@ -284,7 +295,7 @@ def train(cfg: dict, run: Path, resume: bool = False, command: str = "") -> Path
     with open(run / "command.txt", "a") as f:
         f.write(command + "\n")
     state = {"train_seconds": 0.0, "evaluations": [], "best": -float("inf")}
-    venv = make_vec_env(cfg)
+    venv = make_vec_env(cfg, run)
     if resume:
         from sb3_contrib import MaskablePPO
 
