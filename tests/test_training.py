@@ -1,0 +1,143 @@
+"""The PPO pipeline: a tiny run trains, saves, resumes, exports and plays; config errors are clear."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import agents
+from agents.base import AgentError
+from agents.ppo import checkpoint_names, find_checkpoint, read_metadata
+from generala_env.encoding import LAYOUT_VERSION, observation_size
+from generala_env.rules import load_rules
+from training.config import ConfigError, load_config
+from training.harness import game_seed, play_many
+from training.train import main as train_main
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = str(ROOT / "configs" / "ppo_tiny.yaml")
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", "tiny"]) == 0
+    return runs / "tiny"
+
+
+def test_tiny_run_writes_everything_a_run_needs(tiny_run):
+    for f in ("config.yaml", "command.txt", "latest.zip", "best_model.zip", "final_model.zip", "state.json", "evaluations.csv"):
+        assert (tiny_run / f).is_file(), f
+    assert list((tiny_run / "checkpoints").glob("step_*.zip"))
+    assert any(p.name.startswith("events.out.tfevents") for p in (tiny_run / "tb").rglob("*"))
+    state = json.loads((tiny_run / "state.json").read_text())
+    assert state["num_timesteps"] >= 512 and len(state["evaluations"]) == 2
+    cfg = yaml.safe_load((tiny_run / "config.yaml").read_text())
+    assert cfg["total_timesteps"] == 512 and cfg["env"]["rules"] == "classic"
+
+
+def test_resume_continues_from_the_saved_step(tiny_run):
+    from sb3_contrib import MaskablePPO
+
+    before = MaskablePPO.load(tiny_run / "latest.zip").num_timesteps
+    assert train_main(["--resume", str(tiny_run), "total_timesteps=1024"]) == 0
+    after = MaskablePPO.load(tiny_run / "latest.zip").num_timesteps
+    assert before >= 512 and after >= 1024
+    state = json.loads((tiny_run / "state.json").read_text())
+    assert [e["step"] for e in state["evaluations"]] == sorted(e["step"] for e in state["evaluations"])
+    assert "resume" in (tiny_run / "command.txt").read_text()
+
+
+def test_export_then_load_by_path_and_play_legal_games(tiny_run, tmp_path):
+    from training.export import main as export_main
+
+    assert export_main([str(tiny_run), "--name", "tiny-ppo", "--games", "6", "--dest", str(tmp_path)]) == 0
+    ck = tmp_path / "tiny-ppo"
+    meta = read_metadata(ck)
+    assert meta["layout_version"] == LAYOUT_VERSION and meta["num_players"] == 1
+    assert meta["evaluation"]["games"] == 6 and 0 < meta["evaluation"]["share_of_optimal"] < 1.2
+    recs = play_many([(str(ck),)] * 4, [game_seed(1, i) for i in range(4)], "classic", workers=1, progress=False)
+    assert all((r.sheets >= 0).all() for r in recs)
+    # made for classic: refused for other rules, with a clear reason
+    with pytest.raises(AgentError, match="trained for rules 'classic'"):
+        agents.load(str(ck), rules="double")
+    # a layout from another version of the code is refused too
+    meta["layout_version"] = LAYOUT_VERSION + 1
+    (ck / "metadata.json").write_text(json.dumps(meta))
+    with pytest.raises(AgentError, match="observation layout version"):
+        agents.load(str(ck), rules="classic")
+
+
+def test_ctrl_c_saves_before_exiting(tmp_path, monkeypatch):
+    import training.train as tt
+
+    calls = {"n": 0}
+    real = tt._callback
+
+    def interrupting(*a, **k):
+        cb = real(*a, **k)
+        on_step = cb._on_step
+
+        def step():
+            calls["n"] += 1
+            if calls["n"] == 40:
+                raise KeyboardInterrupt
+            return on_step()
+
+        cb._on_step = step
+        return cb
+
+    monkeypatch.setattr(tt, "_callback", interrupting)
+    with pytest.raises(SystemExit) as e:
+        train_main(["--config", TINY, f"run_dir={tmp_path}", "--run-name", "cut"])
+    assert e.value.code == 130
+    state = json.loads((tmp_path / "cut" / "state.json").read_text())
+    assert 0 < state["num_timesteps"] < 512 and (tmp_path / "cut" / "latest.zip").is_file()
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("algo.learning_rat=1e-4", "unknown config key 'algo.learning_rat'"),
+        ("colour=blue", "unknown config key 'colour'"),
+        ("algo.n_steps=many", "'algo.n_steps' must be a whole number"),
+        ("vec_env.kind=threads", "'vec_env.kind' must be one of dummy, subproc, batched"),
+        ("env.reward=money", "'env.reward' must be one of score, win"),
+        ("env=3", "'env' must be a mapping"),
+        ("total_timesteps", "an override is KEY=VALUE"),
+        ("env.agent_seat=left", "seat number or 'random'"),
+    ],
+)
+def test_config_errors_name_the_key(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(TINY, [override])
+
+
+def test_config_file_errors(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("algo: {n_step: 12}\n")
+    assert train_main(["--config", str(bad)]) == 2
+    assert "unknown config key 'algo.n_step'" in capsys.readouterr().err
+    bad.write_text("a: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize("name", checkpoint_names())
+def test_shipped_checkpoints_load_and_play_complete_legal_games(name):
+    meta = read_metadata(find_checkpoint(name))
+    rules = load_rules(meta["rules"])
+    players = meta["num_players"]
+    assert meta["layout_version"] == LAYOUT_VERSION
+    assert meta["obs_size"] == observation_size(rules, players)
+    for key in ("training_steps", "training_seconds", "config", "evaluation", "rules_fingerprint"):
+        assert key in meta
+    lineup = tuple([name] + ["greedy"] * (players - 1))
+    recs = play_many([lineup] * 3, [game_seed(4, i) for i in range(3)], rules, workers=1, progress=False)
+    for r in recs:
+        assert r.served_generala_win or (r.sheets >= 0).all()
+    np.testing.assert_equal(len(recs), 3)
