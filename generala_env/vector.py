@@ -28,12 +28,14 @@ new game's first observation, and the ending observation and info are in
 m})`` resets only the games where ``m`` is true.
 
 ## Information
-Arrays over the N games: ``action_mask`` (int8, as ``action_masks()``), ``illegal_action``,
-``seat``, ``dice`` (sorted faces), ``rolls_left``, ``turn``, ``totals`` (``N x players``),
-and ``game_over`` (an opponent's served generala ended the game before the agent's first
-move; the next step ends the episode, as in the single env). ``final_info`` holds
-``totals``, ``winner`` (seat, ``-1`` on a shared win) and ``served_generala_win``. The
-single env's ``opponent_moves`` and ``illegal_reason`` are not produced.
+Arrays over the N games (each with its ``_key`` flags, as Gymnasium's vector envs give):
+``illegal_action``, ``seat``, and ``game_over`` where an opponent's served generala ended
+a game before the agent's first move (its next step ends the episode, as in the single
+env). With ``full_info=True`` also the single env's ``action_mask`` (int8), ``dice``
+(sorted faces), ``rolls_left``, ``turn`` and ``totals`` (``N x players``); they cost time
+at every step, so they are off by default. ``final_info`` holds ``totals``, ``winner``
+(seat, ``-1`` on a shared win) and ``served_generala_win``. The single env's
+``opponent_moves`` and ``illegal_reason`` are not produced.
 
 ## Opponents
 ``"random"`` and ``"greedy"`` (names, or ``RandomAgent`` / ``GreedyAgent`` objects) are
@@ -52,44 +54,18 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .dice import (
-    ALL_HELD,
-    DICE,
-    EMPTY_KEEP,
-    FACES,
-    HOLD_KEEP,
-    KEEP_CONTAINS,
-    KEEP_COUNTS,
-    KEEP_OF_KEY,
-    KEEP_SIZE,
-    KEY_WEIGHTS,
-    MASK_FOR_KEEP,
-    NUM_MASKS,
-    ROLL_COUNTS,
-    ROLL_OF_KEY,
-    ROLLS,
-)
+from . import batched as K
+from .dice import DICE, EMPTY_KEEP, FACES, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
 from .encoding import Encoder
 from .env import REWARDS, make_info
-from .game import OPEN, ROLLS_PER_TURN, Game, IllegalActionError
-from .rules import COMBINATION_LINES, RuleSet, load_rules
+from .game import OPEN, Game, IllegalActionError
+from .rules import RuleSet, load_rules
 from .scoring import points_table
 
-# -- tables over the finite dice world, as index arrays ---------------------------------
-_HOLD_KEEP = HOLD_KEEP.astype(np.intp)  # (252, 32)
-_KEEP_SIZE = KEEP_SIZE.astype(np.intp)
-_KEEP_KEY = KEEP_COUNTS.astype(np.int64) @ KEY_WEIGHTS  # base-6 key of each keep's counts
-_ROLL_OF_KEY = ROLL_OF_KEY.astype(np.intp)
-_FACE_KEY = np.array([0] + [6 ** (f - 1) for f in range(1, FACES + 1)], dtype=np.int64)  # key of one die
-_FIVE_ALIKE = ROLL_COUNTS.max(axis=1) == DICE
-_DIE_SLOT = np.arange(DICE)
-FIRST_ROLL = ROLLS_PER_TURN - 1  # rolls_left right after a turn's first roll
-# observation pieces that depend on one index only (float64 → float32 exactly as Encoder does)
-_DICE_OBS = np.concatenate([ROLL_COUNTS / 5.0, ROLLS / 6.0], axis=1).astype(np.float32)  # (252, 11)
-_LOCKED_OBS = (KEEP_COUNTS / 5.0).astype(np.float32)  # (462, 6)
 # greedy's reroll: every die of the most common face (the higher face on ties)
 _TOP_FACE = np.array([max(range(FACES), key=lambda f: (c[f], f)) for c in ROLL_COUNTS])
-_TOP_KEEP = KEEP_OF_KEY[ROLL_COUNTS[np.arange(len(ROLLS)), _TOP_FACE].astype(np.int64) * KEY_WEIGHTS[_TOP_FACE]].astype(np.intp)
+_TOP_KEEP = KEEP_OF_KEY[ROLL_COUNTS[np.arange(len(ROLLS)), _TOP_FACE].astype(np.int64) * KEY_WEIGHTS[_TOP_FACE]].astype(np.int64)
+_MASK_FOR_KEEP = MASK_FOR_KEEP.astype(np.int64)
 
 
 # -- opponents ----------------------------------------------------------------------------
@@ -110,9 +86,8 @@ class BatchedOpponent:
 
 
 def uniform_legal(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
-    """One uniformly drawn legal action per row of ``masks`` (every row has one)."""
-    k = (rng.random(len(masks)) * masks.sum(axis=1)).astype(np.intp)
-    return np.argmax(np.cumsum(masks, axis=1) > k[:, None], axis=1)
+    """One uniformly drawn legal action per row of ``masks`` (every row must have one)."""
+    return K.uniform_legal(masks, rng.random(len(masks)))
 
 
 class BatchedRandom(BatchedOpponent):
@@ -125,37 +100,25 @@ class BatchedRandom(BatchedOpponent):
 
 
 class BatchedGreedy(BatchedOpponent):
-    """:class:`agents.baselines.GreedyAgent`, for many games at once (same choices, bit for bit)."""
+    """:class:`agents.baselines.GreedyAgent`, for many games at once (the same choices)."""
 
     name = "greedy"
 
     def __init__(self, rules: RuleSet):
+        from agents.baselines import COMBOS
+
         self.rules = rules
-        lines = rules.lines
-        self.points = np.ascontiguousarray(points_table(rules).transpose(1, 2, 0)).astype(np.float64)  # (252, 2, L)
-        self.tiebreak = Encoder(rules, 1).line_max / 1000.0  # float32, as GreedyAgent
-        self.combo = np.array([l in COMBINATION_LINES for l in lines])
-        self.gen = lines.index("generala") if "generala" in lines else -1
-        self.dbl = lines.index("double_generala") if "double_generala" in lines else -1
+        self.points = points_table(rules).astype(np.float64)  # GreedyAgent scores in float
+        self.tiebreak = Encoder(rules, 1).line_max / 1000.0  # float32, as GreedyAgent's
+        self.combo = np.array([line in COMBOS for line in rules.lines])
+        self.gen = rules.lines.index("generala") if "generala" in rules.lines else -1
+        self.dbl = rules.lines.index("double_generala") if "double_generala" in rules.lines else -1
 
     def act_batch(self, venv, games, masks):
-        n = len(games)
-        roll, rolls_left = venv.roll[games], venv.rolls_left[games]
-        sheet = venv.sheets[games, venv.player[games]]
-        pts = self.points[roll, (rolls_left == FIRST_ROLL).astype(np.intp)]
-        if self.dbl >= 0:
-            pts[:, self.dbl] *= sheet[:, self.gen] > 0
-        open_ = sheet == OPEN
-        combo_scores = (open_ & (pts > 0) & self.combo).any(axis=1)
-        keep = _TOP_KEEP[roll]
-        if self.rules.locked_holds:  # keep the locked dice too
-            both = np.maximum(KEEP_COUNTS[keep], KEEP_COUNTS[venv.locked[games]]).astype(np.int64)
-            keep = KEEP_OF_KEY[both @ KEY_WEIGHTS].astype(np.intp)
-        hold = MASK_FOR_KEEP[roll, keep].astype(np.intp)
-        rows = np.arange(n)
-        reroll = (rolls_left > 0) & ~combo_scores & masks[rows, hold]
-        values = np.where(masks[:, NUM_MASKS:], pts - self.tiebreak, -np.inf)
-        return np.where(reroll, hold, NUM_MASKS + np.argmax(values, axis=1))
+        return K.greedy_actions(
+            games, masks, venv.roll, venv.rolls_left, venv.locked, venv.player, venv.sheets, self.points,
+            self.tiebreak, self.combo, _TOP_KEEP, _MASK_FOR_KEEP, self.gen, self.dbl, self.rules.locked_holds,
+        )  # fmt: skip
 
 
 class PerGameOpponent(BatchedOpponent):
@@ -171,7 +134,7 @@ class PerGameOpponent(BatchedOpponent):
             self.owner.reset(seed=seed)
 
     def act_batch(self, venv, games, masks):
-        out = np.empty(len(games), dtype=np.intp)
+        out = np.empty(len(games), dtype=np.int64)
         for j, i in enumerate(games):
             game = venv.game_view(int(i))
             out[j] = int(self.act(venv.encoder.encode(game, game.player), make_info(game, game.player)))
@@ -199,6 +162,7 @@ class GeneralaVectorEnv(VectorEnv):
     ```
     - ``opponent_mix``: instead of ``opponents``, a list whose entries are each what
       ``opponents`` takes; game ``i`` plays entry ``i % len(opponent_mix)``.
+    - ``full_info``: add the per-step info arrays listed in the module docstring.
     - ``dice_source``: ``(games, need) -> faces`` with ``faces`` of shape ``(len(games), 5)``;
       game ``games[j]`` uses the first ``need[j]`` faces. A write always needs 5 (the next
       player's first roll, drawn even when the game ends, as the single env does). The
@@ -220,6 +184,7 @@ class GeneralaVectorEnv(VectorEnv):
         illegal_penalty: float = -1.0,
         opponent_mix: Sequence[Any] | None = None,
         dice_source: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+        full_info: bool = False,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -243,6 +208,7 @@ class GeneralaVectorEnv(VectorEnv):
         self.illegal_action = illegal_action
         self.illegal_penalty = float(illegal_penalty)
         self._dice_source = dice_source
+        self.full_info = bool(full_info)
 
         self.encoder = Encoder(self.rules, P)
         self.single_observation_space = spaces.Box(-1.0, 1.0, shape=(self.encoder.size,), dtype=np.float32)
@@ -258,17 +224,24 @@ class GeneralaVectorEnv(VectorEnv):
         self._points_now = np.ascontiguousarray((self._points.astype(np.float32) / line_max[:, None, None]).transpose(1, 2, 0))
         self._line_max = line_max
         self._total_max = self.encoder.total_max
+        at = self.encoder.layout
+        assert at["dice_sorted"].start == at["dice_counts"].stop  # encode() writes both from one table row
+        names = ("dice_counts", "rolls_left", "first_roll", "locked_counts", "served_generala", "points_now", "own_open", "own_points", "own_total", "round", "score_lead")
+        self._at = np.array([at[k].start if k in at else -1 for k in names], dtype=np.int64)
+        self._opponent_at = np.array(
+            [[at[f"opponent_{k}_{part}"].start for part in ("open", "points", "total")] for k in range(1, P)], dtype=np.int64
+        ).reshape(P - 1, 3)
 
         # the state of every game
-        self.roll = np.zeros(N, dtype=np.intp)
-        self.rolls_left = np.zeros(N, dtype=np.intp)
-        self.locked = np.full(N, EMPTY_KEEP, dtype=np.intp)
-        self.player = np.zeros(N, dtype=np.intp)
-        self.seat = np.full(N, 0 if agent_seat == "random" else int(agent_seat), dtype=np.intp)
+        self.roll = np.zeros(N, dtype=np.int64)
+        self.rolls_left = np.zeros(N, dtype=np.int64)
+        self.locked = np.full(N, EMPTY_KEEP, dtype=np.int64)
+        self.player = np.zeros(N, dtype=np.int64)
+        self.seat = np.full(N, 0 if agent_seat == "random" else int(agent_seat), dtype=np.int64)
         self.sheets = np.full((N, P, L), OPEN, dtype=np.int32)
-        self.writes = np.zeros(N, dtype=np.intp)
+        self.writes = np.zeros(N, dtype=np.int64)
         self.over = np.ones(N, dtype=bool)
-        self.served_generala_winner = np.full(N, -1, dtype=np.intp)  # seat, or -1
+        self.served_generala_winner = np.full(N, -1, dtype=np.int64)  # seat, or -1
         self.ended_before_move = np.zeros(N, dtype=bool)  # an opponent's served generala ended it
         self._all = np.arange(N)
         self._masks = np.zeros((N, A), dtype=bool)
@@ -288,7 +261,7 @@ class GeneralaVectorEnv(VectorEnv):
         if n == 0:
             if opponents not in (None, [], ()) or mix is not None:
                 raise ValueError("opponents were given but num_players is 1")
-            return [], np.zeros((self.num_envs, 0), dtype=np.intp)
+            return [], np.zeros((self.num_envs, 0), dtype=np.int64)
         entries = list(mix) if mix is not None else [opponents]
         agents: list[BatchedOpponent] = []
         known: dict[Any, int] = {}
@@ -308,7 +281,7 @@ class GeneralaVectorEnv(VectorEnv):
             if len(seats) != n:
                 raise ValueError(f"{n} opponent(s) needed for {self.num_players} players, got {len(seats)}")
             table.append([index_of(s) for s in seats])
-        table = np.array(table, dtype=np.intp)
+        table = np.array(table, dtype=np.int64)
         return agents, table[np.arange(self.num_envs) % len(table)]
 
     def _batched(self, spec) -> BatchedOpponent:
@@ -337,13 +310,12 @@ class GeneralaVectorEnv(VectorEnv):
         """Opponents move in ``games`` until the agent has the move or the game is over."""
         g = games[~self.over[games] & (self.player[games] != self.seat[games])]
         while g.size:
-            who = self.player[g]
-            masks = self._legal_masks(g, who)
-            opp = self._opponent_of[g, (who - self.seat[g] - 1) % self.num_players]
+            masks = self._legal_masks(g)
+            opp = self._opponent_of[g, (self.player[g] - self.seat[g] - 1) % self.num_players]
             if len(self._opponents) == 1:
-                actions = np.asarray(self._opponents[0].act_batch(self, g, masks), dtype=np.intp)
+                actions = np.asarray(self._opponents[0].act_batch(self, g, masks), dtype=np.int64)
             else:
-                actions = np.empty(len(g), dtype=np.intp)
+                actions = np.empty(len(g), dtype=np.int64)
                 for j in np.unique(opp):
                     sel = opp == j
                     actions[sel] = self._opponents[j].act_batch(self, g[sel], masks[sel])
@@ -358,84 +330,33 @@ class GeneralaVectorEnv(VectorEnv):
             g = g[~self.over[g] & (self.player[g] != self.seat[g])]
 
     # -- the game, for many games at once ------------------------------------------------
-    def _dice(self, games: np.ndarray, need: np.ndarray) -> np.ndarray:
+    def _dice(self, games: np.ndarray, actions: np.ndarray | None = None) -> np.ndarray:
+        """Five faces per game; the first ``need`` of them are used (see ``dice_source``)."""
         if self._dice_source is None:
             return self.np_random.integers(1, FACES + 1, size=(len(games), DICE), dtype=np.int8)
+        need = np.full(len(games), DICE) if actions is None else K.dice_needed(games, actions, self.roll)
         faces = np.asarray(self._dice_source(games, need))
-        used = _DIE_SLOT < need[:, None]
+        used = np.arange(DICE) < need[:, None]
         if faces.shape != (len(games), DICE) or ((faces < 1) | (faces > FACES))[used].any():
             raise ValueError(f"dice_source must return ({len(games)}, {DICE}) faces from 1 to {FACES}")
-        return faces
+        return np.where(used, faces, 1).astype(np.int8)
 
-    def _served_pending(self, games: np.ndarray) -> np.ndarray:
-        if not self._served_win:
-            return np.zeros(len(games), dtype=bool)
-        return (
-            (self.rolls_left[games] == FIRST_ROLL)
-            & _FIVE_ALIKE[self.roll[games]]
-            & (self.sheets[games, self.player[games], self._gen] == OPEN)
-        )
-
-    def _legal_masks(self, games: np.ndarray, who: np.ndarray) -> np.ndarray:
-        """``Game.legal_mask`` of each game, ``(n, A)`` (the mover's sheet is ``who``'s)."""
+    def _legal_masks(self, games: np.ndarray) -> np.ndarray:
+        """``Game.legal_mask`` of each game (for whoever has the move), ``(n, A)``."""
         m = np.zeros((len(games), self.num_actions), dtype=bool)
-        m[:, NUM_MASKS:] = self.sheets[games, who] == OPEN
-        can_roll = self.rolls_left[games] > 0
-        if self.rules.locked_holds:
-            keeps = _HOLD_KEEP[self.roll[games], :ALL_HELD]
-            m[:, :ALL_HELD] = KEEP_CONTAINS[keeps, self.locked[games][:, None]] & can_roll[:, None]
-        else:
-            m[:, :ALL_HELD] = can_roll[:, None]
-        pending = self._served_pending(games)
-        if pending.any():
-            m[pending] = False
-            m[pending, NUM_MASKS + self._gen] = True
-        m[self.over[games]] = False
+        K.legal_masks(
+            games, m, self.roll, self.rolls_left, self.locked, self.player, self.over, self.sheets,
+            self._gen, self._served_win, self.rules.locked_holds,
+        )  # fmt: skip
         return m
-
-    def _start_turn(self, games: np.ndarray, faces: np.ndarray) -> None:
-        self.roll[games] = _ROLL_OF_KEY[_FACE_KEY[faces].sum(axis=1)]
-        self.rolls_left[games] = FIRST_ROLL
-        self.locked[games] = EMPTY_KEEP
 
     def _apply(self, games: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """Apply one legal action in each of ``games``; the points written (0 for rerolls)."""
-        hold = actions < NUM_MASKS
-        keep = _HOLD_KEEP[self.roll[games], np.where(hold, actions, 0)]
-        need = np.where(hold, DICE - _KEEP_SIZE[keep], DICE)
-        faces = self._dice(games, need)
-        fresh = np.where(_DIE_SLOT < need[:, None], _FACE_KEY[faces], 0).sum(axis=1)
-        pts = np.zeros(len(games), dtype=np.int64)
-
-        h = games[hold]
-        if h.size:
-            self.roll[h] = _ROLL_OF_KEY[_KEEP_KEY[keep[hold]] + fresh[hold]]
-            self.rolls_left[h] -= 1
-            self.locked[h] = keep[hold]
-
-        w = games[~hold]
-        if w.size:
-            line = actions[~hold] - NUM_MASKS
-            me = self.player[w]
-            served = self.rolls_left[w] == FIRST_ROLL
-            p = self._points[line, self.roll[w], served.astype(np.intp)]
-            if self._dbl >= 0:
-                scored = self.sheets[w, me, self._gen] > 0 if self._gen >= 0 else np.zeros(len(w), dtype=bool)
-                p = np.where((line == self._dbl) & ~scored, 0, p)
-            won = self._served_pending(w)
-            self.sheets[w, me, line] = p
-            self.writes[w] += 1
-            pts[~hold] = p
-            full = self.writes[w] == self.num_players * self.num_lines
-            self.served_generala_winner[w[won]] = me[won]
-            self.over[w[won | full]] = True
-            go_on = ~(won | full)
-            nxt = w[go_on]
-            self.player[nxt] = (me[go_on] + 1) % self.num_players
-            self.roll[nxt] = _ROLL_OF_KEY[fresh[~hold][go_on]]
-            self.rolls_left[nxt] = FIRST_ROLL
-            self.locked[nxt] = EMPTY_KEEP
-        return pts
+        return K.apply_actions(
+            games, actions, self._dice(games, actions), self.roll, self.rolls_left, self.locked, self.player,
+            self.writes, self.over, self.served_generala_winner, self.sheets, self._points, self._gen, self._dbl,
+            self._served_win,
+        )  # fmt: skip
 
     def _reset_games(self, games: np.ndarray) -> None:
         if self.agent_seat_option == "random":
@@ -445,7 +366,7 @@ class GeneralaVectorEnv(VectorEnv):
         self.writes[games] = 0
         self.over[games] = False
         self.served_generala_winner[games] = -1
-        self._start_turn(games, self._dice(games, np.full(len(games), DICE)))
+        K.start_turns(games, self._dice(games), self.roll, self.rolls_left, self.locked)
         self._play_opponents(games)
         self.ended_before_move[games] = self.over[games]
 
@@ -463,74 +384,42 @@ class GeneralaVectorEnv(VectorEnv):
 
     # -- observations -------------------------------------------------------------------
     def _encode(self, games: np.ndarray) -> np.ndarray:
-        """``Encoder.encode(game, seat)`` for each game, from the agent's seat, ``(n, size)``."""
-        s = self.encoder.layout
-        n = len(games)
-        obs = np.zeros((n, self.encoder.size), dtype=np.float32)
-        r, rl = self.roll[games], self.rolls_left[games]
-        first = rl == FIRST_ROLL
-        obs[:, s["dice_counts"].start : s["dice_sorted"].stop] = _DICE_OBS[r]
-        obs[np.arange(n), s["rolls_left"].start + rl] = 1.0
-        obs[:, s["first_roll"].start] = first
-        obs[:, s["locked_counts"]] = _LOCKED_OBS[self.locked[games]]
-        obs[:, s["served_generala"].start] = self._served_pending(games)
-
-        seat = self.seat[games]
-        sheet = self.sheets[games, seat]
-        open_ = sheet == OPEN
-        now = self._points_now[r, first.astype(np.intp)]
-        if self._dbl >= 0:
-            now[:, self._dbl] *= sheet[:, self._gen] > 0
-        obs[:, s["points_now"]] = now * open_
-        obs[:, s["own_open"]] = open_
-        written = np.where(open_, 0, sheet)
-        obs[:, s["own_points"]] = written / self._line_max
-        own_total = written.sum(axis=1).astype(np.float64)
-        obs[:, s["own_total"].start] = own_total / self._total_max
-        obs[:, s["round"].start] = (~open_).sum(axis=1) / self.num_lines
-        if self.num_players > 1:
-            best = np.full(n, -np.inf)
-            for k in range(1, self.num_players):
-                other = self.sheets[games, (seat + k) % self.num_players]
-                o_open = other == OPEN
-                o_written = np.where(o_open, 0, other)
-                obs[:, s[f"opponent_{k}_open"]] = o_open
-                obs[:, s[f"opponent_{k}_points"]] = o_written / self._line_max
-                t = o_written.sum(axis=1).astype(np.float64)
-                obs[:, s[f"opponent_{k}_total"].start] = t / self._total_max
-                best = np.maximum(best, t)
-            obs[:, s["score_lead"].start] = np.clip((own_total - best) / self._total_max, -1.0, 1.0)
+        """``Encoder.encode(game, seat)`` of each game, from the agent's seat, ``(n, size)``."""
+        obs = np.zeros((len(games), self.encoder.size), dtype=np.float32)
+        K.encode(
+            games, self.seat, obs, self.roll, self.rolls_left, self.locked, self.player, self.sheets,
+            self._points_now, self._line_max, self._total_max, self._at, self._opponent_at,
+            self._gen, self._dbl, self._served_win,
+        )  # fmt: skip
         return obs
 
     def _agent_masks(self) -> np.ndarray:
-        m = self._legal_masks(self._all, self.seat)
+        m = self._legal_masks(self._all)
         m[self.ended_before_move] = True
         return m
 
     def _info(self, illegal: np.ndarray) -> dict[str, Any]:
-        every = self._every
-        totals = np.where(self.sheets == OPEN, 0, self.sheets).sum(axis=2)
-        info = {
-            "action_mask": self._masks.astype(np.int8),
-            "illegal_action": illegal,
-            "seat": self.seat.copy(),
-            "dice": ROLLS[self.roll],
-            "rolls_left": self.rolls_left.copy(),
-            "turn": (self.sheets[self._all, self.player] != OPEN).sum(axis=1),
-            "totals": totals,
-        }
+        info: dict[str, Any] = {"illegal_action": illegal, "seat": self.seat.copy()}
+        if self.full_info:
+            info.update(
+                action_mask=self._masks.astype(np.int8),
+                dice=ROLLS[self.roll],
+                rolls_left=self.rolls_left.copy(),
+                turn=(self.sheets[self._all, self.player] != OPEN).sum(axis=1),
+                totals=np.where(self.sheets == OPEN, 0, self.sheets).sum(axis=2),
+            )
         for k in list(info):
-            info["_" + k] = every
+            info["_" + k] = self._every
         if self.ended_before_move.any():
             info["game_over"] = self.ended_before_move.copy()
-            info["_game_over"] = self.ended_before_move.copy()
+            info["_game_over"] = info["game_over"]
         return info
 
     def _final_info(self, games: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
         N, P = self.num_envs, self.num_players
         totals = np.zeros((N, P), dtype=np.int64)
         totals[games] = np.where(self.sheets[games] == OPEN, 0, self.sheets[games]).sum(axis=2)
-        winner = np.full(N, -1, dtype=np.intp)
+        winner = np.full(N, -1, dtype=np.int64)
         best = totals[games].max(axis=1)
         sole = (totals[games] == best[:, None]).sum(axis=1) == 1
         winner[games] = np.where(sole, np.argmax(totals[games], axis=1), -1)
@@ -564,7 +453,7 @@ class GeneralaVectorEnv(VectorEnv):
             raise ValueError(f"actions must be integers from 0 to {self.num_actions - 1}, got dtype {a.dtype}")
         if (self.over & ~self.ended_before_move).any():
             raise RuntimeError("step() called before reset()")
-        a = a.astype(np.intp, copy=False)
+        a = a.astype(np.int64, copy=False)
         ebm = self.ended_before_move
         in_range = (a >= 0) & (a < self.num_actions)
         legal = in_range & self._masks[self._all, np.where(in_range, a, 0)]
@@ -590,8 +479,9 @@ class GeneralaVectorEnv(VectorEnv):
             if self.reward_mode == "win":
                 rewards[ended] = self._final_reward(ended)
             final_obs = np.full(self.num_envs, None, dtype=object)
-            for i in ended:
-                final_obs[i] = obs[i].copy()
+            last = obs[ended]
+            for j, i in enumerate(ended):
+                final_obs[i] = last[j]
             final = (final_obs, self._final_info(ended, terminated))
             self._reset_games(ended)
             obs[ended] = self._encode(ended)

@@ -132,7 +132,7 @@ def test_same_game_as_single_envs(case):
     if opp is not None:  # random opponents are recorded in the vector env and replayed in the singles
         opp = [Recorder(BatchedRandom()) if o == "random" else o for o in opp] if isinstance(opp, list) else (Recorder(BatchedRandom()) if opp == "random" else opp)
     seed = zlib.crc32(case.encode())
-    venv = GeneralaVectorEnv(n, opponents=opp, dice_source=DiceStreams(seed).source, **kw)
+    venv = GeneralaVectorEnv(n, opponents=opp, dice_source=DiceStreams(seed).source, full_info=True, **kw)
     streams = DiceStreams(seed)  # the same dice again, for the single envs
     obs_v, info_v = venv.reset(seed=1)
     singles = []
