@@ -34,11 +34,20 @@ from __future__ import annotations
 import numpy as np
 
 from .dice import KEEP_COUNTS, ROLL_COUNTS, ROLLS
-from .game import OPEN, Game
+from .game import OPEN, ROLLS_PER_TURN, Game
 from .rules import RuleSet
 from .scoring import line_max
 
 LAYOUT_VERSION = 1
+
+# The slices that depend on the dice alone, precomputed (float64 → float32 as a slice
+# assignment would round them): dice_counts … first_roll by (roll, rolls_left), and
+# locked_counts + served_generala by (locked keep, served generala pending).
+_DICE_OBS = np.array(
+    [[np.concatenate([ROLL_COUNTS[r] / 5.0, ROLLS[r] / 6.0, np.eye(3)[rl], [rl == ROLLS_PER_TURN - 1]]) for rl in range(3)] for r in range(len(ROLLS))],
+    dtype=np.float32,
+)
+_LOCKED_OBS = np.array([[np.concatenate([KEEP_COUNTS[k] / 5.0, [p]]) for p in (0.0, 1.0)] for k in range(len(KEEP_COUNTS))], dtype=np.float32)
 
 
 def observation_layout(rules: RuleSet, num_players: int = 1) -> dict[str, slice]:
@@ -88,25 +97,42 @@ class Encoder:
         dmax = rules.lines.index("double_generala") if "double_generala" in rules.lines else -1
         self._double = dmax
         self._generala = rules.lines.index("generala") if "generala" in rules.lines else -1
+        # encode() joins four pieces; they must be the layout's slices in order
+        assert s["rolls_left"].start == 11 and s["locked_counts"].start == 15 and s["points_now"].start == 22
+        assert s["own_open"].start == s["points_now"].stop
+        self._points_of: np.ndarray | None = None  # the points table _points_now was made from
+        self._points_now: np.ndarray | None = None
+        self._sheets_key: tuple | None = None
+        self._sheets_part: tuple[np.ndarray, np.ndarray] | None = None
 
     def encode(self, game: Game, seat: int) -> np.ndarray:
+        r, first = game.roll, int(game.rolls_left == ROLLS_PER_TURN - 1)
+        if game.points is not self._points_of:  # points / line max, for every roll: (252, 2, L) float32
+            self._points_now = np.ascontiguousarray((game.points.astype(np.float32) / self.line_max[:, None, None]).transpose(1, 2, 0))
+            self._points_of = game.points
+        counts_now, sheet_part = self._sheet_part(game.sheets, seat)
+        return np.concatenate(
+            (
+                _DICE_OBS[r, game.rolls_left],  # dice_counts, dice_sorted, rolls_left, first_roll
+                _LOCKED_OBS[game.locked, int(game.served_generala_pending())],  # locked_counts, served_generala
+                self._points_now[r, first] * counts_now,  # points_now: 0 where the line is closed
+                sheet_part,  # own_open … score_lead
+            )
+        )
+
+    def _sheet_part(self, sheets: np.ndarray, seat: int) -> tuple[np.ndarray, np.ndarray]:
+        """What the sheets alone decide: which lines' points count now (1.0 / 0.0) and the
+        slices from ``own_open`` to the end. Recomputed only when the sheets change."""
+        key = (seat, sheets.tobytes())
+        if key == self._sheets_key:
+            return self._sheets_part
         s = self._s
         obs = np.zeros(self.size, dtype=np.float32)
-        r = game.roll
-        obs[s["dice_counts"]] = ROLL_COUNTS[r] / 5.0
-        obs[s["dice_sorted"]] = ROLLS[r] / 6.0
-        obs[s["rolls_left"].start + game.rolls_left] = 1.0
-        first = game.first_roll
-        obs[s["first_roll"]] = float(first)
-        obs[s["locked_counts"]] = KEEP_COUNTS[game.locked] / 5.0
-        obs[s["served_generala"]] = float(game.served_generala_pending())
-
-        sheet = game.sheets[seat]
+        sheet = sheets[seat]
         open_ = sheet == OPEN
-        now = game.points[:, r, int(first)].astype(np.float32)
+        counts_now = open_.astype(np.float32)
         if self._double >= 0 and not sheet[self._generala] > 0:
-            now[self._double] = 0.0
-        obs[s["points_now"]] = np.where(open_, now, 0.0) / self.line_max
+            counts_now[self._double] = 0.0  # double generala needs points on the generala line
         obs[s["own_open"]] = open_
         written = np.where(open_, 0, sheet)
         obs[s["own_points"]] = written / self.line_max
@@ -117,7 +143,7 @@ class Encoder:
         if self.num_players > 1:
             best = -np.inf
             for k, (so, sp, st) in enumerate(self._opp, start=1):
-                other = game.sheets[(seat + k) % self.num_players]
+                other = sheets[(seat + k) % self.num_players]
                 o_open = other == OPEN
                 o_written = np.where(o_open, 0, other)
                 obs[so] = o_open
@@ -126,4 +152,5 @@ class Encoder:
                 obs[st] = t / self.total_max
                 best = max(best, t)
             obs[s["score_lead"]] = np.clip((own_total - best) / self.total_max, -1.0, 1.0)
-        return obs
+        self._sheets_key, self._sheets_part = key, (counts_now, obs[s["own_open"].start :])
+        return self._sheets_part

@@ -17,13 +17,16 @@ from .rules import RuleSet, load_rules
 REWARDS = ("score", "win")
 
 
+_KEEP_FACES = [tuple(f + 1 for f in range(6) for _ in range(int(c[f]))) for c in KEEP_COUNTS]
+
+
 def _faces(keep: int) -> list[int]:
-    return [f + 1 for f in range(6) for _ in range(int(KEEP_COUNTS[keep][f]))]
+    return list(_KEEP_FACES[keep])
 
 
 def make_info(game: Game, seat: int) -> dict[str, Any]:
     """The ``info`` dict of a seat (what agents may read besides the observation)."""
-    mask = game.legal_mask() if game.player == seat else np.zeros(game.num_actions, dtype=bool)
+    mask = game._legal_now() if game.player == seat else np.zeros(game.num_actions, dtype=bool)
     info: dict[str, Any] = {
         "action_mask": mask.astype(np.int8),
         "dice": ROLLS[game.roll].copy(),

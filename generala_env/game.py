@@ -31,12 +31,14 @@ from .dice import (
     DICE,
     HOLD_KEEP,
     KEEP_CONTAINS,
+    KEEP_COUNTS,
     KEEP_SIZE,
+    KEY_WEIGHTS,
     NUM_MASKS,
     ROLL_COUNTS,
+    ROLL_OF_KEY,
     ROLLS,
     keep_index,
-    reroll,
     roll_dice,
     roll_index,
 )
@@ -47,6 +49,17 @@ SERVED_LINES = ("straight", "full_house", "four_of_a_kind")
 OPEN = -1  # marker of an open line on a sheet
 ROLLS_PER_TURN = 3
 MAX_PLAYERS = 6
+
+# The dice tables as Python lists: a step is a few list look-ups (numpy indexing of one
+# element costs more than the rest of a step's arithmetic). A roll's index is found from
+# the base-6 key of its face counts: a keep's key plus what each thrown die adds.
+_HOLD_KEEP = HOLD_KEEP.tolist()
+_KEEP_SIZE = KEEP_SIZE.tolist()
+_KEEP_KEY = (KEEP_COUNTS.astype(np.int64) @ KEY_WEIGHTS).tolist()
+_FACE_KEY = (0, 1, 6, 36, 216, 1296, 7776)  # a die showing face f adds 6 ** (f - 1)
+_ROLL_OF_KEY = ROLL_OF_KEY.tolist()
+_FIVE_ALIKE = (ROLL_COUNTS.max(axis=1) == DICE).tolist()
+_EMPTY_KEEP = keep_index([])
 
 
 class IllegalActionError(ValueError):
@@ -96,6 +109,11 @@ class Game:
         self.over = True
         self.served_generala_winner: int | None = None
         self.writes = 0
+        # legal_mask() and the sheet sums, kept until the state they were computed from changes
+        self._legal_key: tuple | None = None
+        self._legal: np.ndarray | None = None
+        self._sheets_key: bytes | None = None
+        self._sums: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- setting up -------------------------------------------------------------
     def reset(self, rng) -> None:
@@ -108,9 +126,13 @@ class Game:
         self._start_turn(roll_dice(rng, DICE))
 
     def _start_turn(self, faces) -> None:
-        self.roll = roll_index(faces)
+        fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
+        if len(fs) == DICE and min(fs) >= 1 and max(fs) <= 6:
+            self.roll = _ROLL_OF_KEY[sum(_FACE_KEY[f] for f in fs)]
+        else:
+            self.roll = roll_index(faces)  # raises the error that names the bad faces
         self.rolls_left = ROLLS_PER_TURN - 1
-        self.locked = keep_index([])
+        self.locked = _EMPTY_KEEP
 
     # -- reading ----------------------------------------------------------------
     @property
@@ -125,10 +147,18 @@ class Game:
     @property
     def turn(self) -> int:
         """The round being played, from 0: lines the current player has filled."""
-        return int((self.sheets[self.player] != OPEN).sum())
+        return int(self._sheet_sums()[1][self.player])
 
     def totals(self) -> np.ndarray:
-        return np.where(self.sheets == OPEN, 0, self.sheets).sum(axis=1)
+        return self._sheet_sums()[0].copy()
+
+    def _sheet_sums(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each player's total and filled lines, recomputed only when the sheets change."""
+        key = self.sheets.tobytes()
+        if key != self._sheets_key:
+            self._sums = (np.where(self.sheets == OPEN, 0, self.sheets).sum(axis=1), (self.sheets != OPEN).sum(axis=1))
+            self._sheets_key = key
+        return self._sums
 
     def generala_scored(self, player: int) -> bool:
         return self._generala >= 0 and self.sheets[player, self._generala] > 0
@@ -137,8 +167,8 @@ class Game:
         """Five alike on the first roll with the generala line open, in a game where it wins."""
         return (
             self._served_win
-            and self.first_roll
-            and int(ROLL_COUNTS[self.roll].max()) == 5
+            and self.rolls_left == ROLLS_PER_TURN - 1
+            and _FIVE_ALIKE[self.roll]
             and self.sheets[self.player, self._generala] == OPEN
         )
 
@@ -153,6 +183,22 @@ class Game:
 
     def legal_mask(self) -> np.ndarray:
         """Boolean array over all actions: True where :meth:`apply` accepts the action."""
+        return self._legal_now().copy()
+
+    def _legal_now(self) -> np.ndarray:
+        """:meth:`legal_mask`, computed once per state (read-only: callers must not modify it).
+
+        The key holds every input of the mask, the sheets' bytes included, so a state
+        set by hand is never served a stale mask.
+        """
+        key = (self.roll, self.rolls_left, self.locked, self.player, self.over, self.sheets.tobytes())
+        if key != self._legal_key:
+            self._legal = self._compute_legal_mask()
+            self._legal.flags.writeable = False
+            self._legal_key = key
+        return self._legal
+
+    def _compute_legal_mask(self) -> np.ndarray:
         mask = np.zeros(self.num_actions, dtype=bool)
         if self.over:
             return mask
@@ -179,7 +225,7 @@ class Game:
             return f"action {a} is out of range 0..{self.num_actions - 1}"
         if self.over:
             return "the game is over"
-        if self.legal_mask()[a]:
+        if self._legal_now()[a]:
             return None
         if self.served_generala_pending():
             return "a served generala must be written on the generala line: it wins the game"
@@ -198,11 +244,7 @@ class Game:
         if why is not None:
             raise IllegalActionError(why)
         a = int(action)
-        if a < NUM_MASKS:
-            faces = roll_dice(rng, DICE - int(KEEP_SIZE[HOLD_KEEP[self.roll, a]]))
-        else:
-            faces = roll_dice(rng, DICE)
-        return self._apply(a, faces)
+        return self._apply(a, roll_dice(rng, DICE - _KEEP_SIZE[_HOLD_KEEP[self.roll][a]] if a < NUM_MASKS else DICE))
 
     def apply(self, action: int, faces) -> Outcome:
         """Apply a legal action with the dice it needs given explicitly.
@@ -227,10 +269,11 @@ class Game:
     def _apply(self, a: int, faces) -> Outcome:
         me = self.player
         if a < NUM_MASKS:
-            keep = int(HOLD_KEEP[self.roll, a])
-            if len(faces) != DICE - int(KEEP_SIZE[keep]):
-                raise ValueError(f"hold {a} rerolls {DICE - int(KEEP_SIZE[keep])} dice, got {len(faces)} faces")
-            self.roll = reroll(keep, faces)
+            keep = _HOLD_KEEP[self.roll][a]
+            if len(faces) != DICE - _KEEP_SIZE[keep]:
+                raise ValueError(f"hold {a} rerolls {DICE - _KEEP_SIZE[keep]} dice, got {len(faces)} faces")
+            fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
+            self.roll = _ROLL_OF_KEY[_KEEP_KEY[keep] + sum(_FACE_KEY[f] for f in fs)]  # dice.reroll by keys
             self.rolls_left -= 1
             self.locked = keep
             return Outcome(player=me, action=a)
