@@ -17,26 +17,13 @@ from pettingzoo.utils.conversions import aec_to_parallel  # noqa: E402
 
 from generala_env import Encoder, IllegalActionError, load_rules, observation_layout  # noqa: E402
 from generala_env.multiagent import env, raw_env  # noqa: E402
+from conftest import ScriptedDice
 
 # Dict observations always draw these two remarks from api_test (tictactoe's too).
 DICT_OBS_REMARKS = ("Observation space for each agent probably should be", "Observation is not a NumPy array")
 
 LINES = load_rules("classic").lines
 W = {line: 32 + l for l, line in enumerate(LINES)}  # write actions of the classic sheet
-
-
-class ScriptedDice:
-    """A stand-in generator that hands out the given faces, in order, as the game asks."""
-
-    def __init__(self, *faces):
-        self.faces = [f for group in faces for f in group]
-
-    def integers(self, low, high, size=None, dtype=np.int64):
-        n = 1 if size is None else int(size)
-        assert len(self.faces) >= n, "the script ran out of dice"
-        out, self.faces = self.faces[:n], self.faces[n:]
-        assert all(low <= f < high for f in out)
-        return np.array(out, dtype=dtype)
 
 
 class ConstantDice(ScriptedDice):

@@ -22,19 +22,7 @@ from generala_env.dice import HOLD_KEEP, KEEPS_LIST, NUM_MASKS
 from generala_env.env import make_info
 from generala_env.play import MoveError, parse_move
 from generala_env.render import line_label
-
-
-class ScriptedDice:
-    """A stand-in generator that hands out the given faces, in order, as the game asks."""
-
-    def __init__(self, *faces):
-        self.faces = [f for group in faces for f in group]
-
-    def integers(self, low, high, size=None, dtype=np.int64):
-        n = 1 if size is None else int(size)
-        assert len(self.faces) >= n, "the script ran out of dice"
-        out, self.faces = self.faces[:n], self.faces[n:]
-        return np.array(out, dtype=dtype)
+from conftest import ScriptedDice
 
 
 def game_with(dice, rules="classic", players=1) -> Game:
