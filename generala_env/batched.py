@@ -54,12 +54,12 @@ except ImportError:  # plain Python: same results, much slower
 
 FIRST_ROLL = ROLLS_PER_TURN - 1  # rolls_left right after a turn's first roll
 
-# dice tables as the loops index them
-HOLD_KEEP_I = HOLD_KEEP.astype(np.int64)
-KEEP_SIZE_I = KEEP_SIZE.astype(np.int64)
-KEEP_KEY = KEEP_COUNTS.astype(np.int64) @ KEY_WEIGHTS  # base-6 key of a keep's face counts
-ROLL_OF_KEY_I = ROLL_OF_KEY.astype(np.int64)
-FACE_KEY = np.array([0] + [6 ** (f - 1) for f in range(1, 7)], dtype=np.int64)  # what one die adds to a key
+# dice tables as the loops index them (small integer types: fewer cache misses)
+HOLD_KEEP_I = HOLD_KEEP.astype(np.int16)
+KEEP_SIZE_I = KEEP_SIZE.astype(np.int8)
+KEEP_KEY = (KEEP_COUNTS.astype(np.int64) @ KEY_WEIGHTS).astype(np.int32)  # base-6 key of a keep's face counts
+ROLL_OF_KEY_I = ROLL_OF_KEY.astype(np.int16)
+FACE_KEY = np.array([0] + [6 ** (f - 1) for f in range(1, 7)], dtype=np.int32)  # what one die adds to a key
 FIVE_ALIKE = ROLL_COUNTS.max(axis=1) == DICE
 DICE_OBS = np.concatenate([ROLL_COUNTS / 5.0, ROLLS / 6.0], axis=1).astype(np.float32)  # dice_counts, dice_sorted
 LOCKED_OBS = (KEEP_COUNTS / 5.0).astype(np.float32)  # locked_counts
@@ -69,18 +69,11 @@ KEEP_OF_KEY_I = KEEP_OF_KEY.astype(np.int64)
 
 
 @njit(cache=True)
-def served_pending(g, roll, rolls_left, player, sheets, gen, served_win):
-    """``Game.served_generala_pending`` of game ``g``."""
-    return served_win and rolls_left[g] == FIRST_ROLL and FIVE_ALIKE[roll[g]] and sheets[g, player[g], gen] == OPEN
-
-
-@njit(cache=True)
-def roll_of(faces_row, n, keep):
-    """The roll made by ``keep`` plus the first ``n`` faces of ``faces_row``."""
-    key = KEEP_KEY[keep]
-    for d in range(n):
-        key += FACE_KEY[faces_row[d]]
-    return ROLL_OF_KEY_I[key]
+def served_pending(served_win, rolls_left, roll, generala_line):
+    """``Game.served_generala_pending``, from one game's ``rolls_left``, ``roll`` and the
+    mover's generala line. (The loops below pass scalars: a call with array arguments
+    costs more than the rest of a game's step.)"""
+    return served_win and rolls_left == FIRST_ROLL and FIVE_ALIKE[roll] and generala_line == OPEN
 
 
 @njit(cache=True)
@@ -95,9 +88,13 @@ def dice_needed(games, actions, roll):
 
 @njit(cache=True)
 def start_turns(games, faces, roll, rolls_left, locked):
+    """A turn's first roll: five faces each."""
     for j in range(len(games)):
         g = games[j]
-        roll[g] = roll_of(faces[j], DICE, EMPTY_KEEP)
+        key = 0
+        for d in range(DICE):
+            key += FACE_KEY[faces[j, d]]
+        roll[g] = ROLL_OF_KEY_I[key]
         rolls_left[g] = FIRST_ROLL
         locked[g] = EMPTY_KEEP
 
@@ -112,9 +109,12 @@ def apply_actions(games, actions, faces, roll, rolls_left, locked, player, write
     pts = np.zeros(len(games), dtype=np.int64)
     for j in range(len(games)):
         g, a = games[j], actions[j]
-        if a < NUM_MASKS:
+        if a < NUM_MASKS:  # keep the held dice, throw the rest
             keep = HOLD_KEEP_I[roll[g], a]
-            roll[g] = roll_of(faces[j], DICE - KEEP_SIZE_I[keep], keep)
+            key = KEEP_KEY[keep]
+            for d in range(DICE - KEEP_SIZE_I[keep]):
+                key += FACE_KEY[faces[j, d]]
+            roll[g] = ROLL_OF_KEY_I[key]
             rolls_left[g] -= 1
             locked[g] = keep
             continue
@@ -122,7 +122,7 @@ def apply_actions(games, actions, faces, roll, rolls_left, locked, player, write
         p = points[line, roll[g], 1 if rolls_left[g] == FIRST_ROLL else 0]
         if line == dbl and not (gen >= 0 and sheets[g, me, gen] > 0):
             p = 0  # double generala needs points on the generala line
-        won = served_pending(g, roll, rolls_left, player, sheets, gen, served_win)
+        won = served_pending(served_win, rolls_left[g], roll[g], sheets[g, me, gen])
         sheets[g, me, line] = p
         writes[g] += 1
         pts[j] = p
@@ -131,9 +131,12 @@ def apply_actions(games, actions, faces, roll, rolls_left, locked, player, write
             over[g] = True
         elif writes[g] == num_players * num_lines:
             over[g] = True
-        else:
+        else:  # the next player's first roll
             player[g] = (me + 1) % num_players
-            roll[g] = roll_of(faces[j], DICE, EMPTY_KEEP)
+            key = 0
+            for d in range(DICE):
+                key += FACE_KEY[faces[j, d]]
+            roll[g] = ROLL_OF_KEY_I[key]
             rolls_left[g] = FIRST_ROLL
             locked[g] = EMPTY_KEEP
     return pts
@@ -147,38 +150,42 @@ def legal_masks(games, masks, roll, rolls_left, locked, player, over, sheets, ge
         g = games[j]
         if over[g]:
             continue
-        if served_pending(g, roll, rolls_left, player, sheets, gen, served_win):
+        me, r = player[g], roll[g]
+        if served_pending(served_win, rolls_left[g], r, sheets[g, me, gen]):
             masks[j, NUM_MASKS + gen] = True
             continue
         for l in range(num_lines):
-            masks[j, NUM_MASKS + l] = sheets[g, player[g], l] == OPEN
+            masks[j, NUM_MASKS + l] = sheets[g, me, l] == OPEN
         if rolls_left[g] > 0:
+            k = locked[g]
             for m in range(ALL_HELD):
-                masks[j, m] = not locked_holds or KEEP_CONTAINS[HOLD_KEEP_I[roll[g], m], locked[g]]
+                masks[j, m] = not locked_holds or KEEP_CONTAINS[HOLD_KEEP_I[r, m], k]
 
 
 @njit(cache=True)
-def encode(games, seat, obs, roll, rolls_left, locked, player, sheets, points_now, line_max, total_max, at, opponent_at, gen, dbl, served_win):
+def encode(games, seat, obs, roll, rolls_left, locked, player, sheets, points_now, points_obs, total_max, at, opponent_at, gen, dbl, served_win):
     """``Encoder.encode(game, seat)`` of each game into ``obs[j]`` (rows must start all zero).
 
-    ``points_now[roll, first, line]``: points / line max (float32); ``at``: the starts of
-    the slices (see ``GeneralaVectorEnv``); ``opponent_at[k - 1]``: opponent ``k``'s open,
-    points and total starts.
+    ``points_now[roll, first, line]``: points / line max (float32); ``points_obs[line, v]``:
+    ``v`` points written on the line / line max, rounded to float32 as the encoder does;
+    ``at``: the starts of the slices (see ``GeneralaVectorEnv``); ``opponent_at[k - 1]``:
+    opponent ``k``'s open, points and total starts.
     """
     num_players, num_lines = sheets.shape[1], sheets.shape[2]
-    lm = line_max.astype(np.float64)
+    dice_at, rolls_left_at, first_at, locked_at, served_at = at[0], at[1], at[2], at[3], at[4]
+    now_at, open_at, points_at, total_at, round_at, lead_at = at[5], at[6], at[7], at[8], at[9], at[10]
     for j in range(len(games)):
         g = games[j]
-        r, me = roll[g], seat[g]
-        first = rolls_left[g] == FIRST_ROLL
-        o = obs[j]
+        r, me, rl, k = roll[g], seat[g], rolls_left[g], locked[g]
+        first = 1 if rl == FIRST_ROLL else 0
         for i in range(11):
-            o[at[0] + i] = DICE_OBS[r, i]
-        o[at[1] + rolls_left[g]] = 1.0
-        o[at[2]] = 1.0 if first else 0.0
+            obs[j, dice_at + i] = DICE_OBS[r, i]
+        obs[j, rolls_left_at + rl] = 1.0
+        obs[j, first_at] = first
         for i in range(6):
-            o[at[3] + i] = LOCKED_OBS[locked[g], i]
-        o[at[4]] = 1.0 if served_pending(g, roll, rolls_left, player, sheets, gen, served_win) else 0.0
+            obs[j, locked_at + i] = LOCKED_OBS[k, i]
+        if served_pending(served_win, rl, r, sheets[g, player[g], gen]):
+            obs[j, served_at] = 1.0
         scored = sheets[g, me, gen] > 0
         own = 0
         filled = 0
@@ -186,46 +193,88 @@ def encode(games, seat, obs, roll, rolls_left, locked, player, sheets, points_no
             v = sheets[g, me, l]
             if v == OPEN:
                 if l != dbl or scored:
-                    o[at[5] + l] = points_now[r, 1 if first else 0, l]
-                o[at[6] + l] = 1.0
+                    obs[j, now_at + l] = points_now[r, first, l]
+                obs[j, open_at + l] = 1.0
             else:
-                o[at[7] + l] = np.float32(v / lm[l])
+                obs[j, points_at + l] = points_obs[l, v]
                 own += v
                 filled += 1
-        o[at[8]] = np.float32(own / total_max)
-        o[at[9]] = np.float32(filled / num_lines)
+        obs[j, total_at] = np.float32(own / total_max)
+        obs[j, round_at] = np.float32(filled / num_lines)
         if num_players > 1:
             best = -np.inf
-            for k in range(1, num_players):
-                other = (me + k) % num_players
+            for q in range(1, num_players):
+                other = (me + q) % num_players
                 t = 0
                 for l in range(num_lines):
                     v = sheets[g, other, l]
                     if v == OPEN:
-                        o[opponent_at[k - 1, 0] + l] = 1.0
+                        obs[j, opponent_at[q - 1, 0] + l] = 1.0
                     else:
-                        o[opponent_at[k - 1, 1] + l] = np.float32(v / lm[l])
+                        obs[j, opponent_at[q - 1, 1] + l] = points_obs[l, v]
                         t += v
-                o[opponent_at[k - 1, 2]] = np.float32(t / total_max)
+                obs[j, opponent_at[q - 1, 2]] = np.float32(t / total_max)
                 best = max(best, float(t))
-            o[at[10]] = np.float32(min(max((own - best) / total_max, -1.0), 1.0))
+            obs[j, lead_at] = np.float32(min(max((own - best) / total_max, -1.0), 1.0))
+
+
+@njit(cache=True)
+def accepted(actions, masks):
+    """Whether each game's action is in range and legal."""
+    out = np.empty(len(actions), dtype=np.bool_)
+    for i in range(len(actions)):
+        a = actions[i]
+        out[i] = 0 <= a < masks.shape[1] and masks[i, a]
+    return out
+
+
+@njit(cache=True)
+def results(games, seat, sheets, served_winner, totals, winner, win_reward):
+    """Final totals, the winner (-1 on a shared win) and the agent's win reward (+1 / 0 / -1) of ended games."""
+    num_players, num_lines = sheets.shape[1], sheets.shape[2]
+    for j in range(len(games)):
+        g = games[j]
+        best, n_best = -1, 0
+        for p in range(num_players):
+            t = 0
+            for l in range(num_lines):
+                if sheets[g, p, l] != OPEN:
+                    t += sheets[g, p, l]
+            totals[j, p] = t
+            if t > best:
+                best, n_best, winner[j] = t, 1, p
+            elif t == best:
+                n_best += 1
+        if served_winner[g] >= 0:
+            winner[j] = served_winner[g]
+            win_reward[j] = 1.0 if served_winner[g] == seat[g] else -1.0
+        else:
+            if n_best > 1:
+                winner[j] = -1
+            win_reward[j] = -1.0 if totals[j, seat[g]] < best else (1.0 if n_best == 1 else 0.0)
 
 
 @njit(cache=True)
 def uniform_legal(masks, u):
-    """The ``floor(u[i] * n_legal)``-th legal action of each row (``u`` uniform in [0, 1))."""
-    out = np.empty(masks.shape[0], dtype=np.int64)
-    for i in range(masks.shape[0]):
-        n = 0
-        for a in range(masks.shape[1]):
-            n += masks[i, a]
-        k = int(u[i] * n)
-        for a in range(masks.shape[1]):
-            if masks[i, a]:
-                if k == 0:
-                    out[i] = a
-                    break
-                k -= 1
+    """The ``floor(u[i] * n_legal)``-th legal action of each row (``u`` uniform in [0, 1)).
+
+    Branch-free: the chosen index is the number of actions before which fewer than
+    ``k + 1`` legal ones have been seen.
+    """
+    rows, num_actions = masks.shape
+    m = masks.view(np.uint8)
+    out = np.empty(rows, dtype=np.int64)
+    for i in range(rows):
+        n = np.uint32(0)
+        for a in range(num_actions):
+            n += m[i, a]
+        k = np.uint32(u[i] * n)
+        seen = np.uint32(0)
+        index = np.uint32(0)
+        for a in range(num_actions):
+            seen += m[i, a]
+            index += seen <= k
+        out[i] = index
     return out
 
 

@@ -222,7 +222,8 @@ class GeneralaVectorEnv(VectorEnv):
         self._points = points_table(self.rules)  # (L, 252, 2) int32
         line_max = self.encoder.line_max
         self._points_now = np.ascontiguousarray((self._points.astype(np.float32) / line_max[:, None, None]).transpose(1, 2, 0))
-        self._line_max = line_max
+        written = np.arange(max(int(self._points.max()), 0) + 1)  # any points a line can hold
+        self._points_obs = (written[None, :] / line_max[:, None].astype(np.float64)).astype(np.float32)  # as int / float32 rounds
         self._total_max = self.encoder.total_max
         at = self.encoder.layout
         assert at["dice_sorted"].start == at["dice_counts"].stop  # encode() writes both from one table row
@@ -243,6 +244,7 @@ class GeneralaVectorEnv(VectorEnv):
         self.over = np.ones(N, dtype=bool)
         self.served_generala_winner = np.full(N, -1, dtype=np.int64)  # seat, or -1
         self.ended_before_move = np.zeros(N, dtype=bool)  # an opponent's served generala ended it
+        self._unstarted = True  # no reset() yet
         self._all = np.arange(N)
         self._masks = np.zeros((N, A), dtype=bool)
         self._every = np.ones(N, dtype=bool)
@@ -308,6 +310,8 @@ class GeneralaVectorEnv(VectorEnv):
 
     def _play_opponents(self, games: np.ndarray) -> None:
         """Opponents move in ``games`` until the agent has the move or the game is over."""
+        if not self._opponents:
+            return
         g = games[~self.over[games] & (self.player[games] != self.seat[games])]
         while g.size:
             masks = self._legal_masks(g)
@@ -370,17 +374,13 @@ class GeneralaVectorEnv(VectorEnv):
         self._play_opponents(games)
         self.ended_before_move[games] = self.over[games]
 
-    def _final_reward(self, games: np.ndarray) -> np.ndarray:
-        if self.reward_mode != "win":
-            return np.zeros(len(games))
-        totals = np.where(self.sheets[games] == OPEN, 0, self.sheets[games]).sum(axis=2)
-        best = totals.max(axis=1)
-        seat = self.seat[games]
-        mine = totals[np.arange(len(games)), seat]
-        shared = (totals == best[:, None]).sum(axis=1) > 1
-        r = np.where(mine == best, np.where(shared, 0.0, 1.0), -1.0)
-        sgw = self.served_generala_winner[games]
-        return np.where(sgw >= 0, np.where(sgw == seat, 1.0, -1.0), r)
+    def _results(self, games: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Totals ``(n, players)``, winner (``-1`` on a shared win) and the agent's win reward of ended games."""
+        totals = np.empty((len(games), self.num_players), dtype=np.int64)
+        winner = np.empty(len(games), dtype=np.int64)
+        win_reward = np.empty(len(games))
+        K.results(games, self.seat, self.sheets, self.served_generala_winner, totals, winner, win_reward)
+        return totals, winner, win_reward
 
     # -- observations -------------------------------------------------------------------
     def _encode(self, games: np.ndarray) -> np.ndarray:
@@ -388,14 +388,15 @@ class GeneralaVectorEnv(VectorEnv):
         obs = np.zeros((len(games), self.encoder.size), dtype=np.float32)
         K.encode(
             games, self.seat, obs, self.roll, self.rolls_left, self.locked, self.player, self.sheets,
-            self._points_now, self._line_max, self._total_max, self._at, self._opponent_at,
+            self._points_now, self._points_obs, self._total_max, self._at, self._opponent_at,
             self._gen, self._dbl, self._served_win,
         )  # fmt: skip
         return obs
 
     def _agent_masks(self) -> np.ndarray:
         m = self._legal_masks(self._all)
-        m[self.ended_before_move] = True
+        if self.ended_before_move.any():
+            m[self.ended_before_move] = True
         return m
 
     def _info(self, illegal: np.ndarray) -> dict[str, Any]:
@@ -414,20 +415,6 @@ class GeneralaVectorEnv(VectorEnv):
             info["game_over"] = self.ended_before_move.copy()
             info["_game_over"] = info["game_over"]
         return info
-
-    def _final_info(self, games: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
-        N, P = self.num_envs, self.num_players
-        totals = np.zeros((N, P), dtype=np.int64)
-        totals[games] = np.where(self.sheets[games] == OPEN, 0, self.sheets[games]).sum(axis=2)
-        winner = np.full(N, -1, dtype=np.int64)
-        best = totals[games].max(axis=1)
-        sole = (totals[games] == best[:, None]).sum(axis=1) == 1
-        winner[games] = np.where(sole, np.argmax(totals[games], axis=1), -1)
-        sgw = self.served_generala_winner[games]
-        winner[games] = np.where(sgw >= 0, sgw, winner[games])
-        served = np.zeros(N, dtype=bool)
-        served[games] = sgw >= 0
-        return {"totals": totals, "_totals": ended, "winner": winner, "_winner": ended, "served_generala_win": served, "_served_generala_win": ended}
 
     # -- Gymnasium VectorEnv API ----------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -451,12 +438,12 @@ class GeneralaVectorEnv(VectorEnv):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {a.shape}")
         if not np.issubdtype(a.dtype, np.integer):
             raise ValueError(f"actions must be integers from 0 to {self.num_actions - 1}, got dtype {a.dtype}")
-        if (self.over & ~self.ended_before_move).any():
+        if self._unstarted and (self.over & ~self.ended_before_move).any():
             raise RuntimeError("step() called before reset()")
+        self._unstarted = False
         a = a.astype(np.int64, copy=False)
         ebm = self.ended_before_move
-        in_range = (a >= 0) & (a < self.num_actions)
-        legal = in_range & self._masks[self._all, np.where(in_range, a, 0)]
+        legal = K.accepted(a, self._masks)
         illegal = ~legal & ~ebm
         if self.illegal_action == "raise" and illegal.any():
             j = int(np.flatnonzero(illegal)[0])
@@ -476,13 +463,18 @@ class GeneralaVectorEnv(VectorEnv):
         ended = np.flatnonzero(terminated)
         final = None
         if ended.size:
+            totals, winner, win_reward = self._results(ended)
             if self.reward_mode == "win":
-                rewards[ended] = self._final_reward(ended)
+                rewards[ended] = win_reward
             final_obs = np.full(self.num_envs, None, dtype=object)
-            last = obs[ended]
-            for j, i in enumerate(ended):
-                final_obs[i] = last[j]
-            final = (final_obs, self._final_info(ended, terminated))
+            for i, row in zip(ended.tolist(), obs[ended]):
+                final_obs[i] = row
+            final_info = {"totals": np.zeros((self.num_envs, self.num_players), dtype=np.int64), "winner": np.full(self.num_envs, -1)}
+            final_info["totals"][ended], final_info["winner"][ended] = totals, winner
+            final_info["served_generala_win"] = terminated & (self.served_generala_winner >= 0)
+            for k in list(final_info):
+                final_info["_" + k] = terminated
+            final = (final_obs, final_info)
             self._reset_games(ended)
             obs[ended] = self._encode(ended)
         self._masks = self._agent_masks()
