@@ -59,7 +59,7 @@ HOLD_KEEP_I = HOLD_KEEP.astype(np.int16)
 KEEP_SIZE_I = KEEP_SIZE.astype(np.int8)
 KEEP_KEY = (KEEP_COUNTS.astype(np.int64) @ KEY_WEIGHTS).astype(np.int32)  # base-6 key of a keep's face counts
 ROLL_OF_KEY_I = ROLL_OF_KEY.astype(np.int16)
-FACE_KEY = np.array([0] + [6 ** (f - 1) for f in range(1, 7)], dtype=np.int32)  # what one die adds to a key
+DIE_KEY = np.array([6**i for i in range(6)], dtype=np.int32)  # what a die showing face i + 1 adds to a key
 FIVE_ALIKE = ROLL_COUNTS.max(axis=1) == DICE
 DICE_OBS = np.concatenate([ROLL_COUNTS / 5.0, ROLLS / 6.0], axis=1).astype(np.float32)  # dice_counts, dice_sorted
 LOCKED_OBS = (KEEP_COUNTS / 5.0).astype(np.float32)  # locked_counts
@@ -87,21 +87,31 @@ def dice_needed(games, actions, roll):
 
 
 @njit(cache=True)
-def start_turns(games, faces, roll, rolls_left, locked):
-    """A turn's first roll: five faces each."""
+def throw_key(throw, n, key):
+    """``key`` plus the first ``n`` dice of a throw.
+
+    A throw is five dice coded as one number below ``6 ** 5``: die ``d`` shows
+    ``throw // 6 ** d % 6 + 1``.
+    """
+    for _ in range(n):
+        key += DIE_KEY[throw % 6]
+        throw //= 6
+    return key
+
+
+@njit(cache=True)
+def start_turns(games, throws, roll, rolls_left, locked):
+    """A turn's first roll: the five dice of each throw."""
     for j in range(len(games)):
         g = games[j]
-        key = 0
-        for d in range(DICE):
-            key += FACE_KEY[faces[j, d]]
-        roll[g] = ROLL_OF_KEY_I[key]
+        roll[g] = ROLL_OF_KEY_I[throw_key(throws[j], DICE, 0)]
         rolls_left[g] = FIRST_ROLL
         locked[g] = EMPTY_KEEP
 
 
 @njit(cache=True)
-def apply_actions(games, actions, faces, roll, rolls_left, locked, player, writes, over, winner, sheets, points, gen, dbl, served_win):
-    """``Game._apply`` for each game: legal ``actions[j]`` in ``games[j]`` with ``faces[j]``.
+def apply_actions(games, actions, throws, roll, rolls_left, locked, player, writes, over, winner, sheets, points, gen, dbl, served_win):
+    """``Game._apply`` for each game: legal ``actions[j]`` in ``games[j]``, dice from ``throws[j]``.
 
     Returns the points written (0 for a reroll). ``winner`` is the served generala winner (-1: none).
     """
@@ -111,10 +121,7 @@ def apply_actions(games, actions, faces, roll, rolls_left, locked, player, write
         g, a = games[j], actions[j]
         if a < NUM_MASKS:  # keep the held dice, throw the rest
             keep = HOLD_KEEP_I[roll[g], a]
-            key = KEEP_KEY[keep]
-            for d in range(DICE - KEEP_SIZE_I[keep]):
-                key += FACE_KEY[faces[j, d]]
-            roll[g] = ROLL_OF_KEY_I[key]
+            roll[g] = ROLL_OF_KEY_I[throw_key(throws[j], DICE - KEEP_SIZE_I[keep], KEEP_KEY[keep])]
             rolls_left[g] -= 1
             locked[g] = keep
             continue
@@ -133,10 +140,7 @@ def apply_actions(games, actions, faces, roll, rolls_left, locked, player, write
             over[g] = True
         else:  # the next player's first roll
             player[g] = (me + 1) % num_players
-            key = 0
-            for d in range(DICE):
-                key += FACE_KEY[faces[j, d]]
-            roll[g] = ROLL_OF_KEY_I[key]
+            roll[g] = ROLL_OF_KEY_I[throw_key(throws[j], DICE, 0)]
             rolls_left[g] = FIRST_ROLL
             locked[g] = EMPTY_KEEP
     return pts
@@ -163,13 +167,15 @@ def legal_masks(games, masks, roll, rolls_left, locked, player, over, sheets, ge
 
 
 @njit(cache=True)
-def encode(games, seat, obs, roll, rolls_left, locked, player, sheets, points_now, points_obs, total_max, at, opponent_at, gen, dbl, served_win):
-    """``Encoder.encode(game, seat)`` of each game into ``obs[j]`` (rows must start all zero).
+def encode(games, seat, obs, sheets_seen, roll, rolls_left, locked, player, writes, sheets, points_now, points_obs, total_max, at, opponent_at, gen, dbl, served_win):
+    """``Encoder.encode(game, seat)`` of each game, into row ``games[j]`` of the buffer ``obs``.
 
-    ``points_now[roll, first, line]``: points / line max (float32); ``points_obs[line, v]``:
-    ``v`` points written on the line / line max, rounded to float32 as the encoder does;
-    ``at``: the starts of the slices (see ``GeneralaVectorEnv``); ``opponent_at[k - 1]``:
-    opponent ``k``'s open, points and total starts.
+    The dice slices and ``points_now`` are written every time; the slices the sheets
+    alone decide (``own_open`` to the end) only when the game's ``writes`` differs from
+    ``sheets_seen`` (set to -1 to force it). ``points_now[roll, first, line]``: points /
+    line max (float32); ``points_obs[line, v]``: ``v`` points written / line max, rounded
+    to float32 as the encoder does; ``at``: the starts of the slices (see
+    ``GeneralaVectorEnv``); ``opponent_at[k - 1]``: opponent ``k``'s open, points, total.
     """
     num_players, num_lines = sheets.shape[1], sheets.shape[2]
     dice_at, rolls_left_at, first_at, locked_at, served_at = at[0], at[1], at[2], at[3], at[4]
@@ -179,28 +185,34 @@ def encode(games, seat, obs, roll, rolls_left, locked, player, sheets, points_no
         r, me, rl, k = roll[g], seat[g], rolls_left[g], locked[g]
         first = 1 if rl == FIRST_ROLL else 0
         for i in range(11):
-            obs[j, dice_at + i] = DICE_OBS[r, i]
-        obs[j, rolls_left_at + rl] = 1.0
-        obs[j, first_at] = first
+            obs[g, dice_at + i] = DICE_OBS[r, i]
+        for i in range(3):
+            obs[g, rolls_left_at + i] = 1.0 if i == rl else 0.0
+        obs[g, first_at] = first
         for i in range(6):
-            obs[j, locked_at + i] = LOCKED_OBS[k, i]
-        if served_pending(served_win, rl, r, sheets[g, player[g], gen]):
-            obs[j, served_at] = 1.0
-        scored = sheets[g, me, gen] > 0
+            obs[g, locked_at + i] = LOCKED_OBS[k, i]
+        obs[g, served_at] = 1.0 if served_pending(served_win, rl, r, sheets[g, player[g], gen]) else 0.0
+        for l in range(num_lines):  # without branches: open lines are unpredictable
+            obs[g, now_at + l] = points_now[r, first, l] * np.float32(sheets[g, me, l] == OPEN)
+        if dbl >= 0 and not sheets[g, me, gen] > 0:
+            obs[g, now_at + dbl] = 0.0  # double generala needs points on the generala line
+        if writes[g] == sheets_seen[g]:
+            continue
+        sheets_seen[g] = writes[g]
         own = 0
         filled = 0
         for l in range(num_lines):
             v = sheets[g, me, l]
             if v == OPEN:
-                if l != dbl or scored:
-                    obs[j, now_at + l] = points_now[r, first, l]
-                obs[j, open_at + l] = 1.0
+                obs[g, open_at + l] = 1.0
+                obs[g, points_at + l] = 0.0
             else:
-                obs[j, points_at + l] = points_obs[l, v]
+                obs[g, open_at + l] = 0.0
+                obs[g, points_at + l] = points_obs[l, v]
                 own += v
                 filled += 1
-        obs[j, total_at] = np.float32(own / total_max)
-        obs[j, round_at] = np.float32(filled / num_lines)
+        obs[g, total_at] = np.float32(own / total_max)
+        obs[g, round_at] = np.float32(filled / num_lines)
         if num_players > 1:
             best = -np.inf
             for q in range(1, num_players):
@@ -209,13 +221,15 @@ def encode(games, seat, obs, roll, rolls_left, locked, player, sheets, points_no
                 for l in range(num_lines):
                     v = sheets[g, other, l]
                     if v == OPEN:
-                        obs[j, opponent_at[q - 1, 0] + l] = 1.0
+                        obs[g, opponent_at[q - 1, 0] + l] = 1.0
+                        obs[g, opponent_at[q - 1, 1] + l] = 0.0
                     else:
-                        obs[j, opponent_at[q - 1, 1] + l] = points_obs[l, v]
+                        obs[g, opponent_at[q - 1, 0] + l] = 0.0
+                        obs[g, opponent_at[q - 1, 1] + l] = points_obs[l, v]
                         t += v
-                obs[j, opponent_at[q - 1, 2]] = np.float32(t / total_max)
+                obs[g, opponent_at[q - 1, 2]] = np.float32(t / total_max)
                 best = max(best, float(t))
-            obs[j, lead_at] = np.float32(min(max((own - best) / total_max, -1.0), 1.0))
+            obs[g, lead_at] = np.float32(min(max((own - best) / total_max, -1.0), 1.0))
 
 
 @njit(cache=True)

@@ -245,6 +245,9 @@ class GeneralaVectorEnv(VectorEnv):
         self.served_generala_winner = np.full(N, -1, dtype=np.int64)  # seat, or -1
         self.ended_before_move = np.zeros(N, dtype=bool)  # an opponent's served generala ended it
         self._unstarted = True  # no reset() yet
+        # each game's observation, updated in place; its sheet slices as of writes == _sheets_seen
+        self._obs = np.zeros((N, self.encoder.size), dtype=np.float32)
+        self._sheets_seen = np.full(N, -1, dtype=np.int64)
         self._all = np.arange(N)
         self._masks = np.zeros((N, A), dtype=bool)
         self._every = np.ones(N, dtype=bool)
@@ -335,15 +338,16 @@ class GeneralaVectorEnv(VectorEnv):
 
     # -- the game, for many games at once ------------------------------------------------
     def _dice(self, games: np.ndarray, actions: np.ndarray | None = None) -> np.ndarray:
-        """Five faces per game; the first ``need`` of them are used (see ``dice_source``)."""
+        """One throw of five dice per game, coded as a number below ``6 ** 5`` (die ``d`` shows
+        ``throw // 6 ** d % 6 + 1``); an action uses the first dice it needs (see ``dice_source``)."""
         if self._dice_source is None:
-            return self.np_random.integers(1, FACES + 1, size=(len(games), DICE), dtype=np.int8)
+            return self.np_random.integers(0, FACES**DICE, size=len(games))
         need = np.full(len(games), DICE) if actions is None else K.dice_needed(games, actions, self.roll)
         faces = np.asarray(self._dice_source(games, need))
         used = np.arange(DICE) < need[:, None]
         if faces.shape != (len(games), DICE) or ((faces < 1) | (faces > FACES))[used].any():
             raise ValueError(f"dice_source must return ({len(games)}, {DICE}) faces from 1 to {FACES}")
-        return np.where(used, faces, 1).astype(np.int8)
+        return (np.where(used, faces - 1, 0) * FACES ** np.arange(DICE)).sum(axis=1)
 
     def _legal_masks(self, games: np.ndarray) -> np.ndarray:
         """``Game.legal_mask`` of each game (for whoever has the move), ``(n, A)``."""
@@ -366,6 +370,7 @@ class GeneralaVectorEnv(VectorEnv):
         if self.agent_seat_option == "random":
             self.seat[games] = self.np_random.integers(self.num_players, size=len(games))
         self.sheets[games] = OPEN
+        self._sheets_seen[games] = -1
         self.player[games] = 0
         self.writes[games] = 0
         self.over[games] = False
@@ -383,15 +388,13 @@ class GeneralaVectorEnv(VectorEnv):
         return totals, winner, win_reward
 
     # -- observations -------------------------------------------------------------------
-    def _encode(self, games: np.ndarray) -> np.ndarray:
-        """``Encoder.encode(game, seat)`` of each game, from the agent's seat, ``(n, size)``."""
-        obs = np.zeros((len(games), self.encoder.size), dtype=np.float32)
+    def _encode(self, games: np.ndarray) -> None:
+        """Bring the observations of ``games`` (from the agent's seat) up to date in ``self._obs``."""
         K.encode(
-            games, self.seat, obs, self.roll, self.rolls_left, self.locked, self.player, self.sheets,
-            self._points_now, self._points_obs, self._total_max, self._at, self._opponent_at,
-            self._gen, self._dbl, self._served_win,
+            games, self.seat, self._obs, self._sheets_seen, self.roll, self.rolls_left, self.locked, self.player,
+            self.writes, self.sheets, self._points_now, self._points_obs, self._total_max, self._at,
+            self._opponent_at, self._gen, self._dbl, self._served_win,
         )  # fmt: skip
-        return obs
 
     def _agent_masks(self) -> np.ndarray:
         m = self._legal_masks(self._all)
@@ -430,7 +433,8 @@ class GeneralaVectorEnv(VectorEnv):
             games = np.flatnonzero(mask)
         self._reset_games(games)
         self._masks = self._agent_masks()
-        return self._encode(self._all), self._info(np.zeros(self.num_envs, dtype=bool))
+        self._encode(self._all)
+        return self._obs.copy(), self._info(np.zeros(self.num_envs, dtype=bool))
 
     def step(self, actions):
         a = np.asarray(actions)
@@ -451,15 +455,21 @@ class GeneralaVectorEnv(VectorEnv):
             raise IllegalActionError(f"game {j}: {why}")
 
         rewards = np.zeros(self.num_envs)
-        rewards[illegal] = self.illegal_penalty
-        acting = np.flatnonzero(legal & ~ebm)
-        if acting.size:
-            pts = self._apply(acting, a[acting])
+        if legal.all() and not ebm.any():  # the usual case: every game takes its action
+            pts = self._apply(self._all, a)
             if self.reward_mode == "score":
-                rewards[acting] = pts
-            self._play_opponents(acting)
+                rewards = pts.astype(np.float64)
+            self._play_opponents(self._all)
+        else:
+            rewards[illegal] = self.illegal_penalty
+            acting = np.flatnonzero(legal & ~ebm)
+            if acting.size:
+                pts = self._apply(acting, a[acting])
+                if self.reward_mode == "score":
+                    rewards[acting] = pts
+                self._play_opponents(acting)
         terminated = self.over.copy()  # games that ended now, and those that ended before the agent moved
-        obs = self._encode(self._all)
+        self._encode(self._all)
         ended = np.flatnonzero(terminated)
         final = None
         if ended.size:
@@ -467,7 +477,7 @@ class GeneralaVectorEnv(VectorEnv):
             if self.reward_mode == "win":
                 rewards[ended] = win_reward
             final_obs = np.full(self.num_envs, None, dtype=object)
-            for i, row in zip(ended.tolist(), obs[ended]):
+            for i, row in zip(ended.tolist(), self._obs[ended]):
                 final_obs[i] = row
             final_info = {"totals": np.zeros((self.num_envs, self.num_players), dtype=np.int64), "winner": np.full(self.num_envs, -1)}
             final_info["totals"][ended], final_info["winner"][ended] = totals, winner
@@ -476,7 +486,8 @@ class GeneralaVectorEnv(VectorEnv):
                 final_info["_" + k] = terminated
             final = (final_obs, final_info)
             self._reset_games(ended)
-            obs[ended] = self._encode(ended)
+            self._encode(ended)
+        obs = self._obs.copy()
         self._masks = self._agent_masks()
         info = self._info(illegal)
         if final is not None:
