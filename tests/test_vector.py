@@ -127,7 +127,7 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_same_game_as_single_envs(case):
     kw = dict(CASES[case])
-    n, steps = 6, 160 if case.endswith("per-game-agent") else 240
+    n, steps = 6, 120 if case.endswith("per-game-agent") else 200
     opp = kw.pop("opponents", None)
     if opp is not None:  # random opponents are recorded in the vector env and replayed in the singles
         opp = [Recorder(BatchedRandom()) if o == "random" else o for o in opp] if isinstance(opp, list) else (Recorder(BatchedRandom()) if opp == "random" else opp)
@@ -278,7 +278,33 @@ def test_sb3_adapter_and_maskable_ppo():
             assert rew[i] in (-1.0, 0.0, 1.0) and infos[i]["TimeLimit.truncated"] is False
     assert seen_end
 
+    def rollout(seed):  # seed() takes effect at the next reset, as for SB3's own VecEnvs
+        e = GeneralaSB3VecEnv(4, rules="double")
+        e.seed(seed)
+        out = [e.reset()]
+        for _ in range(30):
+            obs, rew, dones, _ = e.step(uniform_legal(np.random.default_rng(1), get_action_masks(e)))
+            out += [obs, rew, dones]
+        return out
+
+    assert all(np.array_equal(x, y) for x, y in zip(rollout(3), rollout(3)))
+    assert not all(np.array_equal(x, y) for x, y in zip(rollout(3), rollout(4)))
+
     venv = make_sb3_vec_env(8, seed=0, rules="classic", reward_scale=0.02)
     model = MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=256)
     assert model.num_timesteps >= 256
+
+
+def test_same_game_without_numba():
+    """The kernels run as plain Python where numba is missing (GENERALA_NUMBA=0): same game."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, GENERALA_NUMBA="0")
+    cmd = [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", __file__, "-k", "same_game_as_single and 3p"]
+    res = subprocess.run(cmd, env=env, cwd=Path(__file__).parent.parent, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "1 passed" in res.stdout
