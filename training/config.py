@@ -24,6 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "total_timesteps": 1_000_000,  # environment steps to train for
     "run_dir": "runs",  # folder that holds one sub-folder per run
     "device": "cpu",  # torch device for the policy
+    "threads": 1,  # torch intra-op threads; 1 is fastest on a small shared machine (benchmarks/train_speed.py)
     "env": {
         "rules": "classic",  # preset name, YAML path or mapping of settings
         "num_players": 1,

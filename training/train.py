@@ -288,7 +288,7 @@ def save_latest(model, run: Path, state: dict, t_start: float) -> None:
 def train(cfg: dict, run: Path, resume: bool = False, command: str = "") -> Path:
     import torch
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    torch.set_num_threads(cfg["threads"])
     run.mkdir(parents=True, exist_ok=True)
     (run / "checkpoints").mkdir(exist_ok=True)
     (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
