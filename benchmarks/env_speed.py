@@ -127,7 +127,7 @@ def single_env_runner(seed: int):
         end = t0 + seconds
         while True:
             for _ in range(100):
-                legal = np.flatnonzero(info["action_mask"])
+                legal = info["action_mask"].nonzero()[0]
                 _, _, terminated, _, info = env.step(int(legal[rnd.randrange(len(legal))]))
                 if terminated:
                     _, info = env.reset()

@@ -1,8 +1,9 @@
 """``GeneralaVectorEnv``: N games of ``Generala-v0`` stepped at once with array operations.
 
-The game state of every game lives in a few NumPy arrays (``roll``, ``rolls_left``,
-``locked``, ``player``, ``sheets``...), and one step is a fixed number of table look-ups
-over all games, whatever N is. It is the same game as :class:`generala_env.env.GeneralaEnv`
+The state of every game lives in a few NumPy arrays indexed by game (``roll``,
+``rolls_left``, ``locked``, ``player``, ``sheets``...; read them, don't write them), and a
+step is a handful of compiled loops over the games (:mod:`generala_env.batched`) plus
+one dice draw for all of them. It is the same game as :class:`generala_env.env.GeneralaEnv`
 (the same tables from :mod:`generala_env.dice` and :mod:`generala_env.scoring`, the same
 observation layout as :class:`generala_env.encoding.Encoder`, rewards, masks and
 illegal-action policy); ``tests/test_vector.py`` checks it observation for observation
@@ -292,9 +293,9 @@ class GeneralaVectorEnv(VectorEnv):
     def _batched(self, spec) -> BatchedOpponent:
         if isinstance(spec, BatchedOpponent):
             return spec
-        if spec == "random":
+        if isinstance(spec, str) and spec == "random":
             return BatchedRandom()
-        if spec == "greedy":
+        if isinstance(spec, str) and spec == "greedy":
             return BatchedGreedy(self.rules)
         from agents import load as load_agent  # agents sit on top; load lazily
         from agents.baselines import GreedyAgent, RandomAgent
