@@ -16,7 +16,7 @@ interleaved: every contestant runs a short spell in turn, several rounds, and th
 spell counts (other load on the machine only ever slows a spell down). Ratios in the
 table are to pyhtzee and to OpenSpiel in the same run.
 
-    python benchmarks/env_speed.py            # about a minute
+    python benchmarks/env_speed.py            # about a minute and a half
     python benchmarks/env_speed.py --quick    # a few seconds
 """
 
@@ -162,13 +162,13 @@ def vector_runner(num_envs: int, seed: int):
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="short spells, one round")
-    p.add_argument("--rounds", type=int, default=None, help="rounds of spells (default 5, quick 1)")
-    p.add_argument("--seconds", type=float, default=None, help="seconds per spell (default 2, quick 0.5)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds of spells (default 10, quick 1)")
+    p.add_argument("--seconds", type=float, default=None, help="seconds per spell (default 1, quick 0.5)")
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 4096], help="batch sizes N of the vector env")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    rounds = args.rounds or (1 if args.quick else 5)
-    seconds = args.seconds or (0.5 if args.quick else 2.0)
+    rounds = args.rounds or (1 if args.quick else 10)
+    seconds = args.seconds or (0.5 if args.quick else 1.0)
 
     contestants: dict[str, object] = {}
     missing = []
