@@ -77,7 +77,8 @@ KEEP_OF_KEY_I = KEEP_OF_KEY.astype(np.int64)
 def served_pending(served_win, rolls_left, roll, generala_line):
     """``Game.served_generala_pending``, from one game's ``rolls_left``, ``roll`` and the
     mover's generala line. (The loops below pass scalars: a call with array arguments
-    costs more than the rest of a game's step.)"""
+    costs more than the rest of a game's step; they test ``served_win`` first so as not
+    to read the sheet when served generalas never win.)"""
     return served_win and rolls_left == FIRST_ROLL and FIVE_ALIKE[roll] and generala_line == OPEN
 
 
@@ -134,7 +135,7 @@ def apply_actions(games, actions, throws, roll, rolls_left, locked, player, writ
         p = points[line, roll[g], 1 if rolls_left[g] == FIRST_ROLL else 0]
         if line == dbl and not (gen >= 0 and sheets[g, me, gen] > 0):
             p = 0  # double generala needs points on the generala line
-        won = served_pending(served_win, rolls_left[g], roll[g], sheets[g, me, gen])
+        won = served_win and served_pending(served_win, rolls_left[g], roll[g], sheets[g, me, gen])
         sheets[g, me, line] = p
         writes[g] += 1
         pts[j] = p
@@ -160,7 +161,7 @@ def legal_masks(games, masks, roll, rolls_left, locked, player, over, sheets, ge
         if over[g]:
             continue
         me, r = player[g], roll[g]
-        if served_pending(served_win, rolls_left[g], r, sheets[g, me, gen]):
+        if served_win and served_pending(served_win, rolls_left[g], r, sheets[g, me, gen]):
             masks[j, NUM_MASKS + gen] = True
             continue
         for l in range(num_lines):
@@ -196,7 +197,7 @@ def encode(games, seat, obs, sheets_seen, roll, rolls_left, locked, player, writ
         obs[g, first_at] = first
         for i in range(6):
             obs[g, locked_at + i] = LOCKED_OBS[k, i]
-        obs[g, served_at] = 1.0 if served_pending(served_win, rl, r, sheets[g, player[g], gen]) else 0.0
+        obs[g, served_at] = 1.0 if served_win and served_pending(served_win, rl, r, sheets[g, player[g], gen]) else 0.0
         for l in range(num_lines):  # without branches: open lines are unpredictable
             obs[g, now_at + l] = points_now[r, first, l] * np.float32(sheets[g, me, l] == OPEN)
         if dbl >= 0 and not sheets[g, me, gen] > 0:
