@@ -24,10 +24,10 @@ For stable-baselines3 / sb3-contrib use :func:`make_sb3_vec_env` (:mod:`generala
 ``metadata["autoreset_mode"]`` is :attr:`gymnasium.vector.AutoresetMode.SAME_STEP` (what
 SB3 expects): a game that ends is reset inside the same ``step``; the returned row is the
 new game's first observation, and the ending observation and info are in
-``info["final_obs"]`` and ``info["final_info"]``, flagged by ``info["_final_obs"]``.
-``final_obs`` is one ``(N, n)`` float32 array (rows of games that did not end are zeros),
-not Gymnasium's ``SyncVectorEnv`` object array of rows: building that costs a Python loop
-per step. ``reset(options={"reset_mask": m})`` resets only the games where ``m`` is true.
+``info["final_obs"]`` (an object array of rows, ``None`` for games that go on, as
+Gymnasium's ``SyncVectorEnv`` gives) and ``info["final_info"]``, flagged by
+``info["_final_obs"]``. ``reset(options={"reset_mask": m})`` resets only the games where
+``m`` is true.
 
 ## Information
 Arrays over the N games (each with its ``_key`` flags, as Gymnasium's vector envs give):
@@ -478,8 +478,9 @@ class GeneralaVectorEnv(VectorEnv):
             totals, winner, win_reward = self._results(ended)
             if self.reward_mode == "win":
                 rewards[ended] = win_reward
-            final_obs = np.zeros_like(self._obs)
-            final_obs[ended] = self._obs[ended]
+            final_obs = np.empty(self.num_envs, dtype=object)  # None where the game goes on
+            for i, row in zip(ended.tolist(), self._obs[ended]):
+                final_obs[i] = row
             final_info = {"totals": np.zeros((self.num_envs, self.num_players), dtype=np.int64), "winner": np.full(self.num_envs, -1)}
             final_info["totals"][ended], final_info["winner"][ended] = totals, winner
             final_info["served_generala_win"] = terminated & (self.served_generala_winner >= 0)
