@@ -175,17 +175,18 @@ def legal_masks(games, masks, roll, rolls_left, locked, player, over, sheets, ge
 
 
 @njit(cache=True, error_model="numpy")
-def encode(games, seat, obs, sheets_seen, roll, rolls_left, locked, player, writes, sheets, points_now, points_obs, total_max, at, opponent_at, gen, dbl, served_win):
-    """``Encoder.encode(game, seat)`` of each game, into row ``games[j]`` of the buffer ``obs``.
+def encode(games, seat, out, obs, sheets_seen, roll, rolls_left, locked, player, writes, sheets, points_now, points_obs, total_max, at, opponent_at, gen, dbl, served_win):
+    """``Encoder.encode(game, seat)`` of each game into ``out[j]`` (every entry written).
 
-    The dice slices and ``points_now`` are written every time; the slices the sheets
-    alone decide (``own_open`` to the end) only when the game's ``writes`` differs from
-    ``sheets_seen`` (set to -1 to force it). ``points_now[roll, first, line]``: points /
-    line max (float32); ``points_obs[line, v]``: ``v`` points written / line max, rounded
-    to float32 as the encoder does; ``at``: the starts of the slices (see
-    ``GeneralaVectorEnv``); ``opponent_at[k - 1]``: opponent ``k``'s open, points, total.
+    The slices the sheets alone decide (``own_open`` to the end) are kept in row ``g`` of
+    ``obs`` and recomputed only when the game's ``writes`` differs from ``sheets_seen``
+    (set it to -1 to force it); each call writes the dice slices and ``points_now`` and
+    copies those. ``points_now[roll, first, line]``: points / line max (float32);
+    ``points_obs[line, v]``: ``v`` points written / line max, rounded to float32 as the
+    encoder does; ``at``: the starts of the slices (see ``GeneralaVectorEnv``);
+    ``opponent_at[k - 1]``: opponent ``k``'s open, points and total starts.
     """
-    num_players, num_lines = sheets.shape[1], sheets.shape[2]
+    num_players, num_lines, size = sheets.shape[1], sheets.shape[2], obs.shape[1]
     dice_at, rolls_left_at, first_at, locked_at, served_at = at[0], at[1], at[2], at[3], at[4]
     now_at, open_at, points_at, total_at, round_at, lead_at = at[5], at[6], at[7], at[8], at[9], at[10]
     for j in range(len(games)):
@@ -193,51 +194,53 @@ def encode(games, seat, obs, sheets_seen, roll, rolls_left, locked, player, writ
         r, me, rl, k = roll[g], seat[g], rolls_left[g], locked[g]
         first = 1 if rl == FIRST_ROLL else 0
         for i in range(11):
-            obs[g, dice_at + i] = DICE_OBS[r, i]
+            out[j, dice_at + i] = DICE_OBS[r, i]
         for i in range(3):
-            obs[g, rolls_left_at + i] = 1.0 if i == rl else 0.0
-        obs[g, first_at] = first
+            out[j, rolls_left_at + i] = 1.0 if i == rl else 0.0
+        out[j, first_at] = first
         for i in range(6):
-            obs[g, locked_at + i] = LOCKED_OBS[k, i]
-        obs[g, served_at] = 1.0 if served_win and served_pending(served_win, rl, r, sheets[g, player[g], gen]) else 0.0
+            out[j, locked_at + i] = LOCKED_OBS[k, i]
+        out[j, served_at] = 1.0 if served_win and served_pending(served_win, rl, r, sheets[g, player[g], gen]) else 0.0
         for l in range(num_lines):  # without branches: open lines are unpredictable
-            obs[g, now_at + l] = points_now[r, first, l] * np.float32(sheets[g, me, l] == OPEN)
+            out[j, now_at + l] = points_now[r, first, l] * np.float32(sheets[g, me, l] == OPEN)
         if dbl >= 0 and not sheets[g, me, gen] > 0:
-            obs[g, now_at + dbl] = 0.0  # double generala needs points on the generala line
-        if writes[g] == sheets_seen[g]:
-            continue
-        sheets_seen[g] = writes[g]
-        own = 0
-        filled = 0
-        for l in range(num_lines):
-            v = sheets[g, me, l]
-            if v == OPEN:
-                obs[g, open_at + l] = 1.0
-                obs[g, points_at + l] = 0.0
-            else:
-                obs[g, open_at + l] = 0.0
-                obs[g, points_at + l] = points_obs[l, v]
-                own += v
-                filled += 1
-        obs[g, total_at] = np.float32(own / total_max)
-        obs[g, round_at] = np.float32(filled / num_lines)
-        if num_players > 1:
-            best = -np.inf
-            for q in range(1, num_players):
-                other = (me + q) % num_players
-                t = 0
-                for l in range(num_lines):
-                    v = sheets[g, other, l]
-                    if v == OPEN:
-                        obs[g, opponent_at[q - 1, 0] + l] = 1.0
-                        obs[g, opponent_at[q - 1, 1] + l] = 0.0
-                    else:
-                        obs[g, opponent_at[q - 1, 0] + l] = 0.0
-                        obs[g, opponent_at[q - 1, 1] + l] = points_obs[l, v]
-                        t += v
-                obs[g, opponent_at[q - 1, 2]] = np.float32(t / total_max)
-                best = max(best, float(t))
-            obs[g, lead_at] = np.float32(min(max((own - best) / total_max, -1.0), 1.0))
+            out[j, now_at + dbl] = 0.0  # double generala needs points on the generala line
+
+        if writes[g] != sheets_seen[g]:  # a line was written since: the sheet slices anew
+            sheets_seen[g] = writes[g]
+            own = 0
+            filled = 0
+            for l in range(num_lines):
+                v = sheets[g, me, l]
+                if v == OPEN:
+                    obs[g, open_at + l] = 1.0
+                    obs[g, points_at + l] = 0.0
+                else:
+                    obs[g, open_at + l] = 0.0
+                    obs[g, points_at + l] = points_obs[l, v]
+                    own += v
+                    filled += 1
+            obs[g, total_at] = np.float32(own / total_max)
+            obs[g, round_at] = np.float32(filled / num_lines)
+            if num_players > 1:
+                best = -np.inf
+                for q in range(1, num_players):
+                    other = (me + q) % num_players
+                    t = 0
+                    for l in range(num_lines):
+                        v = sheets[g, other, l]
+                        if v == OPEN:
+                            obs[g, opponent_at[q - 1, 0] + l] = 1.0
+                            obs[g, opponent_at[q - 1, 1] + l] = 0.0
+                        else:
+                            obs[g, opponent_at[q - 1, 0] + l] = 0.0
+                            obs[g, opponent_at[q - 1, 1] + l] = points_obs[l, v]
+                            t += v
+                    obs[g, opponent_at[q - 1, 2]] = np.float32(t / total_max)
+                    best = max(best, float(t))
+                obs[g, lead_at] = np.float32(min(max((own - best) / total_max, -1.0), 1.0))
+        for i in range(open_at, size):
+            out[j, i] = obs[g, i]
 
 
 @njit(cache=True, error_model="numpy")

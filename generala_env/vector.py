@@ -247,8 +247,8 @@ class GeneralaVectorEnv(VectorEnv):
         self.served_generala_winner = np.full(N, -1, dtype=np.int64)  # seat, or -1
         self.ended_before_move = np.zeros(N, dtype=bool)  # an opponent's served generala ended it
         self._unstarted = True  # no reset() yet
-        # each game's observation, updated in place; its sheet slices as of writes == _sheets_seen
-        self._obs = np.zeros((N, self.encoder.size), dtype=np.float32)
+        # each game's observation slices that only the sheets decide, as of writes == _sheets_seen
+        self._sheet_obs = np.zeros((N, self.encoder.size), dtype=np.float32)
         self._sheets_seen = np.full(N, -1, dtype=np.int64)
         self._all = np.arange(N)
         self._masks = np.zeros((N, A), dtype=bool)
@@ -390,13 +390,15 @@ class GeneralaVectorEnv(VectorEnv):
         return totals, winner, win_reward
 
     # -- observations -------------------------------------------------------------------
-    def _encode(self, games: np.ndarray) -> None:
-        """Bring the observations of ``games`` (from the agent's seat) up to date in ``self._obs``."""
+    def _encode(self, games: np.ndarray) -> np.ndarray:
+        """The observations of ``games`` from the agent's seat, ``(n, size)``."""
+        out = np.empty((len(games), self.encoder.size), dtype=np.float32)
         K.encode(
-            games, self.seat, self._obs, self._sheets_seen, self.roll, self.rolls_left, self.locked, self.player,
-            self.writes, self.sheets, self._points_now, self._points_obs, self._total_max, self._at,
+            games, self.seat, out, self._sheet_obs, self._sheets_seen, self.roll, self.rolls_left, self.locked,
+            self.player, self.writes, self.sheets, self._points_now, self._points_obs, self._total_max, self._at,
             self._opponent_at, self._gen, self._dbl, self._served_win,
         )  # fmt: skip
+        return out
 
     def _agent_masks(self) -> np.ndarray:
         m = self._legal_masks(self._all)
@@ -435,8 +437,7 @@ class GeneralaVectorEnv(VectorEnv):
             games = np.flatnonzero(mask)
         self._reset_games(games)
         self._masks = self._agent_masks()
-        self._encode(self._all)
-        return self._obs.copy(), self._info(np.zeros(self.num_envs, dtype=bool))
+        return self._encode(self._all), self._info(np.zeros(self.num_envs, dtype=bool))
 
     def step(self, actions):
         a = np.asarray(actions)
@@ -471,7 +472,6 @@ class GeneralaVectorEnv(VectorEnv):
                     rewards[acting] = pts
                 self._play_opponents(acting)
         terminated = self.over.copy()  # games that ended now, and those that ended before the agent moved
-        self._encode(self._all)
         ended = np.flatnonzero(terminated)
         final = None
         if ended.size:
@@ -479,7 +479,7 @@ class GeneralaVectorEnv(VectorEnv):
             if self.reward_mode == "win":
                 rewards[ended] = win_reward
             final_obs = np.empty(self.num_envs, dtype=object)  # None where the game goes on
-            for i, row in zip(ended.tolist(), self._obs[ended]):
+            for i, row in zip(ended.tolist(), self._encode(ended)):
                 final_obs[i] = row
             final_info = {"totals": np.zeros((self.num_envs, self.num_players), dtype=np.int64), "winner": np.full(self.num_envs, -1)}
             final_info["totals"][ended], final_info["winner"][ended] = totals, winner
@@ -488,8 +488,7 @@ class GeneralaVectorEnv(VectorEnv):
                 final_info["_" + k] = terminated
             final = (final_obs, final_info)
             self._reset_games(ended)
-            self._encode(ended)
-        obs = self._obs.copy()
+        obs = self._encode(self._all)
         self._masks = self._agent_masks()
         info = self._info(illegal)
         if final is not None:
