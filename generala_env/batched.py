@@ -108,10 +108,16 @@ def throw_key(throw, n, key):
 
 
 @njit(cache=True, error_model="numpy")
-def start_turns(games, throws, roll, rolls_left, locked):
-    """A turn's first roll: the five dice of each throw."""
+def new_games(games, throws, roll, rolls_left, locked, player, writes, over, winner, sheets, sheets_seen):
+    """``Game.reset`` of each game: empty sheets, player 0 rolls the five dice of ``throws[j]``."""
     for j in range(len(games)):
         g = games[j]
+        sheets[g] = OPEN
+        sheets_seen[g] = -1
+        player[g] = 0
+        writes[g] = 0
+        over[g] = False
+        winner[g] = -1
         roll[g] = ROLL_OF_KEY_I[throw_key(throws[j], DICE, 0)]
         rolls_left[g] = FIRST_ROLL
         locked[g] = EMPTY_KEEP

@@ -371,13 +371,10 @@ class GeneralaVectorEnv(VectorEnv):
     def _reset_games(self, games: np.ndarray) -> None:
         if self.agent_seat_option == "random":
             self.seat[games] = self.np_random.integers(self.num_players, size=len(games))
-        self.sheets[games] = OPEN
-        self._sheets_seen[games] = -1
-        self.player[games] = 0
-        self.writes[games] = 0
-        self.over[games] = False
-        self.served_generala_winner[games] = -1
-        K.start_turns(games, self._dice(games), self.roll, self.rolls_left, self.locked)
+        K.new_games(
+            games, self._dice(games), self.roll, self.rolls_left, self.locked, self.player, self.writes, self.over,
+            self.served_generala_winner, self.sheets, self._sheets_seen,
+        )  # fmt: skip
         self._play_opponents(games)
         self.ended_before_move[games] = self.over[games]
 
