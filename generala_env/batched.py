@@ -319,13 +319,13 @@ def uniform_legal(masks, u):
 @njit(cache=True, error_model="numpy")
 def greedy_actions(games, masks, roll, rolls_left, locked, player, sheets, points, tiebreak, combo, top_keep, mask_for_keep, gen, dbl, locked_holds):
     """``GreedyAgent.act`` for each game (legal ``masks[j]``, the mover's view)."""
-    num_lines = sheets.shape[2]
+    num_lines = U(sheets.shape[2])
     out = np.empty(len(games), dtype=np.int64)
     pts = np.empty(num_lines)
-    for j in range(len(games)):
-        g = games[j]
-        r, me = roll[g], player[g]
-        served = 1 if rolls_left[g] == FIRST_ROLL else 0
+    for j in range(U(len(games))):  # unsigned indices: see encode()
+        g = U(games[j])
+        r, me = U(roll[g]), U(player[g])
+        served = U(1) if rolls_left[g] == FIRST_ROLL else U(0)
         combo_scores = False
         for l in range(num_lines):
             pts[l] = points[l, r, served]
@@ -347,8 +347,8 @@ def greedy_actions(games, masks, roll, rolls_left, locked, player, sheets, point
         best, best_v = -1, -np.inf
         for l in range(num_lines):
             v = pts[l] - tiebreak[l]
-            if masks[j, NUM_MASKS + l] and (best < 0 or v > best_v):
-                best, best_v = l, v
+            if masks[j, U(NUM_MASKS) + l] and (best < 0 or v > best_v):
+                best, best_v = np.int64(l), v
         out[j] = NUM_MASKS + best
     return out
 
