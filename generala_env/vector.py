@@ -148,7 +148,7 @@ class GeneralaVectorEnv(VectorEnv):
     """
     ## Description
     ``num_envs`` games of ``Generala-v0`` stepped together; every argument but
-    ``num_envs``, ``opponent_mix`` and ``dice_source`` means what it means for
+    ``num_envs``, ``opponent_mix``, ``full_info`` and ``dice_source`` means what it means for
     :class:`generala_env.env.GeneralaEnv`, and each game behaves exactly like one
     ``GeneralaEnv`` (see the module docstring for autoreset, info and opponents).
 
