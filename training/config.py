@@ -156,6 +156,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         value = yaml.safe_load(raw)
     except yaml.YAMLError:
         value = raw
+    if isinstance(value, str):  # YAML reads 3e-5 (no dot) as text; people mean the number
+        try:
+            value = float(value)
+        except ValueError:
+            pass
     return key.strip().split("."), value
 
 

@@ -121,12 +121,7 @@ def build_model(cfg: dict, venv, tb_dir: Path):
     act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[cfg["policy"]["activation"]]
     arch = list(cfg["policy"]["net_arch"])
     policy_kwargs = dict(net_arch=dict(pi=arch, vf=arch), activation_fn=act, ortho_init=cfg["policy"]["ortho_init"])
-    if cfg["init_from"]:
-        model = MaskablePPO.load(cfg["init_from"], env=venv, device=cfg["device"], tensorboard_log=str(tb_dir))
-        return model
-    return MaskablePPO(
-        "MlpPolicy",
-        venv,
+    hyper = dict(
         learning_rate=lr,
         n_steps=a["n_steps"],
         batch_size=a["batch_size"],
@@ -138,12 +133,16 @@ def build_model(cfg: dict, venv, tb_dir: Path):
         vf_coef=a["vf_coef"],
         max_grad_norm=a["max_grad_norm"],
         target_kl=a["target_kl"],
-        policy_kwargs=policy_kwargs,
         tensorboard_log=str(tb_dir),
         seed=cfg["seed"],
-        device=cfg["device"],
         verbose=0,
     )
+    if cfg["init_from"]:
+        # the saved weights, this config's hyperparameters; the step count starts again at 0
+        model = MaskablePPO.load(cfg["init_from"], env=venv, device=cfg["device"], **hyper)
+        model.num_timesteps = 0
+        return model
+    return MaskablePPO("MlpPolicy", venv, policy_kwargs=policy_kwargs, device=cfg["device"], **hyper)
 
 
 # -- evaluation during training ---------------------------------------------------------
