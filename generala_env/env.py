@@ -24,6 +24,18 @@ def _faces(keep: int) -> list[int]:
     return list(_KEEP_FACES[keep])
 
 
+def check_arguments(num_players: int, reward, agent_seat, render_mode, render_modes, illegal_action) -> None:
+    """Validate the env arguments shared by the single and the batched env (clear errors)."""
+    if reward not in REWARDS:
+        raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+    if agent_seat != "random" and not (isinstance(agent_seat, (int, np.integer)) and 0 <= agent_seat < num_players):
+        raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {num_players - 1}, got {agent_seat!r}")
+    if render_mode is not None and render_mode not in render_modes:
+        raise ValueError(f"render_mode must be one of {render_modes} or None, got {render_mode!r}")
+    if illegal_action not in ("penalize", "raise"):
+        raise ValueError(f"illegal_action must be 'penalize' or 'raise', got {illegal_action!r}")
+
+
 def make_info(game: Game, seat: int) -> dict[str, Any]:
     """The ``info`` dict of a seat (what agents may read besides the observation)."""
     mask = game._legal_now() if game.player == seat else np.zeros(game.num_actions, dtype=bool)
@@ -138,17 +150,10 @@ class GeneralaEnv(gym.Env):
         self.rules = load_rules(rules)
         self.game = Game(self.rules, num_players)
         self.num_players = self.game.num_players
-        if reward not in REWARDS:
-            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        check_arguments(self.num_players, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action)
         self.reward_mode = reward
-        if agent_seat != "random" and not (isinstance(agent_seat, (int, np.integer)) and 0 <= agent_seat < self.num_players):
-            raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {self.num_players - 1}, got {agent_seat!r}")
         self.agent_seat_option = agent_seat
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         self.render_mode = render_mode
-        if illegal_action not in ("penalize", "raise"):
-            raise ValueError(f"illegal_action must be 'penalize' or 'raise', got {illegal_action!r}")
         self.illegal_action = illegal_action
         self.illegal_penalty = float(illegal_penalty)
         self.opponents = self._resolve_opponents(opponents)

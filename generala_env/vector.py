@@ -59,7 +59,7 @@ from gymnasium.vector.utils import batch_space
 from . import batched as K
 from .dice import DICE, EMPTY_KEEP, FACES, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
 from .encoding import Encoder
-from .env import REWARDS, make_info
+from .env import check_arguments, make_info
 from .game import OPEN, Game, IllegalActionError
 from .rules import RuleSet, load_rules
 from .scoring import points_table
@@ -196,17 +196,10 @@ class GeneralaVectorEnv(VectorEnv):
         self.num_players = P = self._template.num_players
         self.num_lines = L = self.rules.num_lines
         self.num_actions = A = NUM_MASKS + L
-        if reward not in REWARDS:
-            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        check_arguments(P, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action)
         self.reward_mode = reward
-        if agent_seat != "random" and not (isinstance(agent_seat, (int, np.integer)) and 0 <= agent_seat < P):
-            raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {P - 1}, got {agent_seat!r}")
         self.agent_seat_option = agent_seat
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         self.render_mode = render_mode
-        if illegal_action not in ("penalize", "raise"):
-            raise ValueError(f"illegal_action must be 'penalize' or 'raise', got {illegal_action!r}")
         self.illegal_action = illegal_action
         self.illegal_penalty = float(illegal_penalty)
         self._dice_source = dice_source
