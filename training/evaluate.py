@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="generala evaluate", description=__doc__.split("\n\n")[0])
     p.add_argument("--agents", help="comma-separated agent names (default: the shipped agents)")
     p.add_argument("--rules", default="classic")
-    p.add_argument("--games", type=int, default=1000)
+    p.add_argument("--games", type=int, default=500)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
     p.add_argument("--out", default=None, help="output folder (default results/evaluate-RULES-seedS)")
