@@ -1,0 +1,52 @@
+"""The `generala` command's own subcommands: rules, solve, play-random, agents."""
+
+import json
+
+import pytest
+
+from generala_env.cli import main as cli
+
+
+def test_rules_prints_the_sheet_and_settings(capsys):
+    assert cli(["rules", "double"]) == 0
+    out = capsys.readouterr().out
+    assert "double_generala" in out and "100" in out and "served_bonus: 5" in out
+    assert cli(["rules"]) == 0
+    assert "classic, double, sixty" in capsys.readouterr().out
+
+
+def test_rules_yaml_round_trips(tmp_path, capsys):
+    from generala_env.rules import load_rules
+
+    assert cli(["rules", "sixty", "--yaml"]) == 0
+    f = tmp_path / "r.yaml"
+    f.write_text(capsys.readouterr().out)
+    assert load_rules(f) == load_rules("sixty")
+
+
+def test_unknown_rules_is_a_clear_error(capsys):
+    assert cli(["rules", "nope"]) == 2
+    assert "unknown rule set 'nope'" in capsys.readouterr().err
+
+
+def test_solve_json(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    assert cli(["solve", "--rules", "classic", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["expected_score"] == pytest.approx(149.1133, abs=1e-3) and first["source"] == "solved"
+    assert cli(["solve", "--rules", "classic", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["source"] == "cache"
+
+
+@pytest.mark.parametrize("players", [1, 2])
+def test_play_random_shows_a_whole_game(players, capsys):
+    assert cli(["play-random", "--players", str(players), "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "Game over" in out and out.count("Dice:") >= 10 and "winner(s)" in out
+
+
+def test_agents_lists_builtins_and_checkpoints(capsys):
+    assert cli(["agents"]) == 0
+    out = capsys.readouterr().out
+    for name in ("random", "greedy", "turn-optimal", "rules-of-thumb", "optimal", "ppo-classic"):
+        assert name in out
