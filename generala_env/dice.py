@@ -117,6 +117,42 @@ def roll_dice(rng: np.random.Generator, n: int) -> np.ndarray:
     return rng.integers(1, FACES + 1, size=n, dtype=np.int8)
 
 
+class DiceCup:
+    """An environment's dice: faces drawn from its generator in blocks, handed out in order.
+
+    A numpy draw costs about as much as the rest of a game step, whatever its size, so
+    the cup draws ``block`` faces at once (one call per ~200 decisions). The faces are
+    still a function of the generator alone: same seed, same dice, same game, and a
+    pickled cup carries the faces it has not handed out yet.
+
+    A generator-like object that is not a ``numpy.random.Generator`` (a replay of
+    recorded dice, a test's scripted faces) is asked for each throw as it comes, so it
+    sees exactly the game's requests.
+    """
+
+    def __init__(self, rng, block: int = 1024):
+        self.rng = rng
+        self.block = block if isinstance(rng, np.random.Generator) else 0
+        self._faces: list[int] = []
+        self._next = 0
+
+    def throw(self, n: int) -> list[int]:
+        """The next ``n`` faces."""
+        if not self.block:
+            return [int(f) for f in roll_dice(self.rng, n)]
+        i = self._next
+        if i + n > len(self._faces):
+            self._faces = self._faces[i:] + self.rng.integers(1, FACES + 1, size=self.block, dtype=np.int8).tolist()
+            i = 0
+        self._next = i + n
+        return self._faces[i : i + n]
+
+
+def throw(rng, n: int):
+    """``n`` faces from a :class:`DiceCup` or from a generator (``integers(low, high, size=, dtype=)``)."""
+    return rng.throw(n) if rng.__class__ is DiceCup else roll_dice(rng, n)
+
+
 def reroll(keep: int, drawn) -> int:
     """The roll made by a keep plus freshly drawn faces."""
     c = KEEP_COUNTS[keep].astype(np.int64)

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from .dice import NUM_MASKS, ROLLS, KEEP_COUNTS
+from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
 from .game import MAX_PLAYERS, OPEN, Game, IllegalActionError
 from .render import render_text
@@ -18,10 +18,7 @@ REWARDS = ("score", "win")
 
 
 _KEEP_FACES = [tuple(f + 1 for f in range(6) for _ in range(int(c[f]))) for c in KEEP_COUNTS]
-
-
-def _faces(keep: int) -> list[int]:
-    return list(_KEEP_FACES[keep])
+_ROLL_ROWS = list(ROLLS)  # one array per roll: a list look-up is cheaper than numpy indexing
 
 
 def check_arguments(num_players: int, reward, agent_seat, render_mode, render_modes, illegal_action) -> None:
@@ -37,17 +34,26 @@ def check_arguments(num_players: int, reward, agent_seat, render_mode, render_mo
 
 
 def make_info(game: Game, seat: int) -> dict[str, Any]:
-    """The ``info`` dict of a seat (what agents may read besides the observation)."""
-    mask = game._legal_now() if game.player == seat else np.zeros(game.num_actions, dtype=bool)
+    """The ``info`` dict of a seat (what agents may read besides the observation).
+
+    Every array in it is the caller's own copy (an env step builds one of these, so it
+    uses the game's cached mask and sheet sums rather than recomputing them).
+    """
+    player = game.player
+    totals, filled, _ = game._sheet_facts()
+    if player == seat:
+        mask = game._legal_now().view(np.int8).copy()
+    else:
+        mask = np.zeros(game.num_actions, dtype=np.int8)
     info: dict[str, Any] = {
-        "action_mask": mask.astype(np.int8),
-        "dice": ROLLS[game.roll].copy(),
+        "action_mask": mask,
+        "dice": _ROLL_ROWS[game.roll].copy(),
         "rolls_left": int(game.rolls_left),
-        "locked": _faces(game.locked),
+        "locked": list(_KEEP_FACES[game.locked]),
         "sheets": game.sheets.copy(),
-        "totals": game.totals(),
-        "turn": game.turn,
-        "player": int(game.player),
+        "totals": np.array(totals, dtype=np.int64),
+        "turn": int(filled[player]),
+        "player": int(player),
         "seat": int(seat),
         "served_generala_pending": bool(game.served_generala_pending()),
     }
@@ -165,6 +171,7 @@ class GeneralaEnv(gym.Env):
         self.seat = 0 if agent_seat == "random" else int(agent_seat)
         self._ended_before_move = False
         self._last_opponent_moves: list[tuple[int, int, int]] = []
+        self._cup: DiceCup | None = None
 
     @property
     def layout_version(self) -> int:
@@ -201,7 +208,7 @@ class GeneralaEnv(gym.Env):
         super().reset(seed=seed)
         if self.agent_seat_option == "random":
             self.seat = int(self.np_random.integers(self.num_players))
-        self.game.reset(self.np_random)
+        self.game.reset(self._dice())
         for opp in self.opponents:  # opponents' own randomness is seeded from the env's generator
             owner = getattr(opp, "__self__", None)
             if owner is not None and hasattr(owner, "reset"):
@@ -218,22 +225,31 @@ class GeneralaEnv(gym.Env):
         if self._ended_before_move:
             self._ended_before_move = False
             return self._obs(), self._final_reward(), True, False, self._info(illegal=False)
-        if self.game.over:
+        game = self.game
+        if game.over:
             raise RuntimeError("step() called after the episode ended; call reset()")
-        if isinstance(action, np.ndarray) and action.shape == ():
-            action = action[()]  # SB3's predict() gives one observation's action as a 0-d array
-        why = self.game.why_illegal(action)
-        if why is not None:
-            if self.illegal_action == "raise":
-                raise IllegalActionError(why)
-            info = self._info(illegal=True)
-            info["illegal_reason"] = why
-            return self._obs(), self.illegal_penalty, False, False, info
-        outcome = self.game.step(int(action), self.np_random)
+        a = action
+        if a.__class__ is not int:
+            if isinstance(a, np.ndarray) and a.shape == ():
+                a = a[()]  # SB3's predict() gives one observation's action as a 0-d array
+            if isinstance(a, np.integer):
+                a = int(a)
+        # the common case in one look-up; anything else gets the game's reason
+        if not (a.__class__ is int and 0 <= a < game.num_actions and game._legal_now()[a]):
+            why = game.why_illegal(a)
+            if why is not None:
+                if self.illegal_action == "raise":
+                    raise IllegalActionError(why)
+                info = self._info(illegal=True)
+                info["illegal_reason"] = why
+                return self._obs(), self.illegal_penalty, False, False, info
+            a = int(a)  # an int subclass
+        outcome = game._step_legal(a, self._dice())
         reward = float(outcome.points) if self.reward_mode == "score" else 0.0
-        self._last_opponent_moves = []
-        self._play_opponents()
-        terminated = self.game.over
+        if self.opponents:
+            self._last_opponent_moves = []
+            self._play_opponents()
+        terminated = game.over
         if terminated and self.reward_mode == "win":
             reward = self._final_reward()
         if self.render_mode == "human":
@@ -254,6 +270,14 @@ class GeneralaEnv(gym.Env):
         return text
 
     # -- internals --------------------------------------------------------------
+    def _dice(self) -> DiceCup:
+        """The cup the game's dice come from: the env's generator, drawn in blocks. A new
+        generator (``reset(seed=...)``, or ``np_random`` set by hand) gets a new cup."""
+        rng = self.np_random
+        if self._cup is None or self._cup.rng is not rng:
+            self._cup = DiceCup(rng)
+        return self._cup
+
     def _play_opponents(self) -> None:
         g = self.game
         while not g.over and g.player != self.seat:
@@ -263,7 +287,7 @@ class GeneralaEnv(gym.Env):
             why = g.why_illegal(action)
             if why is not None:
                 raise IllegalActionError(f"opponent in seat {seat} played illegal action {action!r}: {why}")
-            out = g.step(int(action), self.np_random)
+            out = g.step(int(action), self._dice())
             self._last_opponent_moves.append((seat, int(action), out.points))
 
     def _final_reward(self) -> float:

@@ -10,8 +10,9 @@ Actions are integers, the same as the environment's:
   open; dice that do not qualify write 0 there (crossing it out).
 
 Chance is explicit: every die comes from the ``rng`` passed to :meth:`Game.step` and
-:meth:`Game.reset` (anything with ``integers(low, high, size=...)``, e.g. a seeded
-``numpy.random.Generator``), or from faces given directly to :meth:`Game.apply`.
+:meth:`Game.reset` (a :class:`~generala_env.dice.DiceCup`, or anything with
+``integers(low, high, size=...)``, e.g. a seeded ``numpy.random.Generator``), or from
+faces given directly to :meth:`Game.apply`.
 
 Served generala (project reading of the rules README): with ``served_generala: win``,
 two or more players and the generala line open, five alike on a turn's first roll wins
@@ -23,6 +24,7 @@ line already filled, it is an ordinary roll.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -39,8 +41,8 @@ from .dice import (
     ROLL_OF_KEY,
     ROLLS,
     keep_index,
-    roll_dice,
     roll_index,
+    throw,
 )
 from .rules import RuleSet, load_rules
 from .scoring import points_table
@@ -60,13 +62,32 @@ _FACE_KEY = (0, 1, 6, 36, 216, 1296, 7776)  # a die showing face f adds 6 ** (f 
 _ROLL_OF_KEY = ROLL_OF_KEY.tolist()
 _FIVE_ALIKE = (ROLL_COUNTS.max(axis=1) == DICE).tolist()
 _EMPTY_KEEP = keep_index([])
+_ANY_HOLD = np.arange(NUM_MASKS) != ALL_HELD  # the hold part of a legal mask with rolls left
+_NO_HOLDS = np.zeros(NUM_MASKS, dtype=bool)
+
+
+class _OpenLines(dict):
+    """``OPEN_LINES[L][bits]``: the boolean row of ``L`` lines with bit ``l`` set where line ``l`` is open."""
+
+    def __missing__(self, num_lines: int) -> np.ndarray:
+        table = (np.arange(1 << num_lines)[:, None] >> np.arange(num_lines) & 1).astype(bool)
+        self[num_lines] = table
+        return table
+
+
+OPEN_LINES = _OpenLines()
+
+
+@lru_cache(maxsize=64)
+def _points_list(rules: RuleSet) -> list:
+    return points_table(rules).tolist()
 
 
 class IllegalActionError(ValueError):
     """An action the game does not accept in the current state."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     """What one action did."""
 
@@ -97,6 +118,7 @@ class Game:
         self.num_lines = self.rules.num_lines
         self.num_actions = NUM_MASKS + self.num_lines
         self.points = points_table(self.rules)
+        self._points_list = _points_list(self.rules)  # [line][roll][served]: list look-ups for the step
         self._generala = self.rules.lines.index("generala") if "generala" in self.rules.lines else -1
         self._double = self.rules.lines.index("double_generala") if "double_generala" in self.rules.lines else -1
         # without a generala line there is nothing to claim (and index -1 would be another line)
@@ -113,17 +135,21 @@ class Game:
         self._legal_key: tuple | None = None
         self._legal: np.ndarray | None = None
         self._sheets_key: bytes | None = None
-        self._sums: tuple[np.ndarray, np.ndarray] | None = None
+        self._facts: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
+        self._mask_of: dict[tuple[bool, int], np.ndarray] = {}  # legal masks by (rolls left?, open lines)
 
     # -- setting up -------------------------------------------------------------
     def reset(self, rng) -> None:
         """A new game: empty sheets, player 0 rolls all five dice."""
         self.sheets.fill(OPEN)
+        zeros = (0,) * self.num_players
+        self._facts = (zeros, zeros, ((1 << self.num_lines) - 1,) * self.num_players)
+        self._sheets_key = self.sheets.tobytes()
         self.player = 0
         self.over = False
         self.served_generala_winner = None
         self.writes = 0
-        self._start_turn(roll_dice(rng, DICE))
+        self._start_turn(throw(rng, DICE))
 
     def _start_turn(self, faces) -> None:
         fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
@@ -147,30 +173,33 @@ class Game:
     @property
     def turn(self) -> int:
         """The round being played, from 0: lines the current player has filled."""
-        return int(self._sheet_sums()[1][self.player])
+        return int(self._sheet_facts()[1][self.player])
 
     def totals(self) -> np.ndarray:
-        return self._sheet_sums()[0].copy()
+        return np.array(self._sheet_facts()[0], dtype=np.int64)
 
-    def _sheet_sums(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each player's total and filled lines, recomputed only when the sheets change."""
+    def _sheet_facts(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """Each player's total, filled lines and open lines (bit ``l`` set: line ``l`` open).
+
+        Kept up to date by every write; recomputed when the sheets changed any other way
+        (a state set by hand).
+        """
         key = self.sheets.tobytes()
         if key != self._sheets_key:
-            self._sums = (np.where(self.sheets == OPEN, 0, self.sheets).sum(axis=1), (self.sheets != OPEN).sum(axis=1))
+            is_open = self.sheets == OPEN
+            bits = tuple(int(b) for b in is_open @ (1 << np.arange(self.num_lines, dtype=np.int64)))
+            self._facts = (tuple(np.maximum(self.sheets, 0).sum(axis=1).tolist()), tuple((~is_open).sum(axis=1).tolist()), bits)
             self._sheets_key = key
-        return self._sums
+        return self._facts
 
     def generala_scored(self, player: int) -> bool:
         return self._generala >= 0 and self.sheets[player, self._generala] > 0
 
     def served_generala_pending(self) -> bool:
         """Five alike on the first roll with the generala line open, in a game where it wins."""
-        return (
-            self._served_win
-            and self.rolls_left == ROLLS_PER_TURN - 1
-            and _FIVE_ALIKE[self.roll]
-            and self.sheets[self.player, self._generala] == OPEN
-        )
+        if not (self._served_win and self.rolls_left == ROLLS_PER_TURN - 1 and _FIVE_ALIKE[self.roll]):
+            return False
+        return bool(self.sheets[self.player, self._generala] == OPEN)
 
     def winners(self) -> tuple[int, ...]:
         """Seats that won (several on a shared win); empty while the game is on."""
@@ -178,8 +207,9 @@ class Game:
             return ()
         if self.served_generala_winner is not None:
             return (self.served_generala_winner,)
-        t = self.totals()
-        return tuple(int(i) for i in np.flatnonzero(t == t.max()))
+        t = self._sheet_facts()[0]
+        best = max(t)
+        return tuple(i for i, v in enumerate(t) if v == best)
 
     def legal_mask(self) -> np.ndarray:
         """Boolean array over all actions: True where :meth:`apply` accepts the action."""
@@ -194,23 +224,30 @@ class Game:
         key = (self.roll, self.rolls_left, self.locked, self.player, self.over, self.sheets.tobytes())
         if key != self._legal_key:
             self._legal = self._compute_legal_mask()
-            self._legal.flags.writeable = False
+            if self._legal.flags.writeable:
+                self._legal.flags.writeable = False
             self._legal_key = key
         return self._legal
 
     def _compute_legal_mask(self) -> np.ndarray:
-        mask = np.zeros(self.num_actions, dtype=bool)
         if self.over:
-            return mask
+            return np.zeros(self.num_actions, dtype=bool)
         if self.served_generala_pending():
+            mask = np.zeros(self.num_actions, dtype=bool)
             mask[NUM_MASKS + self._generala] = True
             return mask
-        mask[NUM_MASKS:] = self.sheets[self.player] == OPEN
-        if self.rolls_left > 0:
-            if self.rules.locked_holds and KEEP_SIZE[self.locked] > 0:
-                mask[:ALL_HELD] = KEEP_CONTAINS[HOLD_KEEP[self.roll, :ALL_HELD], self.locked]
-            else:
-                mask[:ALL_HELD] = True
+        open_bits = self._sheet_facts()[2][self.player]
+        if self.rolls_left > 0 and self.rules.locked_holds and _KEEP_SIZE[self.locked] > 0:
+            mask = np.concatenate((_NO_HOLDS, OPEN_LINES[self.num_lines][open_bits]))
+            mask[:ALL_HELD] = KEEP_CONTAINS[HOLD_KEEP[self.roll, :ALL_HELD], self.locked]
+            return mask
+        # otherwise the mask depends on two things only: look it up (ufuncs on small arrays cost more)
+        key = (self.rolls_left > 0, open_bits)
+        mask = self._mask_of.get(key)
+        if mask is None:
+            mask = np.concatenate((_ANY_HOLD if key[0] else _NO_HOLDS, OPEN_LINES[self.num_lines][open_bits]))
+            mask.flags.writeable = False
+            self._mask_of[key] = mask
         return mask
 
     def legal_actions(self) -> list[int]:
@@ -240,11 +277,17 @@ class Game:
     # -- acting -----------------------------------------------------------------
     def step(self, action: int, rng) -> Outcome:
         """Apply a legal action, drawing any dice it needs from ``rng``."""
-        why = self.why_illegal(action)
-        if why is not None:
-            raise IllegalActionError(why)
-        a = int(action)
-        return self._apply(a, roll_dice(rng, DICE - _KEEP_SIZE[_HOLD_KEEP[self.roll][a]] if a < NUM_MASKS else DICE))
+        a = action
+        if not (a.__class__ is int and 0 <= a < self.num_actions and not self.over and self._legal_now()[a]):
+            why = self.why_illegal(action)  # the slow path names the problem (or accepts a numpy integer)
+            if why is not None:
+                raise IllegalActionError(why)
+            a = int(action)
+        return self._step_legal(a, rng)
+
+    def _step_legal(self, a: int, rng) -> Outcome:
+        """:meth:`step` for a caller that has checked ``a`` against :meth:`legal_mask` (a Python int)."""
+        return self._apply(a, throw(rng, DICE - _KEEP_SIZE[_HOLD_KEEP[self.roll][a]] if a < NUM_MASKS else DICE))
 
     def apply(self, action: int, faces) -> Outcome:
         """Apply a legal action with the dice it needs given explicitly.
@@ -279,13 +322,20 @@ class Game:
             return Outcome(player=me, action=a)
 
         line = a - NUM_MASKS
-        served = self.first_roll
-        pts = int(self.points[line, self.roll, int(served)])
+        served = self.rolls_left == ROLLS_PER_TURN - 1
+        pts = self._points_list[line][self.roll][served]
         if line == self._double and not self.generala_scored(me):
             pts = 0
         served_win = self.served_generala_pending()
+        facts_valid = self._sheets_key == self.sheets.tobytes()
         self.sheets[me, line] = pts
         self.writes += 1
+        if facts_valid:  # bring the sheet facts along
+            totals, filled, bits = map(list, self._facts)
+            totals[me] += pts
+            filled[me] += 1
+            bits[me] &= ~(1 << line)
+            self._facts, self._sheets_key = (tuple(totals), tuple(filled), tuple(bits)), self.sheets.tobytes()
         bonus = self.rules.served_bonus if served and pts > 0 and self.rules.lines[line] in SERVED_LINES else 0
         out = Outcome(player=me, action=a, points=pts, wrote=True, served=served, bonus=bonus, served_generala_win=served_win)
         if served_win:

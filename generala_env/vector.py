@@ -215,18 +215,9 @@ class GeneralaVectorEnv(VectorEnv):
         self._gen, self._dbl = self._template._generala, self._template._double  # -1 where the sheet lacks the line
         self._served_win = self._template._served_win
         self._points = points_table(self.rules)  # (L, 252, 2) int32
-        line_max = self.encoder.line_max
-        self._points_now = np.ascontiguousarray((self._points.astype(np.float32) / line_max[:, None, None]).transpose(1, 2, 0))
-        written = np.arange(max(int(self._points.max()), 0) + 1)  # any points a line can hold
-        self._points_obs = (written[None, :] / line_max[:, None].astype(np.float64)).astype(np.float32)  # as int / float32 rounds
+        self._points_now, self._points_obs = self.encoder.points_now, self.encoder.points_obs  # the single env's tables
         self._total_max = self.encoder.total_max
-        at = self.encoder.layout
-        assert at["dice_sorted"].start == at["dice_counts"].stop  # encode() writes both from one table row
-        names = ("dice_counts", "rolls_left", "first_roll", "locked_counts", "served_generala", "points_now", "own_open", "own_points", "own_total", "round", "score_lead")
-        self._at = np.array([at[k].start if k in at else -1 for k in names], dtype=np.int64)
-        self._opponent_at = np.array(
-            [[at[f"opponent_{k}_{part}"].start for part in ("open", "points", "total")] for k in range(1, P)], dtype=np.int64
-        ).reshape(P - 1, 3)
+        self._at, self._opponent_at = self.encoder.starts, self.encoder.opponent_starts  # where encode() writes
 
         # the state of every game
         self.roll = np.zeros(N, dtype=np.int64)

@@ -171,6 +171,28 @@ def test_reset_with_the_same_seed_replays():
     assert_same_step((first[0], 0, False, False, first[1]), (again[0], 0, False, False, again[1]))
 
 
+def test_reseeding_replays_whole_episodes_whatever_dice_were_left_over():
+    """The env draws its dice in blocks; a new seed must start from a fresh block."""
+    env = GeneralaEnv(rules="classic", num_players=2, opponents="random", agent_seat="random")
+
+    def episode(seed):
+        rng = np.random.default_rng(0)
+        obs, info = env.reset(seed=seed)
+        out = [obs, info["dice"]]
+        done = False
+        while not done:
+            obs, r, done, _, info = env.step(random_legal(env, rng))
+            out += [obs, r]
+        return out
+
+    first = episode(21)
+    for _ in range(3):  # leave the cup part-way through a block
+        env.reset()
+        env.step(random_legal(env, np.random.default_rng(1)))
+    again = episode(21)
+    assert len(first) == len(again) and all(np.array_equal(x, y) for x, y in zip(first, again))
+
+
 @pytest.mark.parametrize("make", [GeneralaEnv, lambda **kw: gym.make("Generala-v0", **kw)])
 def test_env_pickles_mid_game_and_goes_on_identically(make):
     env = make(rules="double", num_players=2, opponents="random", reward="win")
@@ -456,6 +478,37 @@ def test_observation_slices_hold_what_they_claim(rules, players, seat):
         seen_locked |= bool(info["locked"])
         seen_filled_opponent |= players > 1 and (info["sheets"][(seat + 1) % players] != OPEN).any()
     assert seen_locked and (players == 1 or seen_filled_opponent)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"rules": "classic"},
+        {"rules": "double", "num_players": 3, "opponents": "random"},
+        {"rules": {"base": "double", "locked_holds": True, "served_generala": "points", "served_generala_points": 80}, "num_players": 2, "opponents": "greedy"},
+        {"rules": {"base": "sixty", "straight_wraps": True}, "num_players": 4, "opponents": "random"},
+    ],
+)
+def test_compiled_and_numpy_encoders_agree_bit_for_bit(kwargs):
+    """With numba the env encodes in one compiled call; without, in NumPy. Same bytes, every seat."""
+    from generala_env import batched
+
+    if not batched.NUMBA:
+        pytest.skip("numba is off: only the NumPy encoder runs")
+    env = GeneralaEnv(**kwargs)
+    env.reset(seed=2)
+    rng = np.random.default_rng(2)
+    checked = 0
+    for _ in range(300 if QUICK else 1500):
+        for seat in range(env.num_players):
+            compiled = env.encoder.encode(env.game, seat)
+            assert compiled.dtype == np.float32
+            assert compiled.tobytes() == env.encoder.encode_numpy(env.game, seat).tobytes()
+            checked += 1
+        _, _, done, _, _ = env.step(random_legal(env, rng))
+        if done:
+            env.reset()
+    assert checked >= 300
 
 
 def test_layout_tiles_the_vector():

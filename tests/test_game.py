@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from conftest import QUICK, LoadedDice, ScriptedDice, faces, hold, write
 from generala_env import OPEN, Game, IllegalActionError
-from generala_env.dice import KEEP_COUNTS, KEEP_SIZE, NUM_MASKS, keep_index
+from generala_env.dice import HOLD_KEEP, KEEP_COUNTS, KEEP_SIZE, NUM_MASKS, DiceCup, keep_index
 
 ALL_HELD = 31
 
@@ -461,3 +461,39 @@ def test_a_game_takes_L_writes_per_player_unless_a_served_generala_ends_it(rules
         assert writes == [k + 1] * (w + 1) + [k] * (players - w - 1)
         assert g.sheets[w, g.rules.line_index("generala")] == g.rules.value("generala")
         assert g.winners() == (w,)
+
+
+# -- the dice cup ---------------------------------------------------------------------
+def test_dice_cup_hands_out_the_generators_blocks_in_order():
+    """Every face of every block, in order, none skipped or repeated, across block ends."""
+    cup = DiceCup(np.random.default_rng(9), block=8)
+    sizes = (5, 2, 3, 5, 1, 5)  # 21 faces: the third throw and the fifth run past a block's end
+    throws = [cup.throw(n) for n in sizes]
+    assert [len(t) for t in throws] == list(sizes)
+    rng = np.random.default_rng(9)
+    blocks = [f for _ in range(3) for f in rng.integers(1, 7, size=8, dtype=np.int8).tolist()]
+    assert sum(throws, []) == blocks[:21]
+    assert all(type(f) is int for t in throws for f in t)
+
+
+def test_dice_cup_asks_a_scripted_generator_for_each_throw_as_it_comes():
+    script = ScriptedDice("12345", "66", "111")
+    cup = DiceCup(script)
+    assert cup.throw(5) == [1, 2, 3, 4, 5] and cup.throw(2) == [6, 6] and cup.throw(3) == [1, 1, 1]
+    assert script.faces == []  # nothing drawn ahead
+
+
+def test_a_game_on_a_cup_is_the_game_on_its_faces():
+    """Game.step with a cup and Game.apply with the cup's faces, given again, agree."""
+    a, b = Game("classic", 2), Game("classic", 2)
+    cup, replay = DiceCup(np.random.default_rng(4), block=16), DiceCup(np.random.default_rng(4), block=16)
+    a.reset(cup)
+    b.reset(ScriptedDice(*replay.throw(5)))
+    rng = np.random.default_rng(0)
+    while not a.over:
+        act = int(rng.choice(a.legal_actions()))
+        need = 5 - int(KEEP_SIZE[HOLD_KEEP[a.roll, act]]) if act < NUM_MASKS else 5
+        out_a = a.step(act, cup)
+        out_b = b.apply(act, replay.throw(need))
+        assert (out_a.points, a.roll, a.rolls_left, a.player) == (out_b.points, b.roll, b.rolls_left, b.player)
+    assert np.array_equal(a.sheets, b.sheets)
