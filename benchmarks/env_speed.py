@@ -5,16 +5,20 @@ Contestants, each choosing uniformly among the legal actions at every decision:
 * ``pyhtzee``: the pyhtzee Yahtzee engine (``get_possible_actions`` + ``take_action``).
 * ``OpenSpiel yacht``: OpenSpiel's C++ ``yacht`` game through pyspiel (two players; its
   explicit chance nodes are sampled too, but only the players' moves count as decisions).
-* ``Game engine``: ``generala_env.game.Game`` (``legal_actions`` + ``step``), no env.
+* ``Game engine``: ``generala_env.game.Game`` (``legal_actions`` + ``step``), no env,
+  its dice from a ``DiceCup`` as the env draws them.
 * ``Generala-v0 (gym.make)``: the single env with gym.make's wrappers, actions chosen
   from ``info["action_mask"]``.
 * ``GeneralaVectorEnv N=...``: the batched env, ``N`` decisions per ``step``; actions
   from ``action_masks()`` with the env's own batched uniform choice.
 
 All run one-player classic rules (yacht: its fixed two-player game). Timing is
-interleaved: every contestant runs a short spell in turn, several rounds, and the best
-spell counts (other load on the machine only ever slows a spell down). Ratios in the
-table are to pyhtzee and to OpenSpiel in the same run.
+interleaved: every contestant runs a short spell in turn, for many rounds. The rate
+shown is the best spell (other load only ever slows a spell down); the ratios are
+paired: each round's rate over pyhtzee's (or OpenSpiel's) rate in the same round, the
+median over rounds, with the 10th to 90th percentile (on a shared machine the speed of
+a core drifts by tens of percent within a minute; a ratio of two spells seconds apart
+drifts much less).
 
     python benchmarks/env_speed.py            # about a minute and a half
     python benchmarks/env_speed.py --quick    # a few seconds
@@ -90,9 +94,10 @@ def yacht_runner(seed: int):
 
 
 def engine_runner(seed: int):
+    from generala_env.dice import DiceCup
     from generala_env.game import Game
 
-    rnd, rng = random.Random(seed), np.random.default_rng(seed)
+    rnd, rng = random.Random(seed), DiceCup(np.random.default_rng(seed))  # dice as the env draws them
     game = Game("classic")
     game.reset(rng)
 
@@ -159,16 +164,23 @@ def vector_runner(num_envs: int, seed: int):
     return run
 
 
+def paired_ratio(rates: list[float], refs: list[float]) -> tuple[float, float, float]:
+    """Median, 10th and 90th percentile over rounds of a contestant's rate over the
+    reference's rate in the same round (the two ran seconds apart, on the same machine)."""
+    r = np.array(rates) / np.array(refs)
+    return float(np.median(r)), float(np.percentile(r, 10)), float(np.percentile(r, 90))
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="short spells, one round")
-    p.add_argument("--rounds", type=int, default=None, help="rounds of spells (default 10, quick 1)")
-    p.add_argument("--seconds", type=float, default=None, help="seconds per spell (default 1, quick 0.5)")
+    p.add_argument("--quick", action="store_true", help="short spells, few rounds")
+    p.add_argument("--rounds", type=int, default=None, help="rounds of spells (default 30, quick 2)")
+    p.add_argument("--seconds", type=float, default=None, help="seconds per spell (default 0.3, quick 0.2)")
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 4096], help="batch sizes N of the vector env")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    rounds = args.rounds or (1 if args.quick else 10)
-    seconds = args.seconds or (0.5 if args.quick else 1.0)
+    rounds = args.rounds or (2 if args.quick else 30)
+    seconds = args.seconds or (0.2 if args.quick else 0.3)
 
     contestants: dict[str, object] = {}
     missing = []
@@ -185,27 +197,32 @@ def main(argv=None) -> None:
     for n in args.sizes:
         contestants[f"GeneralaVectorEnv N={n}"] = vector_runner(n, args.seed)
 
-    best: dict[str, float] = {name: 0.0 for name in contestants}
+    rates: dict[str, list[float]] = {name: [] for name in contestants}
     for _ in range(rounds):
         for name, run in contestants.items():
             decisions, elapsed = run(seconds)
-            best[name] = max(best[name], decisions / elapsed)
+            rates[name].append(decisions / elapsed)
 
     from generala_env import batched
 
-    print(f"random legal play, best of {rounds} spell(s) of {seconds:g} s each; python {platform.python_version()}, "
+    print(f"random legal play, {rounds} round(s) of one {seconds:g} s spell per contestant; python {platform.python_version()}, "
           f"numpy {np.__version__}, numba {'on' if batched.NUMBA else 'off'}, {platform.machine()}")
+    print("decisions/s: the best spell; ratios: the median over rounds of the ratio within a round [10th-90th percentile]")
     if missing:
         print(f"not installed (pip install -e '.[bench]'): {', '.join(missing)}")
-    ref_ph = best.get("pyhtzee (engine)")
-    ref_os = best.get("OpenSpiel yacht (C++)")
-    head = f"{'contestant':<26}{'decisions/s':>14}{'x pyhtzee':>11}{'x yacht':>10}"
+    ref_ph = rates.get("pyhtzee (engine)")
+    ref_os = rates.get("OpenSpiel yacht (C++)")
+    head = f"{'contestant':<26}{'decisions/s':>14}{'x pyhtzee':>11}{'[p10-p90]':>15}{'x yacht':>10}"
     print(head)
     print("-" * len(head))
-    for name, rate in best.items():
-        r1 = f"{rate / ref_ph:10.2f}x" if ref_ph else f"{'-':>11}"
-        r2 = f"{rate / ref_os:9.1f}x" if ref_os else f"{'-':>10}"
-        print(f"{name:<26}{rate:>14,.0f}{r1}{r2}")
+    for name, rs in rates.items():
+        if ref_ph:
+            med, lo, hi = paired_ratio(rs, ref_ph)
+            r1 = f"{med:10.2f}x{f'[{lo:.2f}-{hi:.2f}]':>15}" if med < 10 else f"{med:10.1f}x{f'[{lo:.0f}-{hi:.0f}]':>15}"
+        else:
+            r1 = f"{'-':>11}{'':>15}"
+        r2 = f"{paired_ratio(rs, ref_os)[0]:9.2f}x" if ref_os else f"{'-':>10}"
+        print(f"{name:<26}{max(rs):>14,.0f}{r1}{r2}")
     sys.stdout.flush()
 
 

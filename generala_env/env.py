@@ -33,16 +33,18 @@ def check_arguments(num_players: int, reward, agent_seat, render_mode, render_mo
         raise ValueError(f"illegal_action must be 'penalize' or 'raise', got {illegal_action!r}")
 
 
-def make_info(game: Game, seat: int) -> dict[str, Any]:
+def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list | None = None) -> dict[str, Any]:
     """The ``info`` dict of a seat (what agents may read besides the observation).
 
-    Every array in it is the caller's own copy (an env step builds one of these, so it
-    uses the game's cached mask and sheet sums rather than recomputing them).
+    Every array in it is the caller's own copy. An env step builds one of these, so it
+    reads the game's cached mask and sheet facts rather than recomputing them, and makes
+    the dict in one go (a dict grown key by key costs more).
     """
     player = game.player
     totals, filled, _ = game._sheet_facts()
     if player == seat:
-        mask = game._legal_now().view(np.int8).copy()
+        game._legal_now()
+        mask = game._legal_i8.copy()
     else:
         mask = np.zeros(game.num_actions, dtype=np.int8)
     info: dict[str, Any] = {
@@ -51,11 +53,13 @@ def make_info(game: Game, seat: int) -> dict[str, Any]:
         "rolls_left": int(game.rolls_left),
         "locked": list(_KEEP_FACES[game.locked]),
         "sheets": game.sheets.copy(),
-        "totals": np.array(totals, dtype=np.int64),
-        "turn": int(filled[player]),
+        "totals": game._totals_array(totals).copy(),
+        "turn": filled[player],
         "player": int(player),
         "seat": int(seat),
-        "served_generala_pending": bool(game.served_generala_pending()),
+        "served_generala_pending": game.served_generala_pending(),
+        "illegal_action": illegal,
+        "opponent_moves": [] if not opponent_moves else list(opponent_moves),
     }
     if game.over:
         winners = game.winners()
@@ -254,7 +258,9 @@ class GeneralaEnv(gym.Env):
             reward = self._final_reward()
         if self.render_mode == "human":
             self.render()
-        return self._obs(), reward, terminated, False, self._info(illegal=False)
+        # the obs and info directly (what _obs() and _info() do; a step is cheap enough for two calls to show)
+        return (self.encoder.encode(game, self.seat), reward, terminated, False,
+                make_info(game, self.seat, False, self._last_opponent_moves))
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of legal actions (what sb3-contrib's MaskablePPO asks for)."""
@@ -273,10 +279,10 @@ class GeneralaEnv(gym.Env):
     def _dice(self) -> DiceCup:
         """The cup the game's dice come from: the env's generator, drawn in blocks. A new
         generator (``reset(seed=...)``, or ``np_random`` set by hand) gets a new cup."""
-        rng = self.np_random
-        if self._cup is None or self._cup.rng is not rng:
-            self._cup = DiceCup(rng)
-        return self._cup
+        cup = self._cup
+        if cup is None or cup.rng is not self._np_random:
+            cup = self._cup = DiceCup(self.np_random)  # (np_random makes a generator if there is none)
+        return cup
 
     def _play_opponents(self) -> None:
         g = self.game
@@ -302,9 +308,7 @@ class GeneralaEnv(gym.Env):
         return self.encoder.encode(self.game, self.seat)
 
     def _info(self, illegal: bool) -> dict[str, Any]:
-        info = make_info(self.game, self.seat)
+        info = make_info(self.game, self.seat, illegal, self._last_opponent_moves)
         if self._ended_before_move:
             info["action_mask"] = np.ones(self.action_space.n, dtype=np.int8)
-        info["illegal_action"] = illegal
-        info["opponent_moves"] = list(self._last_opponent_moves)
         return info

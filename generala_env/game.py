@@ -23,8 +23,8 @@ line already filled, it is an ordinary roll.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -83,13 +83,17 @@ def _points_list(rules: RuleSet) -> list:
     return points_table(rules).tolist()
 
 
+def _frozen(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mask.flags.writeable = False
+    return mask, mask.view(np.int8)
+
+
 class IllegalActionError(ValueError):
     """An action the game does not accept in the current state."""
 
 
-@dataclass(slots=True)
-class Outcome:
-    """What one action did."""
+class Outcome(NamedTuple):
+    """What one action did (a tuple: immutable, so a reroll's outcome is shared)."""
 
     player: int
     action: int
@@ -98,6 +102,9 @@ class Outcome:
     served: bool = False  # written right after the turn's first roll
     bonus: int = 0  # served bonus included in points
     served_generala_win: bool = False
+
+
+_REROLLED = [[Outcome(player=p, action=a) for a in range(NUM_MASKS)] for p in range(MAX_PLAYERS)]  # shared: immutable
 
 
 class Game:
@@ -134,9 +141,12 @@ class Game:
         # legal_mask() and the sheet sums, kept until the state they were computed from changes
         self._legal_key: tuple | None = None
         self._legal: np.ndarray | None = None
+        self._legal_i8: np.ndarray | None = None
         self._sheets_key: bytes | None = None
         self._facts: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
-        self._mask_of: dict[tuple[bool, int], np.ndarray] = {}  # legal masks by (rolls left?, open lines)
+        self._totals: np.ndarray | None = None
+        self._totals_of: tuple | None = None  # the facts _totals was made from
+        self._mask_of: dict[tuple[bool, int], tuple[np.ndarray, np.ndarray]] = {}  # legal masks by (rolls left?, open lines)
 
     # -- setting up -------------------------------------------------------------
     def reset(self, rng) -> None:
@@ -154,7 +164,7 @@ class Game:
     def _start_turn(self, faces) -> None:
         fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
         if len(fs) == DICE and min(fs) >= 1 and max(fs) <= 6:
-            self.roll = _ROLL_OF_KEY[sum(_FACE_KEY[f] for f in fs)]
+            self.roll = _ROLL_OF_KEY[sum(map(_FACE_KEY.__getitem__, fs))]
         else:
             self.roll = roll_index(faces)  # raises the error that names the bad faces
         self.rolls_left = ROLLS_PER_TURN - 1
@@ -176,7 +186,15 @@ class Game:
         return int(self._sheet_facts()[1][self.player])
 
     def totals(self) -> np.ndarray:
-        return np.array(self._sheet_facts()[0], dtype=np.int64)
+        """Each player's total (a new array)."""
+        return self._totals_array(self._sheet_facts()[0]).copy()
+
+    def _totals_array(self, totals: tuple[int, ...]) -> np.ndarray:
+        """The totals of :meth:`_sheet_facts` as an int64 array, made once per write (never
+        handed out: callers copy it)."""
+        if self._totals_of is not totals:
+            self._totals, self._totals_of = np.array(totals), totals  # int64 (NumPy 2's default integer)
+        return self._totals
 
     def _sheet_facts(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """Each player's total, filled lines and open lines (bit ``l`` set: line ``l`` open).
@@ -223,35 +241,37 @@ class Game:
         """
         key = (self.roll, self.rolls_left, self.locked, self.player, self.over, self.sheets.tobytes())
         if key != self._legal_key:
-            self._legal = self._compute_legal_mask()
-            if self._legal.flags.writeable:
-                self._legal.flags.writeable = False
+            self._legal, self._legal_i8 = self._compute_legal_mask()
             self._legal_key = key
         return self._legal
 
-    def _compute_legal_mask(self) -> np.ndarray:
+    def _legal_now_int8(self) -> np.ndarray:
+        """:meth:`_legal_now` as int8 (what the env's ``info["action_mask"]`` copies)."""
+        self._legal_now()
+        return self._legal_i8
+
+    def _compute_legal_mask(self) -> tuple[np.ndarray, np.ndarray]:
+        """The legal mask, read-only, as booleans and as an int8 view of them."""
         if self.over:
-            return np.zeros(self.num_actions, dtype=bool)
+            return _frozen(np.zeros(self.num_actions, dtype=bool))
         if self.served_generala_pending():
             mask = np.zeros(self.num_actions, dtype=bool)
             mask[NUM_MASKS + self._generala] = True
-            return mask
+            return _frozen(mask)
         open_bits = self._sheet_facts()[2][self.player]
         if self.rolls_left > 0 and self.rules.locked_holds and _KEEP_SIZE[self.locked] > 0:
             mask = np.concatenate((_NO_HOLDS, OPEN_LINES[self.num_lines][open_bits]))
             mask[:ALL_HELD] = KEEP_CONTAINS[HOLD_KEEP[self.roll, :ALL_HELD], self.locked]
-            return mask
+            return _frozen(mask)
         # otherwise the mask depends on two things only: look it up (ufuncs on small arrays cost more)
         key = (self.rolls_left > 0, open_bits)
-        mask = self._mask_of.get(key)
-        if mask is None:
-            mask = np.concatenate((_ANY_HOLD if key[0] else _NO_HOLDS, OPEN_LINES[self.num_lines][open_bits]))
-            mask.flags.writeable = False
-            self._mask_of[key] = mask
-        return mask
+        masks = self._mask_of.get(key)
+        if masks is None:
+            masks = self._mask_of[key] = _frozen(np.concatenate((_ANY_HOLD if key[0] else _NO_HOLDS, OPEN_LINES[self.num_lines][open_bits])))
+        return masks
 
     def legal_actions(self) -> list[int]:
-        return [int(a) for a in np.flatnonzero(self.legal_mask())]
+        return np.flatnonzero(self._legal_now()).tolist()
 
     def why_illegal(self, action) -> str | None:
         """``None`` if the action is legal, else a sentence saying why not."""
@@ -316,10 +336,10 @@ class Game:
             if len(faces) != DICE - _KEEP_SIZE[keep]:
                 raise ValueError(f"hold {a} rerolls {DICE - _KEEP_SIZE[keep]} dice, got {len(faces)} faces")
             fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
-            self.roll = _ROLL_OF_KEY[_KEEP_KEY[keep] + sum(_FACE_KEY[f] for f in fs)]  # dice.reroll by keys
+            self.roll = _ROLL_OF_KEY[_KEEP_KEY[keep] + sum(map(_FACE_KEY.__getitem__, fs))]  # dice.reroll by keys
             self.rolls_left -= 1
             self.locked = keep
-            return Outcome(player=me, action=a)
+            return _REROLLED[me][a]
 
         line = a - NUM_MASKS
         served = self.rolls_left == ROLLS_PER_TURN - 1
@@ -337,7 +357,7 @@ class Game:
             bits[me] &= ~(1 << line)
             self._facts, self._sheets_key = (tuple(totals), tuple(filled), tuple(bits)), self.sheets.tobytes()
         bonus = self.rules.served_bonus if served and pts > 0 and self.rules.lines[line] in SERVED_LINES else 0
-        out = Outcome(player=me, action=a, points=pts, wrote=True, served=served, bonus=bonus, served_generala_win=served_win)
+        out = Outcome(me, a, pts, True, served, bonus, served_win)
         if served_win:
             self.served_generala_winner = me
             self.over = True
