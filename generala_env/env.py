@@ -140,6 +140,14 @@ class GeneralaEnv(gym.Env):
     - `illegal_action`: `"penalize"` (default) or `"raise"`; `illegal_penalty`: float.
     - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it).
 
+    ## Seeding
+    Every die comes from `np_random` (seeded by `reset(seed=...)`), drawn 1024 faces
+    at a time by a `generala_env.dice.DiceCup` and handed out in order: same seed,
+    same game, bit for bit; a new seed starts a new cup. The seat (`agent_seat="random"`)
+    and the opponents' seeds come from the same generator. An object set as `np_random`
+    that is not a numpy `Generator` (a replay of recorded dice) is asked for each throw
+    as it comes.
+
     ## Version History
     - v0: initial release (observation layout version 1).
     """
