@@ -25,7 +25,7 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from .dice import NUM_MASKS
+from .dice import NUM_MASKS, DiceCup
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
 from .env import REWARDS, make_info
 from .game import MAX_PLAYERS, Game, IllegalActionError
@@ -173,6 +173,7 @@ class raw_env(AECEnv, EzPickle):
         }
         self._np_random: np.random.Generator | None = None
         self._np_random_seed: int | None = None
+        self._cup: DiceCup | None = None
         self._last_move: tuple[int, int, int] | None = None
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -199,6 +200,14 @@ class raw_env(AECEnv, EzPickle):
         self._np_random = value
         self._np_random_seed = -1
 
+    def _dice(self) -> DiceCup:
+        """The cup the dice come from: the generator, drawn in blocks (as in ``Generala-v0``);
+        a new generator gets a new cup, and a stand-in generator is asked throw by throw."""
+        rng = self.np_random
+        if self._cup is None or self._cup.rng is not rng:
+            self._cup = DiceCup(rng)
+        return self._cup
+
     def observation_space(self, agent):
         return self.observation_spaces[agent]
 
@@ -209,7 +218,7 @@ class raw_env(AECEnv, EzPickle):
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
-        self.game.reset(self.np_random)
+        self.game.reset(self._dice())
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -236,7 +245,7 @@ class raw_env(AECEnv, EzPickle):
             raise IllegalActionError(f"{agent}: {why}")
         self._cumulative_rewards[agent] = 0.0  # the agent has seen its reward: start afresh
         self._clear_rewards()
-        outcome = g.step(int(action), self.np_random)
+        outcome = g.step(int(action), self._dice())
         self._last_move = (outcome.player, outcome.action, outcome.points)
         if self.reward_mode == "score":
             self.rewards[agent] = float(outcome.points)
