@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env.dice import HOLD_KEEP, KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
+from generala_env.dice import KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
 from generala_env.game import OPEN
 from generala_env.rules import NUMBER_LINES
 from generala_env.scoring import line_max, points_table

@@ -26,7 +26,6 @@ import json
 import os
 import time
 from functools import lru_cache
-from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +39,7 @@ from generala_env.dice import (
     ROLL_CONTAINS_KEEP,
     ROLL_COUNTS,
     ROLL_PROPER_KEEPS,
-    ROLL_OF_KEY,
     KEEP_COUNTS,
-    KEY_WEIGHTS,
 )
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import points_table

@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .game import MAX_PLAYERS, OPEN, Game, IllegalActionError
+from .game import Game, IllegalActionError
 from .render import render_text
 from .rules import RuleSet, load_rules
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 
 from .dice import KEEP_COUNTS, ROLLS
 from .game import OPEN, Game

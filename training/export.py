@@ -18,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import yaml
 
 from .harness import game_seed, play_many
