@@ -276,16 +276,20 @@ def test_render_and_pickle(capsys):
     assert clone.num_players == 4 and clone.reward_mode == "win" and clone.rules.name == "double"
 
 
+def play_trace(e, seed):
+    """A whole game from ``reset(seed=seed)``, actions a fixed function of the masks: each move's agent, observation bytes and reward."""
+    e.reset(seed=seed)
+    trace = []
+    for agent in e.agent_iter():
+        obs, reward, term, trunc, info = e.last()
+        trace.append((agent, obs["observation"].tobytes(), reward))
+        e.step(None if term or trunc else int(np.flatnonzero(obs["action_mask"])[len(trace) % int(obs["action_mask"].sum())]))
+    return trace
+
+
 def test_same_seed_same_game_bit_for_bit():
     def run(seed):
-        e = env(rules="double", num_players=4)
-        e.reset(seed=seed)
-        trace = []
-        for agent in e.agent_iter():
-            obs, reward, term, trunc, info = e.last()
-            trace.append((agent, obs["observation"].tobytes(), reward))
-            e.step(None if term or trunc else int(np.flatnonzero(obs["action_mask"])[len(trace) % int(obs["action_mask"].sum())]))
-        return trace
+        return play_trace(env(rules="double", num_players=4), seed)
 
     assert run(7) == run(7)
     assert run(7) != run(8)
@@ -293,19 +297,9 @@ def test_same_seed_same_game_bit_for_bit():
 
 def test_reseeding_replays_the_game_whatever_dice_were_left_over():
     """Dice are drawn in blocks; reset(seed=...) must start from a fresh block."""
-
-    def run(e, seed):
-        e.reset(seed=seed)
-        trace = []
-        for agent in e.agent_iter():
-            obs, reward, term, trunc, info = e.last()
-            trace.append((agent, obs["observation"].tobytes(), reward))
-            e.step(None if term or trunc else int(np.flatnonzero(obs["action_mask"])[len(trace) % int(obs["action_mask"].sum())]))
-        return trace
-
     e = env(rules="classic", num_players=2)
-    first = run(e, 5)
+    first = play_trace(e, 5)
     e.reset()  # part of a block used by another game
     for _ in range(3):
         e.step(int(np.flatnonzero(e.last()[0]["action_mask"])[0]))
-    assert run(e, 5) == first
+    assert play_trace(e, 5) == first
