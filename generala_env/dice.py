@@ -148,6 +148,12 @@ class DiceCup:
         return self._faces[i : i + n]
 
 
+def cup_for(cup: DiceCup | None, rng) -> DiceCup:
+    """``cup`` while it draws from ``rng``; a new cup once the generator was replaced
+    (``reset(seed=...)`` makes a new one, and tests set their own)."""
+    return cup if cup is not None and cup.rng is rng else DiceCup(rng)
+
+
 def throw(rng, n: int):
     """``n`` faces from a :class:`DiceCup` or from a generator (``integers(low, high, size=, dtype=)``)."""
     return rng.throw(n) if rng.__class__ is DiceCup else roll_dice(rng, n)

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup
+from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
 from .game import Game, IllegalActionError
 from .render import render_text
@@ -240,23 +240,16 @@ class GeneralaEnv(gym.Env):
         game = self.game
         if game.over:
             raise RuntimeError("step() called after the episode ended; call reset()")
-        a = action
-        if a.__class__ is not int:
-            if isinstance(a, np.ndarray) and a.shape == ():
-                a = a[()]  # SB3's predict() gives one observation's action as a 0-d array
-            if isinstance(a, np.integer):
-                a = int(a)
-        # the common case in one look-up; anything else gets the game's reason
-        if not (a.__class__ is int and 0 <= a < game.num_actions and game._legal_now()[a]):
-            why = game.why_illegal(a)
-            if why is not None:
-                if self.illegal_action == "raise":
-                    raise IllegalActionError(why)
-                info = self._info(illegal=True)
-                info["illegal_reason"] = why
-                return self._obs(), self.illegal_penalty, False, False, info
-            a = int(a)  # an int subclass
-        outcome = game._step_legal(a, self._dice())
+        if action.__class__ is not int and isinstance(action, np.ndarray) and action.shape == ():
+            action = action[()]  # SB3's predict() gives one observation's action as a 0-d array
+        try:
+            outcome = game.step(action, self._dice())
+        except IllegalActionError as err:  # the game changed nothing and says why
+            if self.illegal_action == "raise":
+                raise
+            info = self._info(illegal=True)
+            info["illegal_reason"] = str(err)
+            return self._obs(), self.illegal_penalty, False, False, info
         reward = float(outcome.points) if self.reward_mode == "score" else 0.0
         if self.opponents:
             self._last_opponent_moves = []
@@ -287,10 +280,8 @@ class GeneralaEnv(gym.Env):
     def _dice(self) -> DiceCup:
         """The cup the game's dice come from: the env's generator, drawn in blocks. A new
         generator (``reset(seed=...)``, or ``np_random`` set by hand) gets a new cup."""
-        cup = self._cup
-        if cup is None or cup.rng is not self._np_random:
-            cup = self._cup = DiceCup(self.np_random)  # (np_random makes a generator if there is none)
-        return cup
+        self._cup = cup_for(self._cup, self.np_random)
+        return self._cup
 
     def _play_opponents(self) -> None:
         g = self.game
@@ -298,11 +289,11 @@ class GeneralaEnv(gym.Env):
             seat = g.player
             opp = self.opponents[(seat - self.seat - 1) % self.num_players]
             action = opp(self.encoder.encode(g, seat), make_info(g, seat))
-            why = g.why_illegal(action)
-            if why is not None:
-                raise IllegalActionError(f"opponent in seat {seat} played illegal action {action!r}: {why}")
-            out = g.step(int(action), self._dice())
-            self._last_opponent_moves.append((seat, int(action), out.points))
+            try:
+                out = g.step(action, self._dice())
+            except IllegalActionError as err:
+                raise IllegalActionError(f"opponent in seat {seat} played illegal action {action!r}: {err}") from None
+            self._last_opponent_moves.append((seat, out.action, out.points))
 
     def _final_reward(self) -> float:
         if self.reward_mode != "win":

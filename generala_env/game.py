@@ -303,10 +303,6 @@ class Game:
             if why is not None:
                 raise IllegalActionError(why)
             a = int(action)
-        return self._step_legal(a, rng)
-
-    def _step_legal(self, a: int, rng) -> Outcome:
-        """:meth:`step` for a caller that has checked ``a`` against :meth:`legal_mask` (a Python int)."""
         return self._apply(a, throw(rng, DICE - _KEEP_SIZE[_HOLD_KEEP[self.roll][a]] if a < NUM_MASKS else DICE))
 
     def apply(self, action: int, faces) -> Outcome:

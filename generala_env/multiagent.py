@@ -25,7 +25,7 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from .dice import NUM_MASKS, DiceCup
+from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
 from .env import REWARDS, make_info
 from .game import MAX_PLAYERS, Game, IllegalActionError
@@ -203,9 +203,7 @@ class raw_env(AECEnv, EzPickle):
     def _dice(self) -> DiceCup:
         """The cup the dice come from: the generator, drawn in blocks (as in ``Generala-v0``);
         a new generator gets a new cup, and a stand-in generator is asked throw by throw."""
-        rng = self.np_random
-        if self._cup is None or self._cup.rng is not rng:
-            self._cup = DiceCup(rng)
+        self._cup = cup_for(self._cup, self.np_random)
         return self._cup
 
     def observation_space(self, agent):
