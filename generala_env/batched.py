@@ -280,40 +280,37 @@ def encode_game(out, roll, rolls_left, locked, served, sheets, seat, points_now,
     for i in range(6):
         out[at[3] + i] = LOCKED_OBS[locked, i]
     out[at[4]] = 1.0 if served else 0.0
-    own, filled = 0, 0
-    for l in range(num_lines):
-        v = sheets[seat, l]
-        if v == OPEN:
-            out[at[5] + l] = points_now[roll, first, l]
-            out[at[6] + l] = 1.0
-            out[at[7] + l] = 0.0
-        else:
-            out[at[5] + l] = 0.0
-            out[at[6] + l] = 0.0
-            out[at[7] + l] = points_obs[l, v]
-            own += v
-            filled += 1
+    for l in range(num_lines):  # points_now: 0 where the line is closed
+        out[at[5] + l] = points_now[roll, first, l] if sheets[seat, l] == OPEN else 0.0
     if dbl_blocked >= 0:
         out[at[5] + dbl_blocked] = 0.0
+    own, filled = sheet_slices(out, at[6], at[7], sheets, seat, points_obs)
     out[at[8]] = np.float32(own / total_max)
     out[at[9]] = np.float32(filled / num_lines)
     if num_players > 1:
         best = -np.inf
         for q in range(1, num_players):
-            other = (seat + q) % num_players
-            t = 0
-            for l in range(num_lines):
-                v = sheets[other, l]
-                if v == OPEN:
-                    out[opponent_at[q - 1, 0] + l] = 1.0
-                    out[opponent_at[q - 1, 1] + l] = 0.0
-                else:
-                    out[opponent_at[q - 1, 0] + l] = 0.0
-                    out[opponent_at[q - 1, 1] + l] = points_obs[l, v]
-                    t += v
+            t, _ = sheet_slices(out, opponent_at[q - 1, 0], opponent_at[q - 1, 1], sheets, (seat + q) % num_players, points_obs)
             out[opponent_at[q - 1, 2]] = np.float32(t / total_max)
             best = max(best, float(t))
         out[at[10]] = np.float32(min(max((own - best) / total_max, -1.0), 1.0))
+
+
+@njit(cache=True, error_model="numpy")
+def sheet_slices(out, open_at, points_at, sheets, who, points_obs):
+    """Seat ``who``'s open and points slices into ``out``; its total and filled lines."""
+    total, filled = 0, 0
+    for l in range(sheets.shape[1]):
+        v = sheets[who, l]
+        if v == OPEN:
+            out[open_at + l] = 1.0
+            out[points_at + l] = 0.0
+        else:
+            out[open_at + l] = 0.0
+            out[points_at + l] = points_obs[l, v]
+            total += v
+            filled += 1
+    return total, filled
 
 
 @njit(cache=True, error_model="numpy")
