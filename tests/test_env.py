@@ -137,6 +137,16 @@ def assert_same_step(a, b):
             assert ia[k].dtype == ib[k].dtype, k
 
 
+def play_both_to_the_end(a, b, rng):
+    """Step two envs with the same random legal actions to the episode's end; every step must agree."""
+    done = False
+    while not done:
+        act = random_legal(a, rng)
+        sa, sb = a.step(act), b.step(act)
+        assert_same_step(sa, sb)
+        done = sa[2]
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -152,12 +162,7 @@ def test_same_seed_same_actions_same_everything(kwargs):
         seed = 11 if episode == 0 else None  # the second episode goes on from the seeded generator
         ra, rb = a.reset(seed=seed), b.reset(seed=seed)
         assert_same_step((ra[0], 0.0, False, False, ra[1]), (rb[0], 0.0, False, False, rb[1]))
-        done = False
-        while not done:
-            act = random_legal(a, rng)
-            sa, sb = a.step(act), b.step(act)
-            assert_same_step(sa, sb)
-            done = sa[2]
+        play_both_to_the_end(a, b, rng)
     other = gym.make("Generala-v0", **kwargs)
     dice = [np.array(other.reset(seed=s)[1]["dice"]) for s in range(11, 16)]
     assert any(not np.array_equal(d, dice[0]) for d in dice)  # the seed matters at all
@@ -202,12 +207,7 @@ def test_env_pickles_mid_game_and_goes_on_identically(make):
         env.step(random_legal(env, rng))
     copy = pickle.loads(pickle.dumps(env))
     assert np.array_equal(copy.unwrapped.game.sheets, env.unwrapped.game.sheets)
-    done = False
-    while not done:
-        act = random_legal(env, rng)
-        sa, sb = env.step(act), copy.step(act)
-        assert_same_step(sa, sb)
-        done = sa[2]
+    play_both_to_the_end(env, copy, rng)
 
 
 # -- illegal actions --------------------------------------------------------------------
