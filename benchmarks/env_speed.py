@@ -35,27 +35,37 @@ import time
 import numpy as np
 
 
+def spell(play, decisions: int):
+    """A contestant's ``run(seconds) -> (decisions, elapsed)``: calls ``play()``, which
+    makes ``decisions`` decisions, until the spell is over."""
+
+    def run(seconds: float) -> tuple[int, float]:
+        n, t0 = 0, time.perf_counter()
+        end = t0 + seconds
+        while True:
+            play()
+            n += decisions
+            if time.perf_counter() >= end:
+                return n, time.perf_counter() - t0
+
+    return run
+
+
 def pyhtzee_runner(seed: int):
     from pyhtzee import Pyhtzee
 
     rnd = random.Random(seed)
     game = Pyhtzee(seed=rnd.randrange(1, 2**31))
 
-    def run(seconds: float) -> tuple[int, float]:
+    def play() -> None:
         nonlocal game
-        n, t0 = 0, time.perf_counter()
-        end = t0 + seconds
-        while True:
-            for _ in range(100):
-                if game.is_finished():
-                    game = Pyhtzee(seed=rnd.randrange(1, 2**31))
-                acts = game.get_possible_actions()
-                game.take_action(acts[rnd.randrange(len(acts))])
-            n += 100
-            if time.perf_counter() >= end:
-                return n, time.perf_counter() - t0
+        for _ in range(100):
+            if game.is_finished():
+                game = Pyhtzee(seed=rnd.randrange(1, 2**31))
+            acts = game.get_possible_actions()
+            game.take_action(acts[rnd.randrange(len(acts))])
 
-    return run
+    return spell(play, 100)
 
 
 def yacht_runner(seed: int):
@@ -65,32 +75,26 @@ def yacht_runner(seed: int):
     yacht = pyspiel.load_game("yacht")
     state, outcomes, checked = yacht.new_initial_state(), 6**5, 0
 
-    def run(seconds: float) -> tuple[int, float]:
+    def play() -> None:
         nonlocal state, outcomes, checked
-        n, t0 = 0, time.perf_counter()
-        end = t0 + seconds
-        while True:
-            for _ in range(100):
-                while True:
-                    if state.is_terminal():
-                        state, outcomes = yacht.new_initial_state(), 6**5
-                    elif state.is_chance_node():
-                        # outcomes are 0..6^k-1, uniform, k the dice thrown (checked below)
-                        if checked < 50:
-                            assert len(state.chance_outcomes()) == outcomes
-                            checked += 1
-                        state.apply_action(rnd.randrange(outcomes))
-                    else:
-                        break
-                acts = state.legal_actions()
-                a = acts[rnd.randrange(len(acts))]
-                state.apply_action(a)
-                outcomes = 6 ** bin(a).count("1") if a < 32 else 6**5
-            n += 100
-            if time.perf_counter() >= end:
-                return n, time.perf_counter() - t0
+        for _ in range(100):
+            while True:
+                if state.is_terminal():
+                    state, outcomes = yacht.new_initial_state(), 6**5
+                elif state.is_chance_node():
+                    # outcomes are 0..6^k-1, uniform, k the dice thrown (checked below)
+                    if checked < 50:
+                        assert len(state.chance_outcomes()) == outcomes
+                        checked += 1
+                    state.apply_action(rnd.randrange(outcomes))
+                else:
+                    break
+            acts = state.legal_actions()
+            a = acts[rnd.randrange(len(acts))]
+            state.apply_action(a)
+            outcomes = 6 ** bin(a).count("1") if a < 32 else 6**5
 
-    return run
+    return spell(play, 100)
 
 
 def engine_runner(seed: int):
@@ -101,20 +105,14 @@ def engine_runner(seed: int):
     game = Game("classic")
     game.reset(rng)
 
-    def run(seconds: float) -> tuple[int, float]:
-        n, t0 = 0, time.perf_counter()
-        end = t0 + seconds
-        while True:
-            for _ in range(100):
-                if game.over:
-                    game.reset(rng)
-                acts = game.legal_actions()
-                game.step(acts[rnd.randrange(len(acts))], rng)
-            n += 100
-            if time.perf_counter() >= end:
-                return n, time.perf_counter() - t0
+    def play() -> None:
+        for _ in range(100):
+            if game.over:
+                game.reset(rng)
+            acts = game.legal_actions()
+            game.step(acts[rnd.randrange(len(acts))], rng)
 
-    return run
+    return spell(play, 100)
 
 
 def single_env_runner(seed: int):
@@ -126,21 +124,15 @@ def single_env_runner(seed: int):
     env = gym.make("Generala-v0", rules="classic")
     _, info = env.reset(seed=seed)
 
-    def run(seconds: float) -> tuple[int, float]:
+    def play() -> None:
         nonlocal info
-        n, t0 = 0, time.perf_counter()
-        end = t0 + seconds
-        while True:
-            for _ in range(100):
-                legal = info["action_mask"].nonzero()[0]
-                _, _, terminated, _, info = env.step(int(legal[rnd.randrange(len(legal))]))
-                if terminated:
-                    _, info = env.reset()
-            n += 100
-            if time.perf_counter() >= end:
-                return n, time.perf_counter() - t0
+        for _ in range(100):
+            legal = info["action_mask"].nonzero()[0]
+            _, _, terminated, _, info = env.step(int(legal[rnd.randrange(len(legal))]))
+            if terminated:
+                _, info = env.reset()
 
-    return run
+    return spell(play, 100)
 
 
 def vector_runner(num_envs: int, seed: int):
@@ -152,16 +144,7 @@ def vector_runner(num_envs: int, seed: int):
     for _ in range(3):  # compile (or load) the numba kernels before timing
         env.step(uniform_legal(rng, env.action_masks()))
 
-    def run(seconds: float) -> tuple[int, float]:
-        n, t0 = 0, time.perf_counter()
-        end = t0 + seconds
-        while True:
-            env.step(uniform_legal(rng, env.action_masks()))
-            n += num_envs
-            if time.perf_counter() >= end:
-                return n, time.perf_counter() - t0
-
-    return run
+    return spell(lambda: env.step(uniform_legal(rng, env.action_masks())), num_envs)
 
 
 def paired_ratio(rates: list[float], refs: list[float]) -> tuple[float, float, float]:
