@@ -67,7 +67,7 @@ _NO_HOLDS = np.zeros(NUM_MASKS, dtype=bool)
 
 
 class _OpenLines(dict):
-    """``OPEN_LINES[L][bits]``: the boolean row of ``L`` lines with bit ``l`` set where line ``l`` is open."""
+    """``_OPEN_LINES[L][bits]``: the boolean row of ``L`` lines with bit ``l`` set where line ``l`` is open."""
 
     def __missing__(self, num_lines: int) -> np.ndarray:
         table = (np.arange(1 << num_lines)[:, None] >> np.arange(num_lines) & 1).astype(bool)
@@ -75,7 +75,7 @@ class _OpenLines(dict):
         return table
 
 
-OPEN_LINES = _OpenLines()
+_OPEN_LINES = _OpenLines()
 
 
 @lru_cache(maxsize=64)
@@ -260,14 +260,14 @@ class Game:
             return _frozen(mask)
         open_bits = self._sheet_facts()[2][self.player]
         if self.rolls_left > 0 and self.rules.locked_holds and _KEEP_SIZE[self.locked] > 0:
-            mask = np.concatenate((_NO_HOLDS, OPEN_LINES[self.num_lines][open_bits]))
+            mask = np.concatenate((_NO_HOLDS, _OPEN_LINES[self.num_lines][open_bits]))
             mask[:ALL_HELD] = KEEP_CONTAINS[HOLD_KEEP[self.roll, :ALL_HELD], self.locked]
             return _frozen(mask)
         # otherwise the mask depends on two things only: look it up (ufuncs on small arrays cost more)
         key = (self.rolls_left > 0, open_bits)
         masks = self._mask_of.get(key)
         if masks is None:
-            masks = self._mask_of[key] = _frozen(np.concatenate((_ANY_HOLD if key[0] else _NO_HOLDS, OPEN_LINES[self.num_lines][open_bits])))
+            masks = self._mask_of[key] = _frozen(np.concatenate((_ANY_HOLD if key[0] else _NO_HOLDS, _OPEN_LINES[self.num_lines][open_bits])))
         return masks
 
     def legal_actions(self) -> list[int]:
