@@ -41,10 +41,9 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
     the dict in one go (a dict grown key by key costs more).
     """
     player = game.player
-    totals, filled, _ = game._sheet_facts()
+    filled = game._sheet_facts()[1]
     if player == seat:
-        game._legal_now()
-        mask = game._legal_i8.copy()
+        mask = game._legal_now_int8().copy()
     else:
         mask = np.zeros(game.num_actions, dtype=np.int8)
     info: dict[str, Any] = {
@@ -53,7 +52,7 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
         "rolls_left": int(game.rolls_left),
         "locked": list(_KEEP_FACES[game.locked]),
         "sheets": game.sheets.copy(),
-        "totals": game._totals_array(totals).copy(),
+        "totals": game.totals(),
         "turn": filled[player],
         "player": int(player),
         "seat": int(seat),

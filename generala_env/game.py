@@ -186,15 +186,11 @@ class Game:
         return int(self._sheet_facts()[1][self.player])
 
     def totals(self) -> np.ndarray:
-        """Each player's total (a new array)."""
-        return self._totals_array(self._sheet_facts()[0]).copy()
-
-    def _totals_array(self, totals: tuple[int, ...]) -> np.ndarray:
-        """The totals of :meth:`_sheet_facts` as an int64 array, made once per write (never
-        handed out: callers copy it)."""
+        """Each player's total (a new array; the int64 array behind it is made once per write)."""
+        totals = self._sheet_facts()[0]
         if self._totals_of is not totals:
             self._totals, self._totals_of = np.array(totals), totals  # int64 (NumPy 2's default integer)
-        return self._totals
+        return self._totals.copy()
 
     def _sheet_facts(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """Each player's total, filled lines and open lines (bit ``l`` set: line ``l`` open).
