@@ -8,6 +8,10 @@ Every agent has ``act(observation, info) -> action`` and plays legal actions onl
 
 from __future__ import annotations
 
+import os
+
+from generala_env import __version__
+
 from .base import Agent, AgentError, SeatView
 from .baselines import GreedyAgent, RandomAgent, RulesOfThumbAgent, TurnOptimalAgent
 from .optimal import OptimalAgent
@@ -36,6 +40,10 @@ def load(name: str, rules="classic", seed: int | None = None, **kwargs) -> Agent
     """An agent by name (see :func:`names`), or a PPO checkpoint by folder path."""
     if isinstance(name, Agent):
         return name
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str) or not name:
+        raise AgentError(f"an agent is given by a non-empty name or a checkpoint folder path, got {name!r}; known agents: {', '.join(names())}")
     if name in BUILTIN:
         return BUILTIN[name](rules=rules, seed=seed, **kwargs)
     from .ppo import PoolAgent, PPOAgent, find_checkpoint
@@ -49,4 +57,4 @@ def load(name: str, rules="classic", seed: int | None = None, **kwargs) -> Agent
     return PPOAgent(path, rules=rules, seed=seed, **kwargs)
 
 
-__all__ = ["Agent", "AgentError", "SeatView", "load", "names", "describe", "BUILTIN"]
+__all__ = ["__version__", "Agent", "AgentError", "SeatView", "load", "names", "describe", "BUILTIN"]

@@ -10,6 +10,8 @@ from generala_env.dice import NUM_MASKS, keep_index, roll_index
 from generala_env.game import OPEN
 from generala_env.rules import RuleSet, load_rules
 
+WRITE = NUM_MASKS  # first write action
+
 
 class AgentError(ValueError):
     """An agent that cannot be built or cannot play the given rules."""
@@ -72,6 +74,24 @@ class Agent:
     def act(self, observation, info) -> int:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def legal_mask(self, info) -> np.ndarray:
+        """``info["action_mask"]`` as bool, checked to belong to this agent's rule set."""
+        try:
+            mask = np.asarray(info["action_mask"]).astype(bool)
+        except (KeyError, TypeError) as e:
+            raise AgentError(f"{self.name}: act() needs the env's info with 'action_mask' ({e!r})") from None
+        if mask.shape != (WRITE + self.rules.num_lines,):
+            raise AgentError(
+                f"{self.name} was built for rules {self.rules.name!r} ({self.rules.num_lines} lines, "
+                f"{WRITE + self.rules.num_lines} actions); this game has an action mask of shape {mask.shape}"
+            )
+        return mask
+
+    def view(self, info) -> SeatView:
+        """What this agent's seat knows, from ``info``, checked to belong to this agent's rule set."""
+        self.legal_mask(info)
+        return SeatView.from_info(info)
+
     def __call__(self, observation, info) -> int:
         return self.act(observation, info)
 
@@ -86,5 +106,3 @@ def best_legal(values: np.ndarray, mask: np.ndarray) -> int:
         raise AgentError("no legal action: the game is over or it is not this seat's move")
     return int(np.argmax(v))
 
-
-WRITE = NUM_MASKS  # first write action

@@ -29,7 +29,7 @@ class RandomAgent(Agent):
             self.rng = np.random.default_rng(seed)
 
     def act(self, observation, info) -> int:
-        legal = np.flatnonzero(np.asarray(info["action_mask"]))
+        legal = np.flatnonzero(self.legal_mask(info))
         if len(legal) == 0:
             raise AgentError("no legal action")
         return int(legal[self.rng.integers(len(legal))])
@@ -73,7 +73,7 @@ class GreedyAgent(_Scored):
     name = "greedy"
 
     def act(self, observation, info) -> int:
-        v = SeatView.from_info(info)
+        v = self.view(info)
         pts = self.points_now(v)
         open_ = v.open_lines
         combo_scores = any(open_[l] and pts[l] > 0 and self.lines[l] in COMBOS for l in range(len(self.lines)))
@@ -100,7 +100,7 @@ class TurnOptimalAgent(Agent):
         self.tiebreak = -line_max(self.rules) / 1000.0
 
     def act(self, observation, info) -> int:
-        v = SeatView.from_info(info)
+        v = self.view(info)
         vals = self.solver.action_values(v.filled_mask, v.sheet[self.solver.gen] > 0 if self.solver.gen >= 0 else False, v.roll, v.rolls_left, v.locked)
         vals = vals.copy()
         vals[WRITE:] += self.tiebreak  # cross out the cheapest line on ties
@@ -135,7 +135,7 @@ class RulesOfThumbAgent(_Scored):
         return self.PAR_COMBO[line] * self.rules.value(line)
 
     def act(self, observation, info) -> int:
-        v = SeatView.from_info(info)
+        v = self.view(info)
         pts = self.points_now(v)
         open_ = v.open_lines
         lines = self.lines

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Agent, SeatView, best_legal
+from .base import Agent, best_legal
 from .solver import load_or_solve
 
 
@@ -24,7 +24,7 @@ class OptimalAgent(Agent):
         return self.solver.expected_score
 
     def act(self, observation, info) -> int:
-        v = SeatView.from_info(info)
+        v = self.view(info)
         s = self.solver
         scored = s.gen >= 0 and v.sheet[s.gen] > 0
         return best_legal(s.action_values(v.filled_mask, scored, v.roll, v.rolls_left, v.locked), v.mask)

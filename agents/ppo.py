@@ -1,54 +1,100 @@
-"""Trained MaskablePPO policies, shipped as checkpoints and loaded by name.
+"""Trained PPO policies, shipped as checkpoints and loaded by name, without unpickling anything.
 
-A checkpoint is a folder ``checkpoints/NAME/`` with ``model.zip`` (sb3-contrib's
-MaskablePPO) and ``metadata.json`` (rules, players, observation layout version, training
-steps and time, the config, and the evaluation figures it reached). A checkpoint made
-for other rules, another number of players or another observation layout is refused.
+A checkpoint is a folder ``NAME/`` with two files:
+
+- ``policy.safetensors``: the actor-critic's weights as plain tensors (safetensors holds no
+  code, so loading a checkpoint from someone else cannot run theirs);
+- ``metadata.json``: rules, players, observation layout version and size, the network that
+  the weights belong to (``network``), training steps and time, the config, and the
+  evaluation figures it reached.
+
+The shipped checkpoints live in the repository's ``checkpoints/`` folder, which a wheel
+carries as ``agents/checkpoints/``. A checkpoint made for other rules, another number of
+players or another observation layout, or whose weights do not fit its metadata, is refused
+with an :class:`AgentError` when it is loaded. The policy plays its most likely legal action,
+computed in NumPy (no torch needed to play).
+
+SB3's own ``model.zip`` files are pickles: loading one runs whatever code it holds. They are
+used only for what needs the optimizer state (``generala train --resume``, ``init_from``, the
+self-play pool of a run's own ``step_N.zip`` files), never by :func:`agents.load` on a
+checkpoint folder.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from generala_env.dice import NUM_MASKS
 from generala_env.encoding import LAYOUT_VERSION, observation_size
-from generala_env.rules import load_rules
+from generala_env.rules import RulesError, load_rules
 
 from .base import Agent, AgentError
 
-CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+WEIGHTS_FILE = "policy.safetensors"
+METADATA_FILE = "metadata.json"
+NETWORK_FORMAT = "sb3-actor-critic-mlp"  # SB3's MlpPolicy layout: Flatten, mlp_extractor, action_net, value_net
+
+
+def _shipped_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    installed = here / "checkpoints"  # a wheel: package data
+    return installed if installed.is_dir() else here.parent / "checkpoints"  # a checkout
+
+
+SHIPPED = _shipped_dir()
 
 
 def checkpoint_names() -> list[str]:
-    return sorted(p.name for p in CHECKPOINTS.glob("*") if (p / "metadata.json").is_file())
+    """Names of the shipped checkpoints."""
+    return sorted(p.name for p in SHIPPED.glob("*") if (p / METADATA_FILE).is_file())
 
 
 def read_metadata(path: Path) -> dict:
+    """A checkpoint's ``metadata.json`` as a mapping; an :class:`AgentError` names what is wrong."""
+    file = Path(path) / METADATA_FILE
     try:
-        return json.loads((Path(path) / "metadata.json").read_text())
+        meta = json.loads(file.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise AgentError(f"checkpoint {path} has no readable metadata.json: {e}") from None
+        raise AgentError(f"checkpoint {path} has no readable {METADATA_FILE}: {e}") from None
+    if not isinstance(meta, dict):
+        raise AgentError(f"{file} must hold a JSON object, got {type(meta).__name__}")
+    return meta
 
 
 def checkpoint_summary() -> dict[str, str]:
     out = {}
     for n in checkpoint_names():
-        m = read_metadata(CHECKPOINTS / n)
-        out[n] = f"MaskablePPO, {m.get('num_players', '?')} player(s), rules {m.get('rules_name', '?')}, reward {m.get('reward', '?')}, {m.get('training_steps', 0):,} steps"
+        m = read_metadata(SHIPPED / n)
+        out[n] = f"{m.get('algorithm', 'PPO')}, {m.get('num_players', '?')} player(s), rules {m.get('rules_name', '?')}, reward {m.get('reward', '?')}, {m.get('training_steps', 0):,} steps"
     return out
 
 
 def find_checkpoint(name: str) -> Path | None:
-    for cand in (CHECKPOINTS / name, Path(name)):
-        if (cand / "metadata.json").is_file():
-            return cand
+    """The folder of a shipped checkpoint called ``name``, or ``name`` itself as a folder path."""
+    if not isinstance(name, (str, Path)):
+        return None
+    if isinstance(name, str) and is_plain_name(name) and (SHIPPED / name / METADATA_FILE).is_file():
+        return SHIPPED / name
+    if (Path(name) / METADATA_FILE).is_file():
+        return Path(name)
     return None
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def is_plain_name(name: str) -> bool:
+    """A checkpoint name: letters, digits, ``.``, ``_``, ``-``; no path separators, not ``..``."""
+    return bool(_PLAIN_NAME.fullmatch(name)) and ".." not in name
+
+
 def masked_argmax_actions(policy, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """Greedy actions of an SB3 actor-critic policy for a batch, illegal actions excluded."""
+    """Greedy actions of a live SB3 actor-critic policy (torch) for a batch, illegal actions excluded."""
     import torch
 
     with torch.no_grad():
@@ -60,57 +106,138 @@ def masked_argmax_actions(policy, obs: np.ndarray, masks: np.ndarray) -> np.ndar
     return logits.argmax(axis=1)
 
 
+_ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
+
+
+class PolicyNet:
+    """The actor of an SB3 MlpPolicy, read from tensors: hidden layers, then the action logits.
+
+    ``network`` is the checkpoint's ``metadata["network"]``; ``tensors`` maps SB3's state-dict
+    names to arrays. Every shape is checked against ``network`` here, so weights that do not
+    belong to the metadata are refused at load time, not at the first move.
+    """
+
+    def __init__(self, network: dict, tensors: dict[str, np.ndarray], where: str):
+        if not isinstance(network, dict) or network.get("format") != NETWORK_FORMAT:
+            raise AgentError(f"{where}: metadata 'network' must describe a {NETWORK_FORMAT!r} network, got {network!r}")
+        act = network.get("activation")
+        if act not in _ACTIVATIONS:
+            raise AgentError(f"{where}: unknown activation {act!r}; known: {', '.join(_ACTIVATIONS)}")
+        self.activation = _ACTIVATIONS[act]
+        arch = network.get("net_arch", {}).get("pi") if isinstance(network.get("net_arch"), dict) else None
+        if not isinstance(arch, list) or not all(isinstance(w, int) and w > 0 for w in arch):
+            raise AgentError(f"{where}: metadata 'network.net_arch.pi' must be a list of layer widths, got {arch!r}")
+        self.obs_size, self.n_actions = int(network["obs_size"]), int(network["n_actions"])
+        self.layers: list[tuple[np.ndarray, np.ndarray]] = []
+        width = self.obs_size
+        names = [(f"mlp_extractor.policy_net.{2 * i}.weight", f"mlp_extractor.policy_net.{2 * i}.bias", w) for i, w in enumerate(arch)]
+        names.append(("action_net.weight", "action_net.bias", self.n_actions))
+        for wname, bname, out in names:
+            if wname not in tensors or bname not in tensors:
+                raise AgentError(f"{where}: the weights lack {wname if wname not in tensors else bname}")
+            w, b = tensors[wname], tensors[bname]
+            if w.shape != (out, width) or b.shape != (out,):
+                raise AgentError(
+                    f"{where}: {wname} has shape {tuple(w.shape)}, the metadata's network needs ({out}, {width}); "
+                    "the weights were made for another network, number of players or rule set"
+                )
+            self.layers.append((np.ascontiguousarray(w.T, dtype=np.float32), np.asarray(b, dtype=np.float32)))
+            width = out
+
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        x = np.asarray(obs, dtype=np.float32)
+        for w, b in self.layers[:-1]:
+            x = self.activation(x @ w + b)
+        w, b = self.layers[-1]
+        return x @ w + b
+
+
+def load_policy_net(path: Path, meta: dict) -> PolicyNet:
+    """The :class:`PolicyNet` of the checkpoint folder ``path``; tensors only, nothing unpickled."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    file = Path(path) / WEIGHTS_FILE
+    if not file.is_file():
+        extra = " (it holds an SB3 model.zip, which runs code when loaded: re-export it from a run you trust with generala export)" if (Path(path) / "model.zip").is_file() else ""
+        raise AgentError(f"checkpoint {path} has no {WEIGHTS_FILE}{extra}")
+    try:
+        tensors = load_file(str(file))
+    except (SafetensorError, OSError, ValueError) as e:
+        raise AgentError(f"checkpoint {path}: {WEIGHTS_FILE} cannot be read: {e}") from None
+    return PolicyNet(meta.get("network"), tensors, f"checkpoint {path}")
+
+
+REQUIRED_METADATA = ("rules", "num_players", "layout_version", "obs_size", "n_actions", "network")
+
+
 class PPOAgent(Agent):
-    """A trained MaskablePPO policy, playing its most likely legal action."""
+    """A trained PPO policy, playing its most likely legal action."""
 
     def __init__(self, path, rules="classic", seed: int | None = None, num_players: int | None = None):
         super().__init__(rules, seed)
         self.path = Path(path)
-        self.metadata = read_metadata(self.path)
+        self.metadata = m = read_metadata(self.path)
         self.name = self.path.name
-        m = self.metadata
-        trained = load_rules(m["rules"])
+        missing = [k for k in REQUIRED_METADATA if k not in m]
+        if missing:
+            raise AgentError(f"checkpoint {self.name}: {METADATA_FILE} lacks {', '.join(map(repr, missing))}")
+        try:
+            trained = load_rules(m["rules"])
+        except RulesError as e:
+            raise AgentError(f"checkpoint {self.name}: its rules cannot be read: {e}") from None
         if trained.fingerprint() != self.rules.fingerprint():
             raise AgentError(
                 f"checkpoint {self.name} was trained for rules {m.get('rules_name')!r} "
                 f"(fingerprint {trained.fingerprint()}), not for {self.rules.name!r} ({self.rules.fingerprint()})"
             )
-        if m.get("layout_version") != LAYOUT_VERSION:
+        if m["layout_version"] != LAYOUT_VERSION:
             raise AgentError(
-                f"checkpoint {self.name} uses observation layout version {m.get('layout_version')}, "
+                f"checkpoint {self.name} uses observation layout version {m['layout_version']}, "
                 f"this code encodes version {LAYOUT_VERSION}: retrain it"
             )
-        self.num_players = int(m["num_players"])
+        np_ = m["num_players"]
+        if isinstance(np_, bool) or not isinstance(np_, int) or not 1 <= np_ <= 6:
+            raise AgentError(f"checkpoint {self.name}: 'num_players' must be a whole number from 1 to 6, got {np_!r}")
+        self.num_players = np_
         if num_players is not None and int(num_players) != self.num_players:
             raise AgentError(f"checkpoint {self.name} plays {self.num_players}-player games, not {num_players}-player ones")
         self.obs_size = observation_size(self.rules, self.num_players)
-        if m.get("obs_size") != self.obs_size:
-            raise AgentError(f"checkpoint {self.name} expects observations of size {m.get('obs_size')}, the env gives {self.obs_size}")
-        from sb3_contrib import MaskablePPO
-
-        model_file = self.path / "model.zip"
-        if not model_file.is_file():
-            raise AgentError(f"checkpoint {self.name} has no model.zip")
-        self.model = MaskablePPO.load(model_file, device="cpu")
-        self.policy = self.model.policy
-        self.policy.set_training_mode(False)
+        self.n_actions = NUM_MASKS + self.rules.num_lines
+        if m["obs_size"] != self.obs_size or m["n_actions"] != self.n_actions:
+            raise AgentError(
+                f"checkpoint {self.name}: metadata says observations of size {m['obs_size']} and {m['n_actions']} actions; "
+                f"{self.num_players}-player {self.rules.name!r} games have {self.obs_size} and {self.n_actions}"
+            )
+        net = m["network"]
+        if not isinstance(net, dict) or net.get("obs_size") != self.obs_size or net.get("n_actions") != self.n_actions:
+            raise AgentError(f"checkpoint {self.name}: its network's sizes do not match obs_size {self.obs_size} and n_actions {self.n_actions}")
+        self.net = load_policy_net(self.path, m)
 
     def act(self, observation, info) -> int:
         obs = np.asarray(observation, dtype=np.float32)
         if obs.shape != (self.obs_size,):
             raise AgentError(
-                f"checkpoint {self.name} plays {self.num_players}-player games (observation size {self.obs_size}); "
-                f"got an observation of shape {obs.shape}"
+                f"checkpoint {self.name} plays {self.num_players}-player {self.rules.name!r} games (observation size "
+                f"{self.obs_size}); got an observation of shape {obs.shape}"
             )
-        return int(masked_argmax_actions(self.policy, obs[None], np.asarray(info["action_mask"])[None])[0])
+        mask = self.legal_mask(info)
+        logits = self.net.logits(obs)
+        return int(np.argmax(np.where(mask, logits, -np.inf)))
+
+
+_STEP_FILE = re.compile(r"step_(\d+)\.zip")
 
 
 class PoolAgent(Agent):
-    """Self-play opponent: each game, one of the newest saved policies of a training run.
+    """Self-play opponent: each game, one of the newest saved policies of this training run.
 
-    Built from ``"pool:DIR"`` (a run's ``checkpoints/`` folder of ``step_N.zip`` files).
-    At each reset it picks one of the ``newest`` checkpoints at random (its own generator,
-    seeded by ``reset(seed=...)``); while the folder is empty it plays ``fallback``.
+    Built from ``"pool:DIR"`` (a run's ``checkpoints/`` folder of ``step_N.zip`` files; other
+    files there are ignored). At each reset it picks one of the ``newest`` checkpoints at
+    random (its own generator, seeded by ``reset(seed=...)``); while the folder holds none it
+    plays ``fallback``, and says so with a warning when the folder does not exist yet. The
+    ``step_N.zip`` files are SB3 pickles written by the run itself: point a pool only at
+    runs you made.
     """
 
     name = "pool"
@@ -118,6 +245,12 @@ class PoolAgent(Agent):
     def __init__(self, pool_dir, rules="classic", seed: int | None = None, newest: int = 5, fallback: str = "rules-of-thumb"):
         super().__init__(rules, seed)
         self.pool_dir = Path(pool_dir)
+        if self.pool_dir.exists() and not self.pool_dir.is_dir():
+            raise AgentError(f"pool {self.pool_dir} is not a folder")
+        if not self.pool_dir.exists():
+            warnings.warn(f"self-play pool {self.pool_dir} does not exist yet: playing {fallback!r} until it holds step_N.zip files", stacklevel=2)
+        if isinstance(newest, bool) or not isinstance(newest, int) or newest < 1:
+            raise AgentError(f"pool: 'newest' must be a whole number of at least 1, got {newest!r}")
         self.newest = newest
         self.rng = np.random.default_rng(seed)
         from . import load
@@ -126,10 +259,15 @@ class PoolAgent(Agent):
         self._models: dict[Path, object] = {}
         self.current = None
 
+    def pool_files(self) -> list[Path]:
+        """The ``newest`` ``step_N.zip`` files of the pool, oldest first."""
+        found = [(int(m.group(1)), p) for p in self.pool_dir.glob("step_*.zip") if (m := _STEP_FILE.fullmatch(p.name))]
+        return [p for _, p in sorted(found)][-self.newest :]
+
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:
             self.rng = np.random.default_rng(seed)
-        files = sorted(self.pool_dir.glob("step_*.zip"), key=lambda p: int(p.stem.split("_")[1]))[-self.newest :]
+        files = self.pool_files()
         if not files:
             self.current = None
             return
@@ -144,4 +282,5 @@ class PoolAgent(Agent):
     def act(self, observation, info) -> int:
         if self.current is None:
             return self.fallback.act(observation, info)
-        return int(masked_argmax_actions(self.current, np.asarray(observation, np.float32)[None], np.asarray(info["action_mask"])[None])[0])
+        mask = self.legal_mask(info)
+        return int(masked_argmax_actions(self.current, np.asarray(observation, np.float32)[None], mask[None])[0])

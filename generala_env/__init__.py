@@ -8,6 +8,8 @@
 
 from gymnasium.envs.registration import register, registry
 
+__version__ = "0.2.0"
+
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout, observation_size
 from .game import OPEN, Game, IllegalActionError, Outcome
 from .rules import RuleSet, RulesError, load_rules, preset_names
@@ -28,6 +30,7 @@ def __getattr__(name):  # GeneralaEnv imports gymnasium spaces; load it on first
 
 
 __all__ = [
+    "__version__",
     "ENV_ID",
     "Game",
     "GeneralaEnv",

@@ -26,7 +26,8 @@ KNOWN_LINES = NUMBER_LINES + COMBINATION_LINES + OPTIONAL_LINES
 VALUE_KEYS = COMBINATION_LINES
 SERVED_GENERALA_MODES = ("win", "points")
 
-PRESETS_DIR = Path(__file__).resolve().parent.parent / "configs" / "rules"
+# the presets ship inside the package (package data), so a wheel install has them too
+PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 
 
 class RulesError(ValueError):
@@ -96,7 +97,7 @@ SETTING_KEYS = tuple(f.name for f in fields(RuleSet) if f.name != "name")
 
 
 def preset_names() -> list[str]:
-    """Names of the presets shipped in ``configs/rules/``."""
+    """Names of the presets shipped in ``generala_env/presets/``."""
     return sorted(p.stem for p in PRESETS_DIR.glob("*.yaml"))
 
 

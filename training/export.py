@@ -1,111 +1,268 @@
-"""``generala export``: turn a training run into a shipped checkpoint with its metadata.
+"""``generala export``: turn a training run into a checkpoint folder with its metadata.
 
     generala export runs/ppo_classic_bc --name ppo-classic --games 10000
 
-Copies the run's model (``best_model.zip`` by default) to ``checkpoints/NAME/model.zip``
-and writes ``metadata.json``: rules, players, reward, observation layout version and
-size, training steps and time, the resolved config, and the evaluation figures measured
-here on ``--games`` seeded games (one player: mean score and share of the optimal
-expected score; several players: win rates against baselines, seats swapped).
+Reads the run's model (``best_model.zip`` by default; an SB3 pickle, so export only runs you
+made) and writes ``DEST/NAME/policy.safetensors`` (the weights as plain tensors) and
+``metadata.json``: rules, players, reward, observation layout version and size, the network,
+training steps and time, the resolved config, and the evaluation figures measured here on
+``--games`` seeded games (one player: mean score and share of the optimal expected score;
+several players: win rates against baselines, seats swapped).
+
+Nothing is overwritten until the new checkpoint is complete: it is written into a temporary
+folder beside ``DEST/NAME``, loaded back and checked to choose the same actions as the
+run's model, evaluated, and only then put in place of the old one.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from .harness import game_seed, play_many
 from .stats import mean_ci, wilson
 
 
+class ExportError(ValueError):
+    """An export that cannot be made as asked."""
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {v}")
+    return v
+
+
+def network_of(model) -> dict:
+    """The ``network`` entry of a checkpoint's metadata for an SB3 MlpPolicy model."""
+    from agents.ppo import NETWORK_FORMAT
+
+    kw = model.policy_kwargs
+    arch = kw.get("net_arch")
+    if not isinstance(arch, dict):
+        arch = {"pi": list(arch or [64, 64]), "vf": list(arch or [64, 64])}
+    act = getattr(kw.get("activation_fn"), "__name__", "Tanh").lower()
+    return {
+        "format": NETWORK_FORMAT,
+        "net_arch": {"pi": [int(w) for w in arch["pi"]], "vf": [int(w) for w in arch["vf"]]},
+        "activation": act,
+        "obs_size": int(model.observation_space.shape[0]),
+        "n_actions": int(model.action_space.n),
+    }
+
+
+def write_policy(model, folder: Path) -> None:
+    """The model's policy weights as ``policy.safetensors`` in ``folder``."""
+    from safetensors.torch import save_file
+
+    from agents.ppo import WEIGHTS_FILE
+
+    tensors = {k: v.detach().cpu().contiguous() for k, v in model.policy.state_dict().items()}
+    save_file(tensors, str(Path(folder) / WEIGHTS_FILE))
+
+
+def verify(model, folder: Path, rules, players: int, states: int = 300) -> None:
+    """Load ``folder`` as an agent and check that it picks the model's actions on seeded states."""
+    import agents
+    from agents.ppo import masked_argmax_actions
+    from generala_env.env import GeneralaEnv
+
+    agent = agents.load(str(folder), rules=rules, num_players=players)
+    env = GeneralaEnv(rules=rules, num_players=players, opponents="random" if players > 1 else None)
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=0)
+    for _ in range(states):
+        ours = agent.act(obs, info)
+        theirs = int(masked_argmax_actions(model.policy, obs[None], info["action_mask"][None])[0])
+        if ours != theirs:
+            raise ExportError(f"the exported weights play {ours} where the run's model plays {theirs}: not exported")
+        legal = np.flatnonzero(info["action_mask"])
+        obs, _, done, _, info = env.step(int(legal[rng.integers(len(legal))]))
+        if done:
+            obs, info = env.reset()
+
+
+def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, opponents: list[str]) -> dict:
+    """The checkpoint's figures on ``games`` seeded games (one player: score; several: win rates)."""
+    from agents.solver import load_or_solve
+
+    seeds = [game_seed(seed, i) for i in range(games)]
+    evaluation: dict = {"games": games, "seed": seed}
+    if players == 1:
+        optimal = load_or_solve(rules)[0].expected_score
+        recs = play_many([(str(dest),)] * games, seeds, rules, desc=name)
+        m, lo, hi = mean_ci([r.totals[0] for r in recs])
+        evaluation.update(mean_score=m, ci95=[lo, hi], share_of_optimal=m / optimal, optimal_expected=optimal, command=f"generala evaluate --agents optimal,{name} --games {games} --seed {seed}")
+        print(f"{name}: mean {m:.2f} (95% CI {lo:.2f}–{hi:.2f}) over {games} games = {m / optimal:.2%} of optimal {optimal:.2f}")
+        return evaluation
+    for opp in opponents:
+        lineups, ss = [], []
+        for s in seeds:
+            for seat in range(players):
+                lu = [opp] * players
+                lu[seat] = str(dest)
+                lineups.append(tuple(lu))
+                ss.append(s)
+        recs = play_many(lineups, ss, rules, desc=f"{name} vs {opp}")
+        wins = draws = 0
+        for lu, r in zip(lineups, recs):
+            seat = lu.index(str(dest))
+            wins += r.winners == (seat,)
+            draws += seat in r.winners and len(r.winners) > 1
+        n = len(recs)
+        wr = wilson(wins, n)
+        evaluation[f"vs_{opp}"] = {"games": n, "win_rate": wr, "draw_rate": draws / n, "command": f"generala tournament --agents {name},{opp} --players {players} --games {games} --seed {seed}"}
+        print(f"{name} vs {opp}: win {wr[0]:.2%} (95% CI {wr[1]:.2%}–{wr[2]:.2%}), draws {draws / n:.2%}, {n} games")
+    return evaluation
+
+
+def put_in_place(tmp: Path, dest: Path) -> None:
+    """Replace ``dest`` by the finished folder ``tmp``: two renames on one file system."""
+    old = None
+    if dest.exists():
+        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+        os.rename(dest, old)
+    try:
+        os.rename(tmp, dest)
+    except OSError:
+        if old is not None:
+            os.rename(old, dest)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
+    if not run.is_dir():
+        raise ExportError(f"{run} is not a run folder")
+    try:
+        cfg = yaml.safe_load((run / "config.yaml").read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ExportError(f"{run / 'config.yaml'} cannot be read: {e}") from None
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("env"), dict):
+        raise ExportError(f"{run / 'config.yaml'} is not a training config")
+    state: dict = {}
+    if (run / "state.json").is_file():
+        try:
+            state = json.loads((run / "state.json").read_text()) or {}
+        except (OSError, json.JSONDecodeError) as e:
+            raise ExportError(f"{run / 'state.json'} cannot be read: {e}") from None
+    if Path(model_name).name != model_name:
+        raise ExportError(f"--model names a file of the run folder, got {model_name!r}")
+    model = run / model_name
+    if not model.is_file():
+        raise ExportError(f"{model} does not exist")
+    return cfg, state, model
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="generala export", description=__doc__.split("\n\n")[0])
     p.add_argument("run", help="a run folder made by generala train")
-    p.add_argument("--name", required=True, help="checkpoint name, e.g. ppo-classic")
+    p.add_argument("--name", required=True, help="checkpoint name, e.g. ppo-classic (letters, digits, '.', '_', '-')")
     p.add_argument("--model", default="best_model.zip", help="which model file of the run (best_model.zip, latest.zip, final_model.zip)")
-    p.add_argument("--games", type=int, default=10000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--games", type=_positive, default=10000, help="evaluation games (at least 1)")
+    p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--opponents", default="rules-of-thumb,optimal,greedy", help="for several players: whom to measure against")
-    p.add_argument("--dest", default=None, help="checkpoints folder (default: the project's checkpoints/)")
+    p.add_argument("--dest", default="checkpoints", help="folder that receives NAME/ (default: ./checkpoints)")
     args = p.parse_args(argv)
+    try:
+        return _export(args)
+    except ExportError as e:
+        print(f"generala export: error: {e}", file=sys.stderr)
+        return 2
 
-    from agents.ppo import CHECKPOINTS
-    from agents.solver import load_or_solve
+
+def _export(args) -> int:
+    from agents.base import AgentError
+    from agents.ppo import METADATA_FILE, WEIGHTS_FILE, is_plain_name
     from generala_env.encoding import LAYOUT_VERSION, observation_size
-    from generala_env.rules import load_rules
+    from generala_env.rules import RulesError, load_rules
 
-    run = Path(args.run)
-    cfg = yaml.safe_load((run / "config.yaml").read_text())
-    state = json.loads((run / "state.json").read_text()) if (run / "state.json").is_file() else {}
-    model = run / args.model
-    if not model.is_file():
-        raise ValueError(f"{model} does not exist")
-    rules = load_rules(cfg["env"]["rules"])
-    players = int(cfg["env"]["num_players"])
-    dest = Path(args.dest or CHECKPOINTS) / args.name
-    dest.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(model, dest / "model.zip")
+    if not is_plain_name(args.name):
+        raise ExportError(f"--name must be a plain name (letters, digits, '.', '_', '-'; no path), got {args.name!r}")
+    root = Path(args.dest)
+    if root.exists() and not root.is_dir():
+        raise ExportError(f"--dest {root} is a file, not a folder")
+    cfg, state, model_file = _read_run(Path(args.run), args.model)
+    try:
+        rules = load_rules(cfg["env"]["rules"])
+    except (RulesError, KeyError) as e:
+        raise ExportError(f"the run's config names rules that cannot be loaded: {e}") from None
+    players = int(cfg["env"].get("num_players", 1))
+    opponents = [o for o in args.opponents.split(",") if o]
+    if players > 1 and not opponents:
+        raise ExportError("--opponents is empty: a several-player checkpoint is measured against them")
 
     from sb3_contrib import MaskablePPO
 
-    steps = int(MaskablePPO.load(model, device="cpu").num_timesteps)
-    meta = {
-        "name": args.name,
-        "algorithm": "sb3-contrib MaskablePPO",
-        "rules_name": rules.name,
-        "rules": rules.settings(),
-        "rules_fingerprint": rules.fingerprint(),
-        "num_players": players,
-        "reward": cfg["env"]["reward"],
-        "layout_version": LAYOUT_VERSION,
-        "obs_size": observation_size(rules, players),
-        "n_actions": 32 + rules.num_lines,
-        "training_steps": steps,
-        "training_seconds": round(float(state.get("train_seconds", 0.0)), 1),
-        "pretrain": state.get("pretrain"),
-        "source_run": str(run),
-        "source_model": args.model,
-        "config": cfg,
-        "exported": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    (dest / "metadata.json").write_text(json.dumps(meta, indent=2, default=float))
+    try:
+        model = MaskablePPO.load(model_file, device="cpu")
+    except Exception as e:  # a broken zip fails in many ways inside SB3
+        raise ExportError(f"{model_file} does not load as a MaskablePPO model: {type(e).__name__}: {e}") from None
+    network = network_of(model)
+    if network["obs_size"] != observation_size(rules, players):
+        raise ExportError(f"{model_file} takes observations of size {network['obs_size']}, the run's {players}-player {rules.name!r} games give {observation_size(rules, players)}")
 
-    seeds = [game_seed(args.seed, i) for i in range(args.games)]
-    evaluation: dict = {"games": args.games, "seed": args.seed}
-    if players == 1:
-        optimal = load_or_solve(rules)[0].expected_score
-        recs = play_many([(str(dest),)] * args.games, seeds, rules, desc=args.name)
-        m, lo, hi = mean_ci([r.totals[0] for r in recs])
-        evaluation.update(mean_score=m, ci95=[lo, hi], share_of_optimal=m / optimal, optimal_expected=optimal, command=f"generala evaluate --agents optimal,{args.name} --games {args.games} --seed {args.seed}")
-        print(f"{args.name}: mean {m:.2f} (95% CI {lo:.2f}–{hi:.2f}) over {args.games} games = {m / optimal:.2%} of optimal {optimal:.2f}")
-    else:
-        for opp in [o for o in args.opponents.split(",") if o]:
-            lineups, ss = [], []
-            for s in seeds:
-                for seat in range(players):
-                    lu = [opp] * players
-                    lu[seat] = str(dest)
-                    lineups.append(tuple(lu))
-                    ss.append(s)
-            recs = play_many(lineups, ss, rules, desc=f"{args.name} vs {opp}")
-            wins = draws = 0
-            for lu, r in zip(lineups, recs):
-                seat = lu.index(str(dest))
-                wins += r.winners == (seat,)
-                draws += seat in r.winners and len(r.winners) > 1
-            n = len(recs)
-            wr = wilson(wins, n)
-            evaluation[f"vs_{opp}"] = {"games": n, "win_rate": wr, "draw_rate": draws / n, "command": f"generala tournament --agents {args.name},{opp} --players {players} --games {args.games} --seed {args.seed}"}
-            print(f"{args.name} vs {opp}: win {wr[0]:.2%} (95% CI {wr[1]:.2%}–{wr[2]:.2%}), draws {draws / n:.2%}, {n} games")
-    meta["evaluation"] = evaluation
-    (dest / "metadata.json").write_text(json.dumps(meta, indent=2, default=float))
-    print(f"wrote {dest}/model.zip and metadata.json")
+    root.mkdir(parents=True, exist_ok=True)
+    dest = root / args.name
+    tmp = Path(tempfile.mkdtemp(prefix=f".{args.name}.new-", dir=root))
+    try:
+        write_policy(model, tmp)
+        meta = {
+            "name": args.name,
+            "algorithm": "sb3-contrib MaskablePPO",
+            "rules_name": rules.name,
+            "rules": rules.settings(),
+            "rules_fingerprint": rules.fingerprint(),
+            "num_players": players,
+            "reward": cfg["env"].get("reward"),
+            "layout_version": LAYOUT_VERSION,
+            "obs_size": observation_size(rules, players),
+            "n_actions": 32 + rules.num_lines,
+            "network": network,
+            "training_steps": int(model.num_timesteps),
+            "training_seconds": round(float(state.get("train_seconds", 0.0)), 1),
+            "pretrain": state.get("pretrain"),
+            "source_run": str(args.run),
+            "source_model": args.model,
+            "config": cfg,
+            "exported": time.strftime("%Y-%m-%d %H:%M:%S"),
+        }
+        (tmp / METADATA_FILE).write_text(json.dumps(meta, indent=2, default=float))
+        try:
+            verify(model, tmp, rules, players)
+        except AgentError as e:
+            raise ExportError(f"the exported checkpoint does not load: {e}") from None
+        meta["evaluation"] = evaluate(tmp, args.name, rules, players, args.games, args.seed, opponents)
+        (tmp / METADATA_FILE).write_text(json.dumps(meta, indent=2, default=float))
+        put_in_place(tmp, dest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"wrote {dest}/{WEIGHTS_FILE} and {METADATA_FILE}")
     return 0
 
 

@@ -1,0 +1,222 @@
+"""Checkpoints: tensors only (loading runs no code), checked at load time, exported without loss."""
+
+import base64
+import io
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agents
+import generala_env  # noqa: F401  (registers the env)
+from agents.base import AgentError
+from agents.ppo import METADATA_FILE, SHIPPED, WEIGHTS_FILE, PoolAgent, checkpoint_names, read_metadata
+from training.export import main as export_main
+from training.train import main as train_main
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = str(ROOT / "configs" / "ppo_tiny.yaml")
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", "tiny"]) == 0
+    return runs / "tiny"
+
+
+@pytest.fixture
+def shipped_copy(tmp_path):
+    """A copy of the shipped one-player checkpoint that a test may spoil."""
+    dst = tmp_path / "ck"
+    shutil.copytree(SHIPPED / "ppo-classic", dst)
+    return dst
+
+
+class _Boom:
+    """Unpickling this runs ``touch MARKER``: what a crafted SB3 zip can do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def crafted_model_zip(path: Path, marker: Path) -> None:
+    """An SB3-style model.zip whose ``data`` holds a ``:serialized:`` pickle that runs a command."""
+    blob = base64.b64encode(pickle.dumps(_Boom(marker))).decode()
+    data = {"policy_class": {":type:": "<class 'abc.ABCMeta'>", ":serialized:": blob}}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("data", json.dumps(data))
+        z.writestr("_stable_baselines3_version", "2.3.0")
+    path.write_bytes(buf.getvalue())
+
+
+# -- shipped checkpoints ------------------------------------------------------------------
+@pytest.mark.parametrize("name", checkpoint_names())
+def test_shipped_checkpoints_hold_tensors_and_metadata_only(name):
+    files = sorted(p.name for p in (SHIPPED / name).iterdir())
+    assert files == sorted([METADATA_FILE, WEIGHTS_FILE])
+    meta = read_metadata(SHIPPED / name)
+    assert meta["network"]["format"] == "sb3-actor-critic-mlp"
+
+
+def test_a_crafted_model_zip_runs_no_code_when_an_agent_is_loaded(shipped_copy, tmp_path):
+    marker = tmp_path / "pwned"
+    crafted_model_zip(shipped_copy / "model.zip", marker)
+    agent = agents.load(str(shipped_copy), rules="classic")  # loads the tensors, ignores model.zip
+    env = gym.make("Generala-v0")
+    obs, info = env.reset(seed=0)
+    agent.act(obs, info)
+    (shipped_copy / WEIGHTS_FILE).unlink()
+    with pytest.raises(AgentError, match="runs code when loaded"):
+        agents.load(str(shipped_copy), rules="classic")
+    assert not marker.exists()
+
+
+def test_generala_evaluate_on_a_crafted_checkpoint_runs_no_code(shipped_copy, tmp_path):
+    marker = tmp_path / "pwned"
+    (shipped_copy / WEIGHTS_FILE).unlink()
+    crafted_model_zip(shipped_copy / "model.zip", marker)
+    proc = subprocess.run(
+        [sys.executable, "-m", "generala_env.cli", "evaluate", "--agents", str(shipped_copy), "--games", "2", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert proc.returncode != 0 and "runs code when loaded" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not marker.exists()
+
+
+# -- checks at load time --------------------------------------------------------------------
+@pytest.mark.parametrize("key", ["rules", "num_players", "network", "obs_size"])
+def test_metadata_without_a_key_is_refused_by_name(shipped_copy, key):
+    meta = read_metadata(shipped_copy)
+    del meta[key]
+    (shipped_copy / METADATA_FILE).write_text(json.dumps(meta))
+    with pytest.raises(AgentError, match=f"lacks '{key}'"):
+        agents.load(str(shipped_copy), rules="classic")
+
+
+def test_two_player_weights_under_one_player_metadata_are_refused_at_load(shipped_copy):
+    shutil.copyfile(SHIPPED / "ppo-classic-2p" / WEIGHTS_FILE, shipped_copy / WEIGHTS_FILE)
+    with pytest.raises(AgentError, match="has shape .* the metadata's network needs"):
+        agents.load(str(shipped_copy), rules="classic")
+
+
+def test_truncated_weights_are_refused_at_load(shipped_copy):
+    data = (shipped_copy / WEIGHTS_FILE).read_bytes()
+    (shipped_copy / WEIGHTS_FILE).write_bytes(data[: len(data) // 2])
+    with pytest.raises(AgentError, match="cannot be read"):
+        agents.load(str(shipped_copy), rules="classic")
+
+
+@pytest.mark.parametrize("name", ["greedy", "optimal", "random", "rules-of-thumb", "turn-optimal", "ppo-classic"])
+def test_an_agent_built_for_classic_refuses_a_double_game_clearly(name):
+    agent = agents.load(name, rules="classic")
+    env = gym.make("Generala-v0", rules="double")
+    obs, info = env.reset(seed=0)
+    with pytest.raises(AgentError, match="classic"):
+        agent.act(obs, info)
+
+
+@pytest.mark.parametrize("bad", [None, "", 3])
+def test_load_refuses_what_is_not_a_name(bad):
+    with pytest.raises(AgentError, match="non-empty name"):
+        agents.load(bad)
+
+
+# -- the self-play pool -------------------------------------------------------------------
+def test_pool_ignores_files_that_are_not_step_n(tiny_run, tmp_path):
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    step = sorted((tiny_run / "checkpoints").glob("step_*.zip"))[0]
+    shutil.copyfile(step, pool / "step_256.zip")
+    shutil.copyfile(step, pool / "step_final.zip")
+    (pool / "notes.txt").write_text("x")
+    agent = agents.load(f"pool:{pool}", rules="classic", seed=0)
+    assert [p.name for p in agent.pool_files()] == ["step_256.zip"]
+    agent.reset(seed=1)
+    assert agent.current is not None
+
+
+def test_a_missing_pool_folder_is_said_and_a_file_refused(tmp_path):
+    with pytest.warns(UserWarning, match="does not exist yet: playing 'rules-of-thumb'"):
+        PoolAgent(tmp_path / "nowhere", rules="classic")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(AgentError, match="is not a folder"):
+        PoolAgent(tmp_path / "file", rules="classic")
+
+
+# -- export -----------------------------------------------------------------------------------
+def _tree(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_export_writes_tensors_that_play_like_the_model_and_replaces_atomically(tiny_run, tmp_path):
+    dest = tmp_path / "cks"
+    assert export_main([str(tiny_run), "--name", "tiny", "--games", "4", "--dest", str(dest)]) == 0
+    assert sorted(p.name for p in (dest / "tiny").iterdir()) == [METADATA_FILE, WEIGHTS_FILE]
+    first = read_metadata(dest / "tiny")
+    assert first["training_steps"] >= 512 and first["evaluation"]["games"] == 4 and first["pretrain"] is None
+    assert export_main([str(tiny_run), "--name", "tiny", "--games", "5", "--dest", str(dest)]) == 0
+    assert read_metadata(dest / "tiny")["evaluation"]["games"] == 5
+    assert sorted(p.name for p in dest.iterdir()) == ["tiny"]  # no temporary or old folders left
+
+
+def test_export_of_a_broken_model_leaves_the_old_checkpoint_untouched(tiny_run, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    (run / "best_model.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    dest = tmp_path / "cks"
+    shutil.copytree(SHIPPED / "ppo-classic", dest / "ppo-classic")
+    before = _tree(dest)
+    assert export_main([str(run), "--name", "ppo-classic", "--games", "4", "--dest", str(dest)]) == 2
+    assert "does not load as a MaskablePPO model" in capsys.readouterr().err
+    assert _tree(dest) == before
+
+
+@pytest.mark.parametrize("name", ["../x", "a/b", "..", ".hidden", "x y"])
+def test_export_names_must_be_plain(tiny_run, tmp_path, capsys, name):
+    dest = tmp_path / "cks"
+    assert export_main([str(tiny_run), "--name", name, "--games", "2", "--dest", str(dest)]) == 2
+    assert "--name must be a plain name" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not dest.exists()
+
+
+@pytest.mark.parametrize("args, message", [(["--games", "0"], "--games: must be at least 1"), (["--seed", "-1"], "--seed: must be 0 or more")])
+def test_export_options_are_checked(tiny_run, tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) as e:
+        export_main([str(tiny_run), "--name", "t", "--dest", str(tmp_path), *args])
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+# -- packaging ----------------------------------------------------------------------------------
+def test_the_wheel_carries_presets_checkpoints_and_license(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT), "-w", str(tmp_path)], check=True, capture_output=True, timeout=300)
+    (whl,) = tmp_path.glob("generala_rl-*.whl")
+    names = set(zipfile.ZipFile(whl).namelist())
+    for preset in ("classic", "double", "sixty"):
+        assert f"generala_env/presets/{preset}.yaml" in names
+    for ck in checkpoint_names():
+        assert {f"agents/checkpoints/{ck}/{METADATA_FILE}", f"agents/checkpoints/{ck}/{WEIGHTS_FILE}"} <= names
+    assert "generala_env/py.typed" in names and "agents/py.typed" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert not any(n.endswith(".zip") for n in names)
+    assert generala_env.__version__ in whl.name
+
+
+def test_presets_are_read_from_inside_the_package():
+    from generala_env.rules import PRESETS_DIR
+
+    assert PRESETS_DIR.parent == Path(generala_env.__file__).parent
+    assert np.isclose(agents.load("optimal").expected_score, 149.11, atol=0.01)
