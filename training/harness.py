@@ -11,8 +11,10 @@ were split between worker processes.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,6 +107,49 @@ def play_game(agents, rules, seed: int, names=None) -> GameRecord:
 
 
 # -- running many games, on every core ----------------------------------------------
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped the games; ``played`` of them had come back.
+
+    A ``KeyboardInterrupt``, so that no ``except Exception`` on the way swallows it.
+    """
+
+    def __init__(self, signum: int, played: int = 0):
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum, self.played = signum, played
+
+    @property
+    def exit_status(self) -> int:
+        """128 + the signal's number, as a shell reports a process that signal ended."""
+        return 128 + self.signum
+
+
+@contextmanager
+def signals_interrupt():
+    """Within, the first SIGINT or SIGTERM raises ``Interrupted``; later ones are ignored.
+
+    A signal this process was started ignoring (a background job's SIGINT) stays ignored.
+    """
+
+    def raise_interrupted(signum, frame):
+        for s in _STOP_SIGNALS:
+            if signal.getsignal(s) is raise_interrupted:
+                signal.signal(s, signal.SIG_IGN)  # let the first one's cleanup finish
+        raise Interrupted(signum)
+
+    old = {s: signal.getsignal(s) for s in _STOP_SIGNALS}
+    for s, h in old.items():
+        if h is not signal.SIG_IGN:
+            signal.signal(s, raise_interrupted)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, signal.SIG_DFL if h is None else h)
+
+
 _WORKER_AGENTS: dict = {}
 
 
@@ -123,8 +168,13 @@ _IN_WORKER = False
 
 
 def _worker_init() -> None:
+    """Mark this process a worker: it ignores SIGINT (Ctrl-C reaches the whole process
+    group, and the parent stops its workers) and SIGTERM ends it at once."""
     global _IN_WORKER
     _IN_WORKER = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # held while play_many started it
 
 
 def _run_chunk(job):
@@ -135,11 +185,23 @@ def _run_chunk(job):
     return out
 
 
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel the chunks not started and end the workers now, not waiting for their games."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # no public handle before Python 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(5)
+
+
 def play_many(lineups: list[tuple[str, ...]], seeds: list[int], rules, workers: int | None = None, progress: bool = True, desc: str = "games") -> list[GameRecord]:
     """Play ``lineups[i]`` (agent names by seat) on the dice of ``seeds[i]``, in order.
 
     ``workers``: processes to use (default: every core); results are identical for any
-    number of workers.
+    number of workers. On ``Interrupted`` (see ``signals_interrupt``) or any other error
+    the workers are stopped before it propagates; ``Interrupted.played`` counts the games
+    whose results had come back.
     """
     rules = load_rules(rules)
     n = len(lineups)
@@ -152,24 +214,46 @@ def play_many(lineups: list[tuple[str, ...]], seeds: list[int], rules, workers: 
 
         bar = tqdm(total=n, desc=desc, unit="game", leave=False, dynamic_ncols=True)
     results: list[GameRecord] = []
-    if workers == 1:
-        for job in jobs:
-            results.extend(_run_chunk(job))
-            if bar:
-                bar.update(len(job[1]))
-    else:
-        import multiprocessing as mp
-
-        # fork is fastest, but not once torch has started its thread pool in this process
-        ctx = mp.get_context("spawn" if "torch" in sys.modules else "fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init) as pool:
-            for part in pool.map(_run_chunk, jobs):
-                results.extend(part)
+    try:
+        if workers == 1:
+            for job in jobs:
+                results.extend(_run_chunk(job))
                 if bar:
-                    bar.update(len(part))
-    if bar:
-        bar.close()
+                    bar.update(len(job[1]))
+        else:
+            _play_in_pool(jobs, workers, results, bar)
+    except Interrupted as e:
+        e.played = len(results)
+        raise
+    finally:
+        if bar:
+            bar.close()
     return results
+
+
+def _play_in_pool(jobs, workers: int, results: list, bar) -> None:
+    """Play ``jobs`` in worker processes, adding their games to ``results`` in order."""
+    import multiprocessing as mp
+
+    # fork is fastest, but not once torch has started its thread pool in this process
+    ctx = mp.get_context("spawn" if "torch" in sys.modules else "fork")
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
+    try:
+        # the workers start (on submit) with SIGINT and SIGTERM held until _worker_init
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            futures = [pool.submit(_run_chunk, job) for job in jobs]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        for f in futures:
+            part = f.result()
+            results.extend(part)
+            if bar:
+                bar.update(len(part))
+    except BaseException:
+        _stop_workers(pool)
+        raise
+    pool.shutdown()
 
 
 def play_lockstep(act_batch, rules, seeds: list[int]) -> list[GameRecord]:
