@@ -9,6 +9,29 @@ import sys
 import numpy as np
 
 
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--games``, ``--workers``)."""
+    n = _whole(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def seed_int(text: str) -> int:
+    """An argparse type: a seed, a whole number of 0 or more (numpy takes no negative seeds)."""
+    n = _whole(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n
+
+
 def _rules_cmd(args) -> int:
     from .rules import load_rules, preset_names
     from .scoring import line_max
@@ -123,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("play-random", help="play one game with random legal moves, rendered as text")
     pr.add_argument("--rules", default="classic")
     pr.add_argument("--players", type=int, default=1)
-    pr.add_argument("--seed", type=int, default=0)
+    pr.add_argument("--seed", type=seed_int, default=0)
     pr.set_defaults(func=_play_random_cmd)
 
     a = sub.add_parser("agents", help="list the agents by name")

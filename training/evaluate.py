@@ -5,20 +5,25 @@
 
 Prints a table (mean score with 95% CI, standard deviation, share of the optimal
 expected score, generala and served rates, lines crossed out) and writes
-``results.json``, ``results.md`` and ``scores.png`` into ``--out``.
+``results.json``, ``results.md`` and ``scores.png`` into ``--out``. Ctrl-C or SIGTERM
+stops the workers and writes nothing (exit status 130 or 143).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .harness import game_seed, play_many
+from generala_env.cli import positive_int, seed_int
+
+from .harness import Interrupted, game_seed, play_many, signals_interrupt
 from .stats import mean_ci
 
 
@@ -50,6 +55,38 @@ def check_agents(names: list[str], rules, players: int) -> None:
         p = _players_of(n)
         if p is not None and p != players:
             raise ValueError(f"agent {n!r} is a {p}-player checkpoint; this program plays {players}-player games")
+
+
+def make_out(out: Path) -> list[Path]:
+    """Make the output folder now, so that a bad ``--out`` fails before any game is played.
+
+    Returns the folders it made, outermost first; changes nothing that was already there.
+    """
+    made, there = [], out
+    while not there.exists() and not there.is_symlink():
+        made.insert(0, there)
+        there = there.parent
+    if not there.is_dir():
+        raise ValueError(f"--out {out}: {there} is not a folder")
+    if not os.access(there, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: {there} is not writable")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):  # root passes os.access; a file written tells
+            pass
+    except OSError as e:
+        unmake_out(made)
+        raise ValueError(f"--out {out}: cannot write there ({e.strerror or e})") from None
+    return made
+
+
+def unmake_out(made: list[Path]) -> None:
+    """Remove the folders ``make_out`` made, innermost first, as long as they are empty."""
+    for d in reversed(made):
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def summarize(name: str, recs, rules, optimal: float) -> dict:
@@ -114,36 +151,8 @@ def plot(rows: list[dict], scores: dict, path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="generala evaluate", description=__doc__.split("\n\n")[0])
-    p.add_argument("--agents", help="comma-separated agent names (default: the shipped agents)")
-    p.add_argument("--rules", default="classic")
-    p.add_argument("--games", type=int, default=500)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
-    p.add_argument("--out", default=None, help="output folder (default results/evaluate-RULES-seedS)")
-    p.add_argument("--no-progress", action="store_true")
-    args = p.parse_args(argv)
-
-    from agents.solver import load_or_solve
-    from generala_env.rules import load_rules
-
-    rules = load_rules(args.rules)
-    if args.games < 1:
-        raise ValueError(f"--games must be at least 1, got {args.games}")
-    names = [n.strip() for n in args.agents.split(",")] if args.agents else default_agents()
-    check_agents(names, rules, 1)
-    optimal = load_or_solve(rules)[0].expected_score
-    seeds = [game_seed(args.seed, i) for i in range(args.games)]
-
-    t0 = time.time()
-    rows, scores = [], {}
-    for name in names:
-        recs = play_many([(name,)] * args.games, seeds, rules, workers=args.workers, progress=not args.no_progress, desc=name)
-        rows.append(summarize(name, recs, rules, optimal))
-        scores[name] = [float(r.totals[0]) for r in recs]
-    wall = time.time() - t0
-
+def report(args, rules, rows: list[dict], scores: dict, optimal: float, out: Path, wall: float, command: str) -> None:
+    """Print the table and write ``results.json``, ``results.md`` and ``scores.png`` into ``out``."""
     print(f"rules {rules.name}: {args.games} games per agent, seed {args.seed}, same dice for every agent; optimal expected score {optimal:.2f}")
     print(f"{'agent':<16}{'mean':>8}  {'95% CI':<17}{'std':>6}{'% opt':>8}{'generala':>10}{'served':>8}  most crossed out")
     for r in rows:
@@ -152,15 +161,57 @@ def main(argv=None) -> int:
             f"{r['agent']:<16}{r['mean']:>8.2f}  {r['ci95'][0]:>7.2f}–{r['ci95'][1]:<8.2f}{r['std']:>6.1f}{100 * r['share_of_optimal']:>7.1f}%"
             f"{r.get('generala_rate', float('nan')):>10.3f}{r['served_per_game']:>8.2f}  {worst[0]} {worst[1]:.0%}"
         )
-    out = Path(args.out or f"results/evaluate-{rules.name}-seed{args.seed}")
-    out.mkdir(parents=True, exist_ok=True)
-    result = {"rules": rules.name, "rules_settings": rules.settings(), "games": args.games, "seed": args.seed, "optimal_expected": optimal, "wall_seconds": wall, "agents": rows, "command": "generala evaluate " + " ".join(argv or sys.argv[1:])}
+    result = {"rules": rules.name, "rules_settings": rules.settings(), "games": args.games, "seed": args.seed, "optimal_expected": optimal, "wall_seconds": wall, "agents": rows, "command": command}
     (out / "results.json").write_text(json.dumps(result, indent=2))
     (out / "results.md").write_text(markdown(rows, rules, args.games, args.seed, optimal))
     plot(rows, scores, out / "scores.png", f"Final scores on {rules.name} ({args.games} games, same dice)")
     print(f"wrote {out}/results.json, results.md, scores.png ({wall:.1f} s)")
-    return 0
 
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="generala evaluate", description=__doc__.split("\n\n")[0])
+    p.add_argument("--agents", help="comma-separated agent names (default: the shipped agents)")
+    p.add_argument("--rules", default="classic")
+    p.add_argument("--games", type=positive_int, default=500)
+    p.add_argument("--seed", type=seed_int, default=0)
+    p.add_argument("--workers", type=positive_int, default=None, help="processes (default: every core)")
+    p.add_argument("--out", default=None, help="output folder (default results/evaluate-RULES-seedS)")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+
+    from agents.solver import load_or_solve
+    from generala_env.rules import load_rules
+
+    rules = load_rules(args.rules)
+    names = [n.strip() for n in args.agents.split(",")] if args.agents else default_agents()
+    out = Path(args.out or f"results/evaluate-{rules.name}-seed{args.seed}")
+    made, played, writing = [], 0, False
+    try:
+        with signals_interrupt():
+            made = make_out(out)
+            check_agents(names, rules, 1)
+            optimal = load_or_solve(rules)[0].expected_score
+            seeds = [game_seed(args.seed, i) for i in range(args.games)]
+            t0 = time.time()
+            rows, scores = [], {}
+            for name in names:
+                recs = play_many([(name,)] * args.games, seeds, rules, workers=args.workers, progress=not args.no_progress, desc=name)
+                played += len(recs)
+                rows.append(summarize(name, recs, rules, optimal))
+                scores[name] = [float(r.totals[0]) for r in recs]
+            writing = True
+            report(args, rules, rows, scores, optimal, out, time.time() - t0, "generala evaluate " + " ".join(argv or sys.argv[1:]))
+    except Interrupted as e:
+        unmake_out(made)
+        if writing:
+            print(f"generala evaluate: interrupted while writing {out}; its files may be incomplete", file=sys.stderr)
+        else:
+            print(f"generala evaluate: interrupted, {played + e.played} of {args.games * len(names)} games played; nothing written", file=sys.stderr)
+        return e.exit_status
+    except BaseException:
+        unmake_out(made)  # only folders still empty
+        raise
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

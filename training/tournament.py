@@ -7,7 +7,8 @@ twice, once with each agent in seat 0 ("duplicate" play), so neither seat nor di
 favours one side. With more players the listed agents (exactly ``--players`` of them) play
 every rotation of the seats on each seed. Reports win/draw/loss with Wilson 95% intervals,
 mean margins and games ended by a served generala; writes ``results.json``,
-``results.md`` and ``winrates.png`` into ``--out``.
+``results.md`` and ``winrates.png`` into ``--out``. Ctrl-C or SIGTERM stops the workers
+and writes nothing (exit status 130 or 143).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .evaluate import check_agents
-from .harness import game_seed, play_many
+from generala_env.cli import positive_int, seed_int
+
+from .evaluate import check_agents, make_out, unmake_out
+from .harness import Interrupted, game_seed, play_many, signals_interrupt
 from .stats import mean_ci, wilson
 
 
@@ -102,39 +105,9 @@ def plot_matrix(names, matrix, path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="generala tournament", description=__doc__.split("\n\n")[0])
-    p.add_argument("--agents", required=True, help="comma-separated agent names")
-    p.add_argument("--players", type=int, default=2)
-    p.add_argument("--rules", default="classic")
-    p.add_argument("--games", type=int, default=1000, help="dice seeds per matchup (each played in every seating)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--out", default=None)
-    p.add_argument("--no-progress", action="store_true")
-    args = p.parse_args(argv)
-
-    from generala_env.rules import load_rules
-
-    rules = load_rules(args.rules)
-    names = [n.strip() for n in args.agents.split(",")]
-    if args.games < 1:
-        raise ValueError(f"--games must be at least 1, got {args.games}")
-    if not 2 <= args.players <= 6:
-        raise ValueError(f"--players must be 2 to 6, got {args.players}")
-    if len(set(names)) != len(names):
-        raise ValueError("each agent may be listed once")
-    if args.players == 2 and len(names) < 2:
-        raise ValueError("a 2-player tournament needs at least two agents")
-    if args.players > 2 and len(names) != args.players:
-        raise ValueError(f"with --players {args.players}, list exactly {args.players} agents")
-    check_agents(names, rules, args.players)
-
-    plan = _lineups(names, args.players, args.games, args.seed)
-    t0 = time.time()
-    recs = play_many([x[0] for x in plan], [x[1] for x in plan], rules, workers=args.workers, progress=not args.no_progress, desc="tournament")
-    wall = time.time() - t0
-
+def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, command: str) -> None:
+    """Tally every matchup, print the table and write ``results.json``, ``results.md`` and
+    ``winrates.png`` into ``out``."""
     rows = []
     matrix = np.full((len(names), len(names)), np.nan)
     for i, a in enumerate(names):
@@ -156,9 +129,7 @@ def main(argv=None) -> int:
             f"{r['agent']:<16}{r['opponent']:<16}{r['games']:>6}{wr[0]:>8.1%}  {wr[1]:.1%}–{wr[2]:<7.1%}{dr[0]:>6.1%}{lr[0]:>7.1%}"
             f"{mm[0]:>+8.2f}  {mm[1]:+.2f}–{mm[2]:<+8.2f}{r['served_generala_endings']:>10}"
         )
-    out = Path(args.out or f"results/tournament-{rules.name}-{args.players}p-seed{args.seed}")
-    out.mkdir(parents=True, exist_ok=True)
-    result = {"rules": rules.name, "players": args.players, "games_per_matchup": args.games, "seed": args.seed, "wall_seconds": wall, "matchups": rows, "agents": names, "command": "generala tournament " + " ".join(argv or sys.argv[1:])}
+    result = {"rules": rules.name, "players": args.players, "games_per_matchup": args.games, "seed": args.seed, "wall_seconds": wall, "matchups": rows, "agents": names, "command": command}
     (out / "results.json").write_text(json.dumps(result, indent=2))
     md = [
         f"# Tournament on `{rules.name}`: {args.players} players, {args.games} seeds per matchup, seats swapped on the same dice",
@@ -175,6 +146,53 @@ def main(argv=None) -> int:
     (out / "results.md").write_text("\n".join(md) + "\n")
     plot_matrix(names, matrix, out / "winrates.png", f"Win rate, {rules.name}, {args.players} players")
     print(f"wrote {out}/results.json, results.md, winrates.png ({wall:.1f} s)")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="generala tournament", description=__doc__.split("\n\n")[0])
+    p.add_argument("--agents", required=True, help="comma-separated agent names")
+    p.add_argument("--players", type=int, default=2)
+    p.add_argument("--rules", default="classic")
+    p.add_argument("--games", type=positive_int, default=1000, help="dice seeds per matchup (each played in every seating)")
+    p.add_argument("--seed", type=seed_int, default=0)
+    p.add_argument("--workers", type=positive_int, default=None, help="processes (default: every core)")
+    p.add_argument("--out", default=None)
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+
+    from generala_env.rules import load_rules
+
+    rules = load_rules(args.rules)
+    names = [n.strip() for n in args.agents.split(",")]
+    if not 2 <= args.players <= 6:
+        raise ValueError(f"--players must be 2 to 6, got {args.players}")
+    if len(set(names)) != len(names):
+        raise ValueError("each agent may be listed once")
+    if args.players == 2 and len(names) < 2:
+        raise ValueError("a 2-player tournament needs at least two agents")
+    if args.players > 2 and len(names) != args.players:
+        raise ValueError(f"with --players {args.players}, list exactly {args.players} agents")
+    out = Path(args.out or f"results/tournament-{rules.name}-{args.players}p-seed{args.seed}")
+    plan = _lineups(names, args.players, args.games, args.seed)
+    made, writing = [], False
+    try:
+        with signals_interrupt():
+            made = make_out(out)
+            check_agents(names, rules, args.players)
+            t0 = time.time()
+            recs = play_many([x[0] for x in plan], [x[1] for x in plan], rules, workers=args.workers, progress=not args.no_progress, desc="tournament")
+            writing = True
+            report(args, rules, names, plan, recs, out, time.time() - t0, "generala tournament " + " ".join(argv or sys.argv[1:]))
+    except Interrupted as e:
+        unmake_out(made)
+        if writing:
+            print(f"generala tournament: interrupted while writing {out}; its files may be incomplete", file=sys.stderr)
+        else:
+            print(f"generala tournament: interrupted, {e.played} of {len(plan)} games played; nothing written", file=sys.stderr)
+        return e.exit_status
+    except BaseException:
+        unmake_out(made)  # only folders still empty
+        raise
     return 0
 
 
