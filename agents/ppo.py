@@ -171,59 +171,72 @@ def load_policy_net(path: Path, meta: dict) -> PolicyNet:
 REQUIRED_METADATA = ("rules", "num_players", "layout_version", "obs_size", "n_actions", "network")
 
 
-class PPOAgent(Agent):
-    """A trained PPO policy, playing its most likely legal action."""
+class PolicyAgent(Agent):
+    """Plays the most likely legal action of a :class:`PolicyNet` (no torch needed)."""
 
-    def __init__(self, path, rules="classic", seed: int | None = None, num_players: int | None = None):
+    def __init__(self, net: PolicyNet, rules="classic", num_players: int = 1, name: str = "policy", seed: int | None = None):
         super().__init__(rules, seed)
-        self.path = Path(path)
-        self.metadata = m = read_metadata(self.path)
-        self.name = self.path.name
-        missing = [k for k in REQUIRED_METADATA if k not in m]
-        if missing:
-            raise AgentError(f"checkpoint {self.name}: {METADATA_FILE} lacks {', '.join(map(repr, missing))}")
-        try:
-            trained = load_rules(m["rules"])
-        except RulesError as e:
-            raise AgentError(f"checkpoint {self.name}: its rules cannot be read: {e}") from None
-        if trained.fingerprint() != self.rules.fingerprint():
-            raise AgentError(
-                f"checkpoint {self.name} was trained for rules {m.get('rules_name')!r} "
-                f"(fingerprint {trained.fingerprint()}), not for {self.rules.name!r} ({self.rules.fingerprint()})"
-            )
-        if m["layout_version"] != LAYOUT_VERSION:
-            raise AgentError(
-                f"checkpoint {self.name} uses observation layout version {m['layout_version']}, "
-                f"this code encodes version {LAYOUT_VERSION}: retrain it"
-            )
-        np_ = m["num_players"]
-        if isinstance(np_, bool) or not isinstance(np_, int) or not 1 <= np_ <= 6:
-            raise AgentError(f"checkpoint {self.name}: 'num_players' must be a whole number from 1 to 6, got {np_!r}")
-        self.num_players = np_
-        if num_players is not None and int(num_players) != self.num_players:
-            raise AgentError(f"checkpoint {self.name} plays {self.num_players}-player games, not {num_players}-player ones")
-        self.obs_size = observation_size(self.rules, self.num_players)
+        self.net, self.name, self.num_players = net, name, num_players
+        self.obs_size = observation_size(self.rules, num_players)
         self.n_actions = NUM_MASKS + self.rules.num_lines
-        if m["obs_size"] != self.obs_size or m["n_actions"] != self.n_actions:
+        if (net.obs_size, net.n_actions) != (self.obs_size, self.n_actions):
             raise AgentError(
-                f"checkpoint {self.name}: metadata says observations of size {m['obs_size']} and {m['n_actions']} actions; "
-                f"{self.num_players}-player {self.rules.name!r} games have {self.obs_size} and {self.n_actions}"
+                f"{name}: the network takes {net.obs_size} inputs and gives {net.n_actions} actions; "
+                f"{num_players}-player {self.rules.name!r} games have {self.obs_size} and {self.n_actions}"
             )
-        net = m["network"]
-        if not isinstance(net, dict) or net.get("obs_size") != self.obs_size or net.get("n_actions") != self.n_actions:
-            raise AgentError(f"checkpoint {self.name}: its network's sizes do not match obs_size {self.obs_size} and n_actions {self.n_actions}")
-        self.net = load_policy_net(self.path, m)
 
     def act(self, observation, info) -> int:
         obs = np.asarray(observation, dtype=np.float32)
         if obs.shape != (self.obs_size,):
             raise AgentError(
-                f"checkpoint {self.name} plays {self.num_players}-player {self.rules.name!r} games (observation size "
+                f"{self.name} plays {self.num_players}-player {self.rules.name!r} games (observation size "
                 f"{self.obs_size}); got an observation of shape {obs.shape}"
             )
         mask = self.legal_mask(info)
-        logits = self.net.logits(obs)
-        return int(np.argmax(np.where(mask, logits, -np.inf)))
+        return int(np.argmax(np.where(mask, self.net.logits(obs), -np.inf)))
+
+
+class PPOAgent(PolicyAgent):
+    """A trained PPO policy from a checkpoint folder, playing its most likely legal action."""
+
+    def __init__(self, path, rules="classic", seed: int | None = None, num_players: int | None = None):
+        path = Path(path)
+        m = read_metadata(path)
+        name = path.name
+        missing = [k for k in REQUIRED_METADATA if k not in m]
+        if missing:
+            raise AgentError(f"checkpoint {name}: {METADATA_FILE} lacks {', '.join(map(repr, missing))}")
+        rules = load_rules(rules)
+        try:
+            trained = load_rules(m["rules"])
+        except RulesError as e:
+            raise AgentError(f"checkpoint {name}: its rules cannot be read: {e}") from None
+        if trained.fingerprint() != rules.fingerprint():
+            raise AgentError(
+                f"checkpoint {name} was trained for rules {m.get('rules_name')!r} "
+                f"(fingerprint {trained.fingerprint()}), not for {rules.name!r} ({rules.fingerprint()})"
+            )
+        if m["layout_version"] != LAYOUT_VERSION:
+            raise AgentError(
+                f"checkpoint {name} uses observation layout version {m['layout_version']}, "
+                f"this code encodes version {LAYOUT_VERSION}: retrain it"
+            )
+        players = m["num_players"]
+        if isinstance(players, bool) or not isinstance(players, int) or not 1 <= players <= 6:
+            raise AgentError(f"checkpoint {name}: 'num_players' must be a whole number from 1 to 6, got {players!r}")
+        if num_players is not None and int(num_players) != players:
+            raise AgentError(f"checkpoint {name} plays {players}-player games, not {num_players}-player ones")
+        obs_size, n_actions = observation_size(rules, players), NUM_MASKS + rules.num_lines
+        if m["obs_size"] != obs_size or m["n_actions"] != n_actions:
+            raise AgentError(
+                f"checkpoint {name}: metadata says observations of size {m['obs_size']} and {m['n_actions']} actions; "
+                f"{players}-player {rules.name!r} games have {obs_size} and {n_actions}"
+            )
+        net = m["network"]
+        if not isinstance(net, dict) or net.get("obs_size") != obs_size or net.get("n_actions") != n_actions:
+            raise AgentError(f"checkpoint {name}: its network's sizes do not match obs_size {obs_size} and n_actions {n_actions}")
+        super().__init__(load_policy_net(path, m), rules, players, name, seed)
+        self.path, self.metadata = path, m
 
 
 _STEP_FILE = re.compile(r"step_(\d+)\.zip")

@@ -1,0 +1,29 @@
+"""The solver-judged diagnosis: perfect play has no regret; other play's regrets add up to its gap."""
+
+import math
+
+from training.diagnose import diagnose, main
+
+
+def test_the_optimal_player_has_no_regret_and_always_the_best_action():
+    d = diagnose("optimal", "classic", games=20, seed=3)
+    assert d["regret_per_game"] == 0.0
+    assert d["hold"]["optimal_share"] == 1.0 and d["write"]["optimal_share"] == 1.0
+    assert d["mean_score"] == d["optimal_mean_same_dice"]
+
+
+def test_regrets_add_up_to_the_gap_to_the_optimal_expected_score():
+    games = 300
+    d = diagnose("greedy", "classic", games=games, seed=0)
+    gap = d["optimal_expected"] - d["mean_score"]
+    assert d["regret_per_game"] > 10  # greedy is far from perfect
+    assert math.isclose(d["regret_per_game"], d["hold"]["regret_per_game"] + d["write"]["regret_per_game"])
+    assert math.isclose(sum(d["regret_by_turn"]["hold"]) + sum(d["regret_by_turn"]["write"]), d["regret_per_game"])
+    # performance-difference lemma: E[sum of regrets] = V*(start) - E[score]; scores vary by about 30 points
+    assert abs(d["regret_per_game"] - gap) < 4 * 32 / games**0.5
+
+
+def test_a_policy_checkpoint_reports_its_entropy(capsys):
+    assert main(["ppo-classic", "--games", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "| holds |" in out and "| writes |" in out and "–" not in out.split("| holds |")[1].split("\n")[0]

@@ -1,0 +1,199 @@
+"""Where a one-player agent loses points against perfect play, measured with the exact solver.
+
+    python -m training.diagnose ppo-classic --games 2000
+    python -m training.diagnose runs/RUN/best_model.zip --games 2000 --json diag.json
+
+The solver is used here as a yardstick only: it judges the agent's moves, it never trains
+anything. At each decision of the agent (on the shared seeded dice of ``training.harness``)
+the solver gives the expected final total after every legal action, so each move has a
+*regret*: the best action's value minus the chosen one's. By the performance-difference
+lemma the regrets of a game add up, in expectation, to the optimal expected score minus the
+agent's: the report splits that gap into hold decisions and write decisions, by turn, and
+shows how often the agent picks the optimal action, how sure it is (the entropy of its
+policy over the legal actions, for PPO policies), and which lines it crosses out compared
+with the optimal player on the same dice.
+
+An ``AGENT`` is any name or checkpoint folder that ``agents.load`` takes, or an SB3
+``.zip`` of a run you made (a pickle: it is loaded with SB3, so only for your own runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .harness import game_seed, play_game
+
+HOLD, WRITE = 0, 1
+
+
+@dataclass
+class Decisions:
+    """One row per decision of the diagnosed agent."""
+
+    kind: list[int] = field(default_factory=list)  # HOLD or WRITE
+    turn: list[int] = field(default_factory=list)  # lines filled before this turn (0-based turn)
+    regret: list[float] = field(default_factory=list)  # best value minus the chosen action's value
+    optimal: list[bool] = field(default_factory=list)  # the chosen action is a best one
+    entropy: list[float] = field(default_factory=list)  # of the policy over legal actions (nan if unknown)
+
+
+class Judged:
+    """Wraps an agent: plays its moves and records what the solver thinks of each."""
+
+    def __init__(self, agent, solver, record: Decisions):
+        self.agent, self.solver, self.rec = agent, solver, record
+        self.name = getattr(agent, "name", "agent")
+        self.gen = solver.gen
+
+    def reset(self, seed=None):
+        if hasattr(self.agent, "reset"):
+            self.agent.reset(seed=seed)
+
+    def act(self, obs, info):
+        from agents.base import SeatView
+
+        a = int(self.agent.act(obs, info))
+        v = SeatView.from_info(info)
+        scored = self.gen >= 0 and v.sheet[self.gen] > 0
+        vals = self.solver.action_values(v.filled_mask, scored, v.roll, v.rolls_left, v.locked)
+        vals = np.where(v.mask, vals, -np.inf)
+        best = float(vals.max())
+        self.rec.kind.append(HOLD if a < 32 else WRITE)
+        self.rec.turn.append(int((v.sheet >= 0).sum()))
+        self.rec.regret.append(best - float(vals[a]))
+        self.rec.optimal.append(bool(vals[a] >= best - 1e-9))
+        self.rec.entropy.append(self._entropy(obs, v.mask))
+        return a
+
+    def _entropy(self, obs, mask) -> float:
+        net = getattr(self.agent, "net", None)
+        if net is None:
+            return float("nan")
+        z = net.logits(np.asarray(obs, np.float32))[mask]
+        z = z - z.max()
+        p = np.exp(z) / np.exp(z).sum()
+        return float(-(p * np.log(np.maximum(p, 1e-30))).sum())
+
+
+def load_agent(spec: str, rules):
+    """An agent from a name, a checkpoint folder, or an SB3 ``.zip`` (own runs only)."""
+    import agents
+
+    if spec.endswith(".zip"):
+        from sb3_contrib import MaskablePPO
+
+        from agents.ppo import PolicyAgent, PolicyNet
+
+        from .export import network_of
+
+        model = MaskablePPO.load(spec, device="cpu")
+        tensors = {k: t.detach().cpu().numpy() for k, t in model.policy.state_dict().items()}
+        return PolicyAgent(PolicyNet(network_of(model), tensors, spec), rules, name=Path(spec).name)
+    return agents.load(spec, rules=rules)
+
+
+def diagnose(spec: str, rules="classic", games: int = 1000, seed: int = 0) -> dict:
+    """The report as a mapping (see the module docstring)."""
+    import agents
+    from agents.solver import load_or_solve
+    from generala_env.rules import load_rules
+
+    rules = load_rules(rules)
+    solver = load_or_solve(rules)[0]
+    rec = Decisions()
+    judged = Judged(load_agent(spec, rules), solver, rec)
+    optimal = agents.load("optimal", rules=rules)
+    seeds = [game_seed(seed, i) for i in range(games)]
+    ours = [play_game([judged], rules, s) for s in seeds]
+    theirs = [play_game([optimal], rules, s) for s in seeds]
+
+    kind, turn = np.array(rec.kind), np.array(rec.turn)
+    regret, best, ent = np.array(rec.regret), np.array(rec.optimal), np.array(rec.entropy)
+    totals = np.array([r.totals[0] for r in ours], float)
+    opt_totals = np.array([r.totals[0] for r in theirs], float)
+
+    def part(sel):
+        return {
+            "decisions": int(sel.sum()),
+            "optimal_share": float(best[sel].mean()) if sel.any() else float("nan"),
+            "regret_per_game": float(regret[sel].sum() / games),
+            "mean_entropy": float(np.nanmean(ent[sel])) if sel.any() and not np.isnan(ent[sel]).all() else None,
+        }
+
+    L = rules.num_lines
+    crossed = {line: [float((np.array([r.sheets[0, l] for r in rs]) == 0).mean()) for rs in (ours, theirs)] for l, line in enumerate(rules.lines)}
+    return {
+        "agent": spec,
+        "rules": rules.name,
+        "games": games,
+        "seed": seed,
+        "mean_score": float(totals.mean()),
+        "optimal_mean_same_dice": float(opt_totals.mean()),
+        "optimal_expected": solver.expected_score,
+        "share_of_optimal": float(totals.mean() / solver.expected_score),
+        "regret_per_game": float(regret.sum() / games),
+        "hold": part(kind == HOLD),
+        "write": part(kind == WRITE),
+        "regret_by_turn": {
+            "hold": [float(regret[(kind == HOLD) & (turn == t)].sum() / games) for t in range(L)],
+            "write": [float(regret[(kind == WRITE) & (turn == t)].sum() / games) for t in range(L)],
+        },
+        "crossed_out": {line: {"agent": a, "optimal": o} for line, (a, o) in crossed.items()},
+    }
+
+
+def markdown(d: dict) -> str:
+    h, w = d["hold"], d["write"]
+
+    def ent(x):
+        return "–" if x is None else f"{x:.3f}"
+
+    lines = [
+        f"**{d['agent']}** on `{d['rules']}`, {d['games']} games (seed {d['seed']}): mean {d['mean_score']:.2f} = "
+        f"{d['share_of_optimal']:.1%} of the optimal {d['optimal_expected']:.2f} (optimal on the same dice: {d['optimal_mean_same_dice']:.2f}); "
+        f"regret {d['regret_per_game']:.2f} points a game",
+        "",
+        "| decisions | count | optimal action | regret / game | policy entropy |",
+        "|---|---:|---:|---:|---:|",
+        f"| holds | {h['decisions']:,} | {h['optimal_share']:.1%} | {h['regret_per_game']:.2f} | {ent(h['mean_entropy'])} |",
+        f"| writes | {w['decisions']:,} | {w['optimal_share']:.1%} | {w['regret_per_game']:.2f} | {ent(w['mean_entropy'])} |",
+        "",
+        "| turn | " + " | ".join(str(t + 1) for t in range(len(d["regret_by_turn"]["hold"]))) + " |",
+        "|---|" + "---:|" * len(d["regret_by_turn"]["hold"]),
+        "| hold regret | " + " | ".join(f"{x:.2f}" for x in d["regret_by_turn"]["hold"]) + " |",
+        "| write regret | " + " | ".join(f"{x:.2f}" for x in d["regret_by_turn"]["write"]) + " |",
+        "",
+        "| line | crossed out (agent) | crossed out (optimal, same dice) |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {line} | {v['agent']:.1%} | {v['optimal']:.1%} |" for line, v in d["crossed_out"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m training.diagnose", description=__doc__.split("\n\n")[0])
+    p.add_argument("agent", help="agent name, checkpoint folder, or a run's SB3 .zip")
+    p.add_argument("--rules", default="classic")
+    p.add_argument("--games", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", help="also write the report as JSON to this file")
+    args = p.parse_args(argv)
+    if args.games < 1:
+        p.error("argument --games: must be at least 1")
+    if args.seed < 0:
+        p.error("argument --seed: must be 0 or more")
+    d = diagnose(args.agent, args.rules, args.games, args.seed)
+    print(markdown(d), end="")
+    if args.json:
+        Path(args.json).write_text(json.dumps(d, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
