@@ -83,6 +83,27 @@ def _points_list(rules: RuleSet) -> list:
     return points_table(rules).tolist()
 
 
+@lru_cache(maxsize=64)
+def _line_values(rules: RuleSet) -> tuple[frozenset, ...]:
+    """The points each line can hold (0, crossed out, included)."""
+    return tuple(frozenset(np.unique(t).tolist()) | {0} for t in points_table(rules))
+
+
+def _whole_number(name: str, v) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be a whole number, got {v!r}")
+    return int(v)
+
+
+def _whole_numbers(name: str, values) -> list[int]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of faces, got {values!r}")
+    vs = values.ravel().tolist() if isinstance(values, np.ndarray) else list(values)
+    if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) for v in vs):
+        raise TypeError(f"{name} must be whole numbers, got {vs}")
+    return [int(v) for v in vs]
+
+
 def _frozen(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mask.flags.writeable = False
     return mask, mask.view(np.int8)
@@ -114,7 +135,10 @@ class Game:
     :data:`OPEN` for open lines, ``roll`` (index into ``ROLLS``), ``rolls_left``
     (2 after a turn's first roll, 0 after its third), ``player`` (whose move), ``locked``
     (keep index of the dice that may not go back under ``locked_holds``), ``over``,
-    ``served_generala_winner`` (seat or ``None``).
+    ``served_generala_winner`` (seat or ``None``). Set a state with :meth:`set_state`,
+    which checks every value and recomputes what the game derives (a line written by
+    hand into ``sheets`` is noticed too, but nothing checks it). Read-only views of
+    what it derives: :attr:`totals_view`, :attr:`filled_lines`, :attr:`legal_view`.
     """
 
     def __init__(self, rules="classic", num_players: int = 1):
@@ -146,6 +170,8 @@ class Game:
         self._facts: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
         self._totals: np.ndarray | None = None
         self._totals_of: tuple | None = None  # the facts _totals was made from
+        self._filled: np.ndarray | None = None
+        self._filled_of: tuple | None = None
         self._mask_of: dict[tuple[bool, int], tuple[np.ndarray, np.ndarray]] = {}  # legal masks by (rolls left?, open lines)
 
     # -- setting up -------------------------------------------------------------
@@ -170,6 +196,115 @@ class Game:
         self.rolls_left = ROLLS_PER_TURN - 1
         self.locked = _EMPTY_KEEP
 
+    def set_state(self, *, sheets=None, dice=None, rolls_left=None, player=None, locked=(), served_generala_winner=None) -> None:
+        """Put the game in a given state (tests, analysis, search), as OpenSpiel's ``SetState``.
+
+        ``sheets``: ``(players, lines)`` whole numbers, :data:`OPEN` or points the line can
+        hold under the rules; ``dice``: five faces 1–6 in any order (kept sorted: the hold
+        bits refer to the sorted dice); ``rolls_left``: 0, 1 or 2; ``player``: the seat to
+        move. Each of these keeps its current value when omitted. ``locked``: the faces
+        kept earlier this turn (the dice that may not go back under ``locked_holds``),
+        none by default; ``served_generala_winner``: the seat whose served generala ended
+        the game, ``None`` by default.
+
+        The sheets must be reachable: players fill one line a turn in seat order, and a
+        double generala holds points only over a scored generala. Everything the game
+        derives is recomputed: totals, filled and open lines, ``writes``, the legal mask,
+        and ``over`` (every line filled, or a served generala winner). The round
+        (:attr:`turn`) is the lines the player to move has filled, so it is not set
+        apart. A bad value raises ``ValueError`` (``TypeError`` for a value of the wrong
+        kind) naming it, and the game is left unchanged.
+        """
+        P, L = self.num_players, self.num_lines
+        # -- check everything first: an error leaves the game as it was
+        if sheets is None:
+            new_sheets = self.sheets.copy()
+        else:
+            arr = np.asarray(sheets)
+            if arr.shape != (P, L):
+                raise ValueError(f"sheets must have shape ({P}, {L}) (players, lines), got {arr.shape}")
+            if arr.dtype.kind not in "iu":
+                if arr.dtype.kind == "f" and np.isfinite(arr).all() and (arr == np.round(arr)).all():
+                    arr = arr.astype(np.int64)
+                else:
+                    raise TypeError(f"sheets must hold whole numbers ({OPEN} for an open line), got dtype {arr.dtype}")
+            allowed = _line_values(self.rules)
+            for (p, l), v in np.ndenumerate(arr):
+                if v != OPEN and int(v) not in allowed[l]:
+                    raise ValueError(
+                        f"sheets[{p}, {l}] ({self.rules.lines[l]}) must be {OPEN} (open) or points the line can hold "
+                        f"({', '.join(map(str, sorted(allowed[l])))}), got {int(v)}"
+                    )
+            new_sheets = arr.astype(np.int32)
+        if self._double >= 0:
+            for p in range(P):
+                if new_sheets[p, self._double] > 0 and not new_sheets[p, self._generala] > 0:
+                    raise ValueError(f"sheets: seat {p}'s double_generala holds points but its generala line does not; a double generala needs a scored generala line")
+        if dice is None:
+            faces = ROLLS[self.roll].tolist()
+        else:
+            faces = _whole_numbers("dice", dice)
+            if len(faces) != DICE or any(not 1 <= f <= 6 for f in faces):
+                raise ValueError(f"dice must be five faces from 1 to 6, got {faces}")
+        rl = self.rolls_left if rolls_left is None else _whole_number("rolls_left", rolls_left)
+        if not 0 <= rl < ROLLS_PER_TURN:
+            raise ValueError(f"rolls_left must be 0, 1 or 2, got {rl}")
+        winner = served_generala_winner
+        if winner is not None:
+            winner = _whole_number("served_generala_winner", winner)
+            if not self._served_win:
+                raise ValueError(
+                    "served_generala_winner needs served_generala: win, two or more players and a generala line; "
+                    f"this game has served_generala: {self.rules.served_generala} and {P} player(s)"
+                )
+            if not 0 <= winner < P:
+                raise ValueError(f"served_generala_winner must be None or a seat from 0 to {P - 1}, got {winner}")
+            if not new_sheets[winner, self._generala] > 0:
+                raise ValueError(f"served_generala_winner {winner} must have points on its generala line")
+        if player is None:
+            seat = winner if winner is not None else self.player
+        else:
+            seat = _whole_number("player", player)
+            if not 0 <= seat < P:
+                raise ValueError(f"player must be a seat from 0 to {P - 1}, got {seat}")
+            if winner is not None and seat != winner:
+                raise ValueError(f"player must be the served generala winner ({winner}), got {seat}")
+        kept = _whole_numbers("locked", locked)
+        if kept:
+            if rl == ROLLS_PER_TURN - 1:
+                raise ValueError(f"locked must be empty right after the turn's first roll (rolls_left=2), got {kept}")
+            if len(kept) > DICE - 1:
+                raise ValueError(f"locked holds at most 4 dice (a hold rerolls at least one), got {kept}")
+            rest = list(faces)
+            for f in kept:
+                if f not in rest:
+                    raise ValueError(f"locked faces {kept} are not among the dice {sorted(faces)}")
+                rest.remove(f)
+        filled = (new_sheets != OPEN).sum(axis=1).tolist()
+        full = sum(filled) == P * L
+        if not full:
+            # a line a turn in seat order: seats before the one who moves (or, after a
+            # served generala, up to its winner, who wrote it) have one line more
+            mover, last = (seat, seat - 1) if winner is None else (winner + 1, winner)
+            n = filled[last] - 1 if last >= 0 else filled[0]
+            want = [n + 1 if s < mover else n for s in range(P)]
+            if filled != want or n < 0:
+                raise ValueError(
+                    f"sheets: players fill one line a turn in seat order, so with seat {seat} to move the seats before it "
+                    f"have filled one line more than the others; filled lines per seat: {filled}"
+                )
+        # -- set it
+        self.sheets[...] = new_sheets
+        self.roll = roll_index(faces)
+        self.rolls_left = rl
+        self.player = seat
+        self.locked = keep_index(kept)
+        self.served_generala_winner = winner
+        self.over = full or winner is not None
+        self._sheets_key = None  # recount the facts and writes from the sheets
+        self._legal_key = None
+        self._sheet_facts()
+
     # -- reading ----------------------------------------------------------------
     @property
     def dice(self) -> np.ndarray:
@@ -187,23 +322,55 @@ class Game:
 
     def totals(self) -> np.ndarray:
         """Each player's total (a new array; the int64 array behind it is made once per write)."""
+        return self.totals_view.copy()
+
+    @property
+    def totals_view(self) -> np.ndarray:
+        """Each player's total, read-only (int64; made once per write)."""
         totals = self._sheet_facts()[0]
         if self._totals_of is not totals:
             self._totals, self._totals_of = np.array(totals), totals  # int64 (NumPy 2's default integer)
-        return self._totals.copy()
+            self._totals.flags.writeable = False
+        return self._totals
+
+    @property
+    def filled_lines(self) -> np.ndarray:
+        """Lines each player has filled, read-only (int64; made once per write)."""
+        filled = self._sheet_facts()[1]
+        if self._filled_of is not filled:
+            self._filled, self._filled_of = np.array(filled), filled
+            self._filled.flags.writeable = False
+        return self._filled
+
+    @property
+    def legal_view(self) -> np.ndarray:
+        """:meth:`legal_mask` without the copy: read-only, computed once per state."""
+        return self._legal_now()
+
+    @property
+    def legal_int8_view(self) -> np.ndarray:
+        """:attr:`legal_view` as int8 (what the env's ``info["action_mask"]`` copies)."""
+        self._legal_now()
+        return self._legal_i8
 
     def _sheet_facts(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """Each player's total, filled lines and open lines (bit ``l`` set: line ``l`` open).
 
         Kept up to date by every write; recomputed when the sheets changed any other way
-        (a state set by hand).
+        (written by hand), together with the other facts the sheets decide: ``writes``
+        (the lines filled, which tell when the game ends) and ``over`` once every line is
+        filled. Use :meth:`set_state` to set a state with every value checked.
         """
         key = self.sheets.tobytes()
         if key != self._sheets_key:
             is_open = self.sheets == OPEN
             bits = tuple(int(b) for b in is_open @ (1 << np.arange(self.num_lines, dtype=np.int64)))
-            self._facts = (tuple(np.maximum(self.sheets, 0).sum(axis=1).tolist()), tuple((~is_open).sum(axis=1).tolist()), bits)
+            filled = tuple((~is_open).sum(axis=1).tolist())
+            self._facts = (tuple(np.maximum(self.sheets, 0).sum(axis=1).tolist()), filled, bits)
             self._sheets_key = key
+            self.writes = sum(filled)
+            if self.writes == self.num_players * self.num_lines:
+                self.over = True
         return self._facts
 
     def generala_scored(self, player: int) -> bool:
@@ -248,13 +415,13 @@ class Game:
 
     def _compute_legal_mask(self) -> tuple[np.ndarray, np.ndarray]:
         """The legal mask, read-only, as booleans and as an int8 view of them."""
+        open_bits = self._sheet_facts()[2][self.player]  # first: sheets written by hand may end the game
         if self.over:
             return _frozen(np.zeros(self.num_actions, dtype=bool))
         if self.served_generala_pending():
             mask = np.zeros(self.num_actions, dtype=bool)
             mask[NUM_MASKS + self._generala] = True
             return _frozen(mask)
-        open_bits = self._sheet_facts()[2][self.player]
         if self.rolls_left > 0 and self.rules.locked_holds and _KEEP_SIZE[self.locked] > 0:
             mask = np.concatenate((_NO_HOLDS, _OPEN_LINES[self.num_lines][open_bits]))
             mask[:ALL_HELD] = KEEP_CONTAINS[HOLD_KEEP[self.roll, :ALL_HELD], self.locked]
@@ -276,9 +443,10 @@ class Game:
         a = int(action)
         if not 0 <= a < self.num_actions:
             return f"action {a} is out of range 0..{self.num_actions - 1}"
+        legal = self._legal_now()[a]  # first: sheets written by hand may end the game
         if self.over:
             return "the game is over"
-        if self._legal_now()[a]:
+        if legal:
             return None
         if self.served_generala_pending():
             return "a served generala must be written on the generala line: it wins the game"
@@ -316,7 +484,7 @@ class Game:
         # and a short next roll would fail after the line is already written
         if any(not 1 <= f <= 6 for f in faces):
             raise ValueError(f"faces run from 1 to 6, got {faces}")
-        ends = self.served_generala_pending() or self.writes + 1 == self.num_players * self.num_lines
+        ends = self.served_generala_pending() or sum(self._sheet_facts()[1]) + 1 == self.num_players * self.num_lines
         if a >= NUM_MASKS and not ends and len(faces) != DICE:
             raise ValueError(f"a write needs the next player's five-dice first roll, got {len(faces)} faces")
         return self._apply(a, faces)
@@ -339,15 +507,15 @@ class Game:
         if line == self._double and not self.generala_scored(me):
             pts = 0
         served_win = self.served_generala_pending()
-        facts_valid = self._sheets_key == self.sheets.tobytes()
+        if self._sheets_key != self.sheets.tobytes():
+            self._sheet_facts()  # the sheets were written by hand: recount the facts and writes first
         self.sheets[me, line] = pts
         self.writes += 1
-        if facts_valid:  # bring the sheet facts along
-            totals, filled, bits = map(list, self._facts)
-            totals[me] += pts
-            filled[me] += 1
-            bits[me] &= ~(1 << line)
-            self._facts, self._sheets_key = (tuple(totals), tuple(filled), tuple(bits)), self.sheets.tobytes()
+        totals, filled, bits = map(list, self._facts)  # bring the sheet facts along
+        totals[me] += pts
+        filled[me] += 1
+        bits[me] &= ~(1 << line)
+        self._facts, self._sheets_key = (tuple(totals), tuple(filled), tuple(bits)), self.sheets.tobytes()
         bonus = self.rules.served_bonus if served and pts > 0 and self.rules.lines[line] in SERVED_LINES else 0
         out = Outcome(me, a, pts, True, served, bonus, served_win)
         if served_win:
