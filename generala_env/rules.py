@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import yaml
 
 NUMBER_LINES = ("ones", "twos", "threes", "fours", "fives", "sixes")
@@ -25,6 +26,14 @@ OPTIONAL_LINES = ("three_of_a_kind",)
 KNOWN_LINES = NUMBER_LINES + COMBINATION_LINES + OPTIONAL_LINES
 VALUE_KEYS = COMBINATION_LINES
 SERVED_GENERALA_MODES = ("win", "points")
+
+# The most any one point value of a rule set may be (values.*, served_bonus,
+# served_generala_points). A line then holds at most 2 * MAX_VALUE (a value plus the
+# served bonus), so the tables sized or typed by points stay small and exact: the
+# int32 points table and sheets, the encoder's per-line table of every value a line can
+# hold (one float32 per value: about 1 MB for 12 lines), observation scales in float32
+# (a 12-line total, under 2**24, is exact) and the solver's float64 values.
+MAX_VALUE = 10_000
 
 # the presets ship inside the package (package data), so a wheel install has them too
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
@@ -149,19 +158,23 @@ def _resolve(data: Mapping[str, Any], seen: tuple[str, ...] = ()) -> dict[str, A
 
 
 def _int(key: str, v: Any, allow_none: bool = False) -> int | None:
+    """A point value: a whole number (Python or NumPy) from 0 to :data:`MAX_VALUE`, as a Python int."""
     if v is None and allow_none:
         return None
-    if isinstance(v, bool) or not isinstance(v, int):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise RulesError(f"{key} must be a whole number, got {v!r}")
+    v = int(v)  # a NumPy integer would not go through JSON (the fingerprint) and compares unlike an int
     if v < 0:
         raise RulesError(f"{key} must not be negative, got {v}")
+    if v > MAX_VALUE:
+        raise RulesError(f"{key} must be at most {MAX_VALUE}, got {v}")
     return v
 
 
 def _bool(key: str, v: Any) -> bool:
-    if not isinstance(v, bool):
+    if not isinstance(v, (bool, np.bool_)):
         raise RulesError(f"{key} must be true or false, got {v!r}")
-    return v
+    return bool(v)
 
 
 def _build(settings: Mapping[str, Any], name: str) -> RuleSet:
