@@ -21,10 +21,13 @@ set's fingerprint, with a checksum; a stale or corrupt cache is rebuilt.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import tempfile
 import time
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -188,7 +191,10 @@ class Solver:
 
 # -- disk cache ---------------------------------------------------------------------
 def cache_dir() -> Path:
-    return Path(os.environ.get("GENERALA_CACHE", Path.home() / ".cache" / "generala"))
+    """The folder of solved values: ``$GENERALA_CACHE``, or ``~/.cache/generala`` when that
+    variable is unset or empty (an empty path would otherwise mean the current folder)."""
+    value = os.environ.get("GENERALA_CACHE", "").strip()
+    return Path(value) if value else Path.home() / ".cache" / "generala"
 
 
 def _cache_path(rules: RuleSet) -> Path:
@@ -199,11 +205,29 @@ def _checksum(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
+def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
+    """Write ``path`` whole or not at all: a temp file in the same folder, renamed over
+    ``path``; the temp file is removed on any failure."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, V=V, meta=np.array(json.dumps(meta)))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
     """A solved :class:`Solver` and where its values came from (``"cache"`` or ``"solved"``).
 
-    A cache file that does not match the rule set, the solver version or its checksum
-    is ignored and rewritten.
+    The cache is a file per rule set in :func:`cache_dir` (``$GENERALA_CACHE``; unset or
+    empty: ``~/.cache/generala``). A cache file that does not match the rule set, the
+    solver version or its checksum is ignored and rewritten. A cache that cannot be
+    written (a read-only folder, a directory where the file should be) costs only a
+    ``RuntimeWarning``: the values are returned all the same, and no temp file is left.
     """
     rules = load_rules(rules)
     path = _cache_path(rules)
@@ -226,18 +250,15 @@ def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
             pass
     s = Solver(rules).solve()
     if use_cache:
+        meta = {
+            "fingerprint": rules.fingerprint(),
+            "solver_version": SOLVER_VERSION,
+            "checksum": _checksum(s.V),
+            "rules": rules.settings(),
+            "solve_seconds": s.solve_seconds,
+        }
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            meta = {
-                "fingerprint": rules.fingerprint(),
-                "solver_version": SOLVER_VERSION,
-                "checksum": _checksum(s.V),
-                "rules": rules.settings(),
-                "solve_seconds": s.solve_seconds,
-            }
-            tmp = path.with_suffix(f".tmp{os.getpid()}.npz")
-            np.savez(tmp, V=s.V, meta=np.array(json.dumps(meta)))
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only home is no reason to fail; the values are in memory
+            _write_cache(path, s.V, meta)
+        except OSError as err:  # no reason to fail: the values are in memory
+            warnings.warn(f"cannot write the solver cache {path}: {err}; the values are kept in memory only", RuntimeWarning, stacklevel=2)
     return s, "solved"
