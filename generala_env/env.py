@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
@@ -17,20 +18,34 @@ from .rules import RuleSet, load_rules
 REWARDS = ("score", "win")
 
 
+# why step() cannot go on as usual (GeneralaEnv._halt), besides an opponent's failure
+NOT_RESET = "reset() has not been called yet: call reset() before step() or render()"
+RESET_FAILED = "the last reset() did not complete: call reset() again"
+_ENDED_BEFORE_MOVE = "an opponent's served generala ended the game before the agent's first move"
+
 _KEEP_FACES = [tuple(f + 1 for f in range(6) for _ in range(int(c[f]))) for c in KEEP_COUNTS]
 _ROLL_ROWS = list(ROLLS)  # one array per roll: a list look-up is cheaper than numpy indexing
 
 
-def check_arguments(num_players: int, reward, agent_seat, render_mode, render_modes, illegal_action) -> None:
+def check_arguments(num_players: int, reward, agent_seat, render_mode, render_modes, illegal_action, illegal_penalty) -> None:
     """Validate the env arguments shared by the single and the batched env (clear errors)."""
     if reward not in REWARDS:
         raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
-    if agent_seat != "random" and not (isinstance(agent_seat, (int, np.integer)) and 0 <= agent_seat < num_players):
+    seat_ok = isinstance(agent_seat, (int, np.integer)) and not isinstance(agent_seat, (bool, np.bool_)) and 0 <= agent_seat < num_players
+    if not (isinstance(agent_seat, str) and agent_seat == "random") and not seat_ok:  # a bool is no seat
         raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {num_players - 1}, got {agent_seat!r}")
     if render_mode is not None and render_mode not in render_modes:
         raise ValueError(f"render_mode must be one of {render_modes} or None, got {render_mode!r}")
     if illegal_action not in ("penalize", "raise"):
         raise ValueError(f"illegal_action must be 'penalize' or 'raise', got {illegal_action!r}")
+    check_finite("illegal_penalty", illegal_penalty)
+
+
+def check_finite(name: str, value) -> float:
+    """``value`` as a float if it is a finite real number (not a bool), else a ValueError naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
 
 
 def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list | None = None) -> dict[str, Any]:
@@ -66,6 +81,13 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
         info["winner"] = winners[0] if len(winners) == 1 else None
         info["served_generala_win"] = game.served_generala_winner is not None
     return info
+
+
+def _who(seat: int, act: Callable) -> str:
+    """What to call an opponent in a message: its seat and its agent's name, else the callable's."""
+    owner = getattr(act, "__self__", None)
+    name = getattr(owner, "name", None) or getattr(act, "__name__", None) or type(act).__name__
+    return f"opponent in seat {seat} ({name})"
 
 
 class GeneralaEnv(gym.Env):
@@ -112,7 +134,11 @@ class GeneralaEnv(gym.Env):
     truncated by the env itself; a legal episode lasts at most `3 L` steps. In the rare
     case that an opponent's served generala ends the game before the agent's first move,
     `reset()` returns `info["game_over"] = True` with every action marked legal; the next
-    step ends the episode as a loss.
+    step ends the episode as a loss. If an opponent fails inside `reset()` or `step()`
+    (raises, or plays an illegal action), its error reaches the caller and the game
+    stops in the opponent's turn: `step()` then raises `RuntimeError` naming the
+    opponent until `reset()`. `step()` or `render()` before the first `reset()` raise
+    `RuntimeError` too.
 
     ## Information
     `action_mask` (int8, same as `action_masks()`), `dice`, `rolls_left`, `locked`,
@@ -136,7 +162,7 @@ class GeneralaEnv(gym.Env):
       Default `"greedy"`.
     - `reward`: `"score"` (default) or `"win"`.
     - `agent_seat`: seat number, or `"random"` (drawn from the env's generator each reset).
-    - `illegal_action`: `"penalize"` (default) or `"raise"`; `illegal_penalty`: float.
+    - `illegal_action`: `"penalize"` (default) or `"raise"`; `illegal_penalty`: a finite number.
     - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it).
 
     ## Seeding
@@ -167,12 +193,12 @@ class GeneralaEnv(gym.Env):
         self.rules = load_rules(rules)
         self.game = Game(self.rules, num_players)
         self.num_players = self.game.num_players
-        check_arguments(self.num_players, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action)
+        check_arguments(self.num_players, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty)
         self.reward_mode = reward
         self.agent_seat_option = agent_seat
         self.render_mode = render_mode
         self.illegal_action = illegal_action
-        self.illegal_penalty = float(illegal_penalty)
+        self.illegal_penalty = check_finite("illegal_penalty", illegal_penalty)
         self.opponents = self._resolve_opponents(opponents)
 
         self.encoder = Encoder(self.rules, self.num_players)
@@ -181,6 +207,7 @@ class GeneralaEnv(gym.Env):
         self.action_space = spaces.Discrete(NUM_MASKS + self.rules.num_lines)
         self.seat = 0 if agent_seat == "random" else int(agent_seat)
         self._ended_before_move = False
+        self._halt: str | None = NOT_RESET  # why step() cannot go on as usual; None while it can
         self._last_opponent_moves: list[tuple[int, int, int]] = []
         self._cup: DiceCup | None = None
 
@@ -216,6 +243,7 @@ class GeneralaEnv(gym.Env):
 
     # -- Gymnasium API ----------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self._halt = RESET_FAILED  # until this reset completes (an opponent's failure says more)
         super().reset(seed=seed)
         if self.agent_seat_option == "random":
             self.seat = int(self.np_random.integers(self.num_players))
@@ -227,14 +255,17 @@ class GeneralaEnv(gym.Env):
         self._last_opponent_moves = []
         self._play_opponents()
         self._ended_before_move = self.game.over
+        self._halt = _ENDED_BEFORE_MOVE if self._ended_before_move else None
         info = self._info(illegal=False)
         if self._ended_before_move:
             info["game_over"] = True
         return self._obs(), info
 
     def step(self, action):
-        if self._ended_before_move:
-            self._ended_before_move = False
+        if self._halt is not None:  # one check for every unusual case
+            if not self._ended_before_move:
+                raise RuntimeError(f"step() cannot go on: {self._halt}")
+            self._ended_before_move, self._halt = False, None
             return self._obs(), self._final_reward(), True, False, self._info(illegal=False)
         game = self.game
         if game.over:
@@ -269,6 +300,8 @@ class GeneralaEnv(gym.Env):
         return self.game.legal_mask()
 
     def render(self):
+        if self._halt in (NOT_RESET, RESET_FAILED):
+            raise RuntimeError(f"render() has nothing to show: {self._halt}")
         text = render_text(self.game, seat=self.seat)
         if self.render_mode == "human":
             print(text)
@@ -283,15 +316,27 @@ class GeneralaEnv(gym.Env):
         return self._cup
 
     def _play_opponents(self) -> None:
+        """Opponents move until the agent has the move or the game is over. If one fails
+        (raises, or plays an illegal action), the error goes to the caller and the env
+        refuses to step until ``reset()``: the game stopped in the opponent's turn."""
         g = self.game
         while not g.over and g.player != self.seat:
             seat = g.player
             opp = self.opponents[(seat - self.seat - 1) % self.num_players]
-            action = opp(self.encoder.encode(g, seat), make_info(g, seat))
+            try:
+                action = opp(self.encoder.encode(g, seat), make_info(g, seat))
+            except BaseException as err:
+                self._halt = f"{_who(seat, opp)} raised {type(err).__name__}: {err}; the game stopped in its turn: call reset()"
+                raise
             try:
                 out = g.step(action, self._dice())
             except IllegalActionError as err:
-                raise IllegalActionError(f"opponent in seat {seat} played illegal action {action!r}: {err}") from None
+                why = f"{_who(seat, opp)} played illegal action {action!r}: {err}"
+                self._halt = f"{why}; the game stopped in its turn: call reset()"
+                raise IllegalActionError(why) from None
+            except BaseException as err:  # the dice failed (a scripted generator ran out), or an interrupt
+                self._halt = f"{_who(seat, opp)}'s move failed with {type(err).__name__}: {err}; the game stopped in its turn: call reset()"
+                raise
             self._last_opponent_moves.append((seat, out.action, out.points))
 
     def _final_reward(self) -> float:

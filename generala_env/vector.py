@@ -44,7 +44,11 @@ at every step, so they are off by default. ``final_info`` holds ``totals``, ``wi
 played batched: greedy picks exactly what :class:`agents.baselines.GreedyAgent` picks;
 random picks uniformly among legal actions from the env's own generator. Any other agent
 or callable is called game by game with the single env's ``(observation, info)``; one
-object serves every game, so it must not keep per-game state.
+object serves every game, so it must not keep per-game state. If an opponent raises (or
+plays an illegal action) inside ``step()`` or ``reset()``, the error reaches the caller
+and the games stop in the opponents' turn: ``step()`` then raises ``RuntimeError``
+naming the opponent until ``reset()``. ``step()`` and ``render()`` before the first
+``reset()`` raise ``RuntimeError`` too.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ from gymnasium.vector.utils import batch_space
 from . import batched as K
 from .dice import DICE, EMPTY_KEEP, FACES, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
 from .encoding import Encoder
-from .env import check_arguments, make_info
+from .env import NOT_RESET, RESET_FAILED, check_arguments, check_finite, make_info
 from .game import OPEN, Game, IllegalActionError
 from .rules import RuleSet, load_rules
 from .scoring import points_table
@@ -129,7 +133,7 @@ class PerGameOpponent(BatchedOpponent):
     def __init__(self, act: Callable, owner: Any = None):
         self.act = act
         self.owner = owner
-        self.name = getattr(owner, "name", getattr(act, "__name__", "agent"))
+        self.name = getattr(owner, "name", getattr(act, "__name__", type(act).__name__))
 
     def reset(self, seed=None):
         if self.owner is not None and hasattr(self.owner, "reset"):
@@ -196,12 +200,12 @@ class GeneralaVectorEnv(VectorEnv):
         self.num_players = P = self._template.num_players
         self.num_lines = L = self.rules.num_lines
         self.num_actions = A = NUM_MASKS + L
-        check_arguments(P, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action)
+        check_arguments(P, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty)
         self.reward_mode = reward
         self.agent_seat_option = agent_seat
         self.render_mode = render_mode
         self.illegal_action = illegal_action
-        self.illegal_penalty = float(illegal_penalty)
+        self.illegal_penalty = check_finite("illegal_penalty", illegal_penalty)
         self._dice_source = dice_source
         self.full_info = bool(full_info)
 
@@ -230,7 +234,7 @@ class GeneralaVectorEnv(VectorEnv):
         self.over = np.ones(N, dtype=bool)
         self.served_generala_winner = np.full(N, -1, dtype=np.int64)  # seat, or -1
         self.ended_before_move = np.zeros(N, dtype=bool)  # an opponent's served generala ended it
-        self._unstarted = True  # no reset() yet
+        self._halt: str | None = NOT_RESET  # why step() cannot go on; None while it can
         # each game's observation slices that only the sheets decide, as of writes == _sheets_seen
         self._sheet_obs = np.zeros((N, self.encoder.size), dtype=np.float32)
         self._sheets_seen = np.full(N, -1, dtype=np.int64)
@@ -298,29 +302,44 @@ class GeneralaVectorEnv(VectorEnv):
         raise ValueError(f"an opponent must be an agent name, an object with act(), or a callable, got {spec!r}")
 
     def _play_opponents(self, games: np.ndarray) -> None:
-        """Opponents move in ``games`` until the agent has the move or the game is over."""
+        """Opponents move in ``games`` until the agent has the move or the game is over.
+
+        If an opponent fails (raises, or plays an illegal action), the error goes to the
+        caller and the env refuses to step until ``reset()``: games stopped in an
+        opponent's turn.
+        """
         if not self._opponents:
             return
         g = games[~self.over[games] & (self.player[games] != self.seat[games])]
-        while g.size:
-            masks = self._legal_masks(g)
-            opp = self._opponent_of[g, (self.player[g] - self.seat[g] - 1) % self.num_players]
-            if len(self._opponents) == 1:
-                actions = np.asarray(self._opponents[0].act_batch(self, g, masks), dtype=np.int64)
-            else:
-                actions = np.empty(len(g), dtype=np.int64)
-                for j in np.unique(opp):
-                    sel = opp == j
-                    actions[sel] = self._opponents[j].act_batch(self, g[sel], masks[sel])
-            ok = (actions >= 0) & (actions < self.num_actions)
-            ok[ok] = masks[np.flatnonzero(ok), actions[ok]]
-            if not ok.all():
-                j = int(np.flatnonzero(~ok)[0])
-                view = self.game_view(int(g[j]))
-                why = view.why_illegal(int(actions[j]))
-                raise IllegalActionError(f"opponent in seat {view.player} of game {int(g[j])} played illegal action {int(actions[j])}: {why}")
-            self._apply(g, actions)
-            g = g[~self.over[g] & (self.player[g] != self.seat[g])]
+        who, illegal = "an opponent", None
+        stopped = "the games stopped in the opponents' turn: call reset()"
+        try:
+            while g.size:
+                masks = self._legal_masks(g)
+                opp = self._opponent_of[g, (self.player[g] - self.seat[g] - 1) % self.num_players]
+                if len(self._opponents) == 1:
+                    who = f"opponent {self._opponents[0].name!r}"
+                    actions = np.asarray(self._opponents[0].act_batch(self, g, masks), dtype=np.int64)
+                else:
+                    actions = np.empty(len(g), dtype=np.int64)
+                    for j in np.unique(opp):
+                        sel = opp == j
+                        who = f"opponent {self._opponents[j].name!r}"
+                        actions[sel] = self._opponents[j].act_batch(self, g[sel], masks[sel])
+                ok = (actions >= 0) & (actions < self.num_actions)
+                ok[ok] = masks[np.flatnonzero(ok), actions[ok]]
+                if not ok.all():
+                    j = int(np.flatnonzero(~ok)[0])
+                    view = self.game_view(int(g[j]))
+                    why = view.why_illegal(int(actions[j]))
+                    illegal = IllegalActionError(f"opponent in seat {view.player} of game {int(g[j])} played illegal action {int(actions[j])}: {why}")
+                    raise illegal
+                who = "the dice of the opponents' moves"
+                self._apply(g, actions)
+                g = g[~self.over[g] & (self.player[g] != self.seat[g])]
+        except BaseException as err:
+            self._halt = f"{err}; {stopped}" if err is illegal else f"{who} raised {type(err).__name__}: {err}; {stopped}"
+            raise
 
     # -- the game, for many games at once ------------------------------------------------
     def _dice(self, games: np.ndarray, actions: np.ndarray | None = None) -> np.ndarray:
@@ -355,8 +374,13 @@ class GeneralaVectorEnv(VectorEnv):
     def _reset_games(self, games: np.ndarray) -> None:
         if self.agent_seat_option == "random":
             self.seat[games] = self.np_random.integers(self.num_players, size=len(games))
+        try:
+            dice = self._dice(games)
+        except BaseException as err:  # the ended games are left as they were: over
+            self._halt = f"the dice of new games raised {type(err).__name__}: {err}; call reset()"
+            raise
         K.new_games(
-            games, self._dice(games), self.roll, self.rolls_left, self.locked, self.player, self.writes, self.over,
+            games, dice, self.roll, self.rolls_left, self.locked, self.player, self.writes, self.over,
             self.served_generala_winner, self.sheets, self._sheets_seen,
         )  # fmt: skip
         self._play_opponents(games)
@@ -406,29 +430,32 @@ class GeneralaVectorEnv(VectorEnv):
 
     # -- Gymnasium VectorEnv API ----------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        if seed is not None:
-            for opp in self._opponents:
-                opp.reset(seed=int(self.np_random.integers(2**63)))
         games = self._all
         if options and options.get("reset_mask") is not None:
             mask = np.asarray(options["reset_mask"], dtype=bool)
             if mask.shape != (self.num_envs,):
                 raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},)")
             games = np.flatnonzero(mask)
+        previous, self._halt = self._halt, RESET_FAILED  # until this reset completes (an opponent's failure says more)
+        super().reset(seed=seed)
+        if seed is not None:
+            for opp in self._opponents:
+                opp.reset(seed=int(self.np_random.integers(2**63)))
         self._reset_games(games)
+        # a partial reset leaves the other games as they were: still unstarted, or stopped by a failure
+        stuck = (self.over & ~self.ended_before_move) | (~self.over & (self.player != self.seat))
+        self._halt = (previous or RESET_FAILED) if stuck.any() else None
         self._masks = self._agent_masks()
         return self._encode(self._all), self._info(np.zeros(self.num_envs, dtype=bool))
 
     def step(self, actions):
+        if self._halt is not None:
+            raise RuntimeError(f"step() cannot go on: {self._halt}")
         a = np.asarray(actions)
         if a.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {a.shape}")
         if not np.issubdtype(a.dtype, np.integer):
             raise ValueError(f"actions must be integers from 0 to {self.num_actions - 1}, got dtype {a.dtype}")
-        if self._unstarted and (self.over & ~self.ended_before_move).any():
-            raise RuntimeError("step() called before reset()")
-        self._unstarted = False
         a = a.astype(np.int64, copy=False)
         ebm = self.ended_before_move
         legal = K.accepted(a, self._masks)
@@ -484,6 +511,8 @@ class GeneralaVectorEnv(VectorEnv):
     def render(self) -> tuple[str, ...] | None:
         if self.render_mode is None:
             return None
+        if self._halt in (NOT_RESET, RESET_FAILED):
+            raise RuntimeError(f"render() has nothing to show: {self._halt}")
         from .render import render_text
 
         return tuple(render_text(self.game_view(i), seat=int(self.seat[i])) for i in range(self.num_envs))
