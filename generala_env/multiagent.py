@@ -27,7 +27,7 @@ from pettingzoo.utils import wrappers
 
 from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .env import REWARDS, make_info
+from .env import NOT_RESET, REWARDS, check_finite, make_info
 from .game import MAX_PLAYERS, Game, IllegalActionError
 from .render import render_text
 from .rules import RuleSet, load_rules
@@ -46,6 +46,7 @@ def env(illegal_reward: float = -1.0, **kwargs) -> AECEnv:
     (``TerminateIllegalWrapper``); an action outside the action space is an assertion
     error; calling things out of order (``step`` before ``reset``) is an error.
     """
+    illegal_reward = check_finite("illegal_reward", illegal_reward)
     e = raw_env(**kwargs)
     e = wrappers.TerminateIllegalWrapper(e, illegal_reward=illegal_reward)
     e = wrappers.AssertOutOfBoundsWrapper(e)
@@ -74,6 +75,8 @@ class raw_env(AECEnv, EzPickle):
       open. Dice that do not qualify write 0 there (crossing it out).
     - When a served generala wins the game, the only legal action is writing it on
       the generala line.
+    - An action is a Python int, a NumPy integer or a 0-d integer array (what a
+      policy's `predict` gives for one observation), as in `Generala-v0`.
 
     ## Observation Space
     `Dict(observation=Box(-1, 1, (n,), float32), action_mask=Box(0, 1, (32 + L,), int8))`.
@@ -84,7 +87,8 @@ class raw_env(AECEnv, EzPickle):
     others (and for everyone once the game is over).
 
     ## Starting State
-    Empty sheets; `player_0` has rolled all five dice.
+    Empty sheets; `player_0` has rolled all five dice. `raw_env` raises `RuntimeError`
+    for `step()` or `render()` before the first `reset()`.
 
     ## Rewards
     - `reward="score"` (default): the points an agent writes, given at that step (0 for
@@ -122,6 +126,12 @@ class raw_env(AECEnv, EzPickle):
     There is no parallel version: PettingZoo's `aec_to_parallel` needs every agent to
     act exactly once per cycle, but a Generala turn is one to three actions by the same
     agent (`metadata["is_parallelizable"]` is `False`, as for PettingZoo's classic games).
+
+    ## Copies
+    `copy.deepcopy` and `pickle` copy the game as it stands (state, generator and its
+    dice, rewards, agent selection): a copy stepped with the same actions plays the same
+    game. A pickle made by an older version, which held only the constructor
+    arguments, loads as a fresh env.
 
     ## Version History
     - v0: initial release (observation layout version 1).
@@ -181,6 +191,18 @@ class raw_env(AECEnv, EzPickle):
         self.truncations = dict.fromkeys(self.agents, False)
         self.infos = {a: {} for a in self.agents}
         self.agent_selection = self.possible_agents[0]
+        self._started = False  # reset() was called
+
+    # EzPickle rebuilds an object from its constructor arguments: a fresh game. A copy
+    # (pickle, copy.deepcopy) must be the same game, so it carries the whole state.
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "game" not in state:  # a pickle of the constructor arguments only
+            EzPickle.__setstate__(self, state)
+            return
+        self.__dict__.update(state)
 
     @property
     def layout_version(self) -> int:
@@ -217,6 +239,7 @@ class raw_env(AECEnv, EzPickle):
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
         self.game.reset(self._dice())
+        self._started = True
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -233,10 +256,14 @@ class raw_env(AECEnv, EzPickle):
         return {"observation": self.encoder.encode(g, seat), "action_mask": mask.astype(np.int8)}
 
     def step(self, action) -> None:
+        if not self._started:
+            raise RuntimeError(f"step() cannot go on: {NOT_RESET}")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action[()]  # one observation's action from a policy's predict()
         g = self.game
         why = g.why_illegal(action)
         if why is not None:
@@ -266,6 +293,8 @@ class raw_env(AECEnv, EzPickle):
 
             logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
             return None
+        if not self._started:
+            raise RuntimeError(f"render() has nothing to show: {NOT_RESET}")
         text = render_text(self.game)
         if self.render_mode == "human":
             print(text)
