@@ -7,10 +7,14 @@ or a value of the wrong type, is an error that names it.
 from __future__ import annotations
 
 import copy
+import math
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
+
+from generala_env.game import MAX_PLAYERS
 
 
 class ConfigError(ValueError):
@@ -114,9 +118,13 @@ def _check_type(where: str, key: tuple, default: Any, v: Any) -> Any:
     if isinstance(default, float):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ConfigError(f"config key {where!r} must be a number, got {v!r}")
+        if not math.isfinite(v):
+            raise ConfigError(f"config key {where!r} must be a finite number, got {v!r}")
         return float(v)
     if isinstance(default, str) and key == ("env", "rules"):
-        return v  # a preset name, a path or a mapping
+        if not isinstance(v, (str, dict)):
+            raise ConfigError(f"config key {where!r} must be a preset name, a YAML path or a mapping of settings, got {v!r}")
+        return v
     if isinstance(default, list):
         if not isinstance(v, list):
             raise ConfigError(f"config key {where!r} must be a list, got {v!r}")
@@ -133,18 +141,93 @@ CHOICES = {
     ("env", "reward"): ("score", "win"),
 }
 
+# key -> (test, what a value must be); checked after the types, so a number here is a finite number
+BOUNDS: dict[tuple, tuple[Callable[[Any], bool], str]] = {
+    ("seed",): (lambda v: 0 <= v < 2**32, "from 0 to 2**32 - 1"),
+    ("total_timesteps",): (lambda v: v >= 1, "at least 1"),
+    ("threads",): (lambda v: v >= 1, "at least 1"),
+    ("env", "num_players"): (lambda v: 1 <= v <= MAX_PLAYERS, f"from 1 to {MAX_PLAYERS}"),
+    ("env", "reward_scale"): (lambda v: v > 0, "greater than 0"),
+    ("vec_env", "n_envs"): (lambda v: v >= 1, "at least 1"),
+    ("algo", "learning_rate"): (lambda v: v > 0, "greater than 0"),
+    ("algo", "n_steps"): (lambda v: v >= 1, "at least 1"),
+    ("algo", "batch_size"): (lambda v: v >= 2, "at least 2 (advantages are normalized per minibatch)"),
+    ("algo", "n_epochs"): (lambda v: v >= 1, "at least 1"),
+    ("algo", "gamma"): (lambda v: 0 < v <= 1, "greater than 0 and at most 1"),
+    ("algo", "gae_lambda"): (lambda v: 0 <= v <= 1, "from 0 to 1"),
+    ("algo", "clip_range"): (lambda v: v > 0, "greater than 0"),
+    ("algo", "ent_coef"): (lambda v: v >= 0, "0 or more"),
+    ("algo", "vf_coef"): (lambda v: v >= 0, "0 or more"),
+    ("algo", "max_grad_norm"): (lambda v: v > 0, "greater than 0"),
+    ("algo", "target_kl"): (lambda v: v is None or v > 0, "null or greater than 0"),
+    ("eval", "every"): (lambda v: v >= 1, "at least 1"),
+    ("eval", "games"): (lambda v: v >= 1, "at least 1"),
+    ("pretrain", "games"): (lambda v: v >= 0, "0 or more"),
+    ("pretrain", "epochs"): (lambda v: v >= 1, "at least 1"),
+    ("pretrain", "epsilon"): (lambda v: 0 <= v <= 1, "from 0 to 1"),
+    ("pretrain", "learning_rate"): (lambda v: v > 0, "greater than 0"),
+    ("checkpoint_every",): (lambda v: v >= 1, "at least 1"),
+}
+
+DEVICE = re.compile(r"cpu|cuda(:\d+)?|mps|auto")
+
+
+def _get(cfg: dict, key: tuple) -> Any:
+    for k in key:
+        cfg = cfg[k]
+    return cfg
+
+
+def _fail(key: tuple, what: str, v: Any) -> ConfigError:
+    return ConfigError(f"config key {'.'.join(key)!r} must be {what}, got {v!r}")
+
 
 def _validate(cfg: dict) -> None:
-    for (a, b), allowed in CHOICES.items():
-        if cfg[a][b] not in allowed:
-            raise ConfigError(f"config key '{a}.{b}' must be one of {', '.join(allowed)}, got {cfg[a][b]!r}")
-    for key in ("total_timesteps",):
-        if cfg[key] <= 0:
-            raise ConfigError(f"config key {key!r} must be positive")
-    if cfg["vec_env"]["n_envs"] < 1:
-        raise ConfigError("config key 'vec_env.n_envs' must be at least 1")
-    if cfg["eval"]["games"] < 1 or cfg["eval"]["every"] < 1:
-        raise ConfigError("config keys 'eval.games' and 'eval.every' must be at least 1")
+    """Check every value against its bounds and the keys against each other."""
+    for key, allowed in CHOICES.items():
+        if _get(cfg, key) not in allowed:
+            raise _fail(key, f"one of {', '.join(allowed)}", _get(cfg, key))
+    kl = cfg["algo"]["target_kl"]  # no default type to check it against
+    if kl is not None and (isinstance(kl, bool) or not isinstance(kl, (int, float)) or not math.isfinite(kl)):
+        raise _fail(("algo", "target_kl"), "null or a finite number", kl)
+    for key, (ok, what) in BOUNDS.items():
+        if not ok(_get(cfg, key)):
+            raise _fail(key, what, _get(cfg, key))
+
+    for key in (("name",), ("run_dir",), ("eval", "opponent")):
+        if not _get(cfg, key).strip():
+            raise _fail(key, "non-empty text", _get(cfg, key))
+    if "/" in cfg["name"] or "\\" in cfg["name"]:
+        raise _fail(("name",), "a name without path separators (it names the run folder)", cfg["name"])
+    if not DEVICE.fullmatch(cfg["device"]):
+        raise _fail(("device",), "cpu, cuda, cuda:N, mps or auto", cfg["device"])
+    init = cfg["init_from"]
+    if init is not None and (not isinstance(init, str) or not init.strip()):
+        raise _fail(("init_from",), "null or the path of a saved model (.zip)", init)
+
+    arch = cfg["policy"]["net_arch"]
+    if not arch or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in arch):
+        raise _fail(("policy", "net_arch"), "a non-empty list of layer sizes, each a whole number of at least 1", arch)
+
+    env = cfg["env"]
+    seat = env["agent_seat"]
+    if seat != "random" and not 0 <= seat < env["num_players"]:
+        raise _fail(("env", "agent_seat"), f"'random' or a seat from 0 to {env['num_players'] - 1}", seat)
+    opp = env["opponents"]
+    if opp is not None:
+        entries = opp if isinstance(opp, list) else [opp]  # a list is a mix; an entry may list one name per seat
+        names = lambda e: e if isinstance(e, list) else [e]  # noqa: E731
+        if not entries or not all(names(e) and all(isinstance(n, str) and n.strip() for n in names(e)) for e in entries):
+            raise _fail(("env", "opponents"), "null, an agent name, or a non-empty list of agent names (or of lists of them, one per seat)", opp)
+
+    # a rollout of n_steps x n_envs samples is cut into minibatches; a last one of a single
+    # sample has no spread, and normalizing its advantage gives NaN
+    samples = cfg["algo"]["n_steps"] * cfg["vec_env"]["n_envs"]
+    if samples % cfg["algo"]["batch_size"] == 1:
+        raise ConfigError(
+            f"config keys 'algo.n_steps' x 'vec_env.n_envs' = {samples} samples per rollout leave a minibatch "
+            f"('algo.batch_size' = {cfg['algo']['batch_size']}) of one sample; change one of them"
+        )
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -178,8 +261,11 @@ def load_config(path: "str | Path | dict | None" = None, overrides: list[str] | 
         except yaml.YAMLError as e:
             raise ConfigError(f"config file {p} is not valid YAML: {e}") from None
         if not isinstance(data, dict):
-            raise ConfigError(f"config file {p} must hold a mapping")
-        cfg = _merge(cfg, data)
+            raise ConfigError(f"config file {p} must hold a mapping of keys, got {type(data).__name__}")
+        try:
+            cfg = _merge(cfg, data)
+        except ConfigError as e:
+            raise ConfigError(f"config file {p}: {e}") from None
     for text in overrides or []:
         keys, value = parse_override(text)
         nested: Any = value
