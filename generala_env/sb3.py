@@ -10,8 +10,9 @@
 
 MaskablePPO reads the masks with ``env_method("action_masks")``; the adapter answers it
 for all games from one call to :meth:`GeneralaVectorEnv.action_masks`. An ending game's
-last observation is in ``infos[i]["terminal_observation"]`` (with ``winner`` and
-``totals``), as SB3 expects; the next observation already belongs to the new game.
+last observation is in ``infos[i]["terminal_observation"]`` (with ``winner``, ``totals``
+and the agent's ``seat`` in that game), as SB3 expects; the next observation already
+belongs to the new game.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class GeneralaSB3VecEnv(VecEnv):
         self.venv = venv
         self.reward_scale = float(reward_scale)
         self._actions: np.ndarray | None = None
+        self._seat = np.zeros(venv.num_envs, dtype=np.int64)  # the agent's seat in each game now played
         super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
 
     def _indices(self, indices) -> list[int]:
@@ -53,6 +55,7 @@ class GeneralaSB3VecEnv(VecEnv):
     def reset(self) -> np.ndarray:
         seed = self._seeds[0]
         obs, info = self.venv.reset(seed=seed)
+        self._seat = np.asarray(info["seat"])
         self.reset_infos = [{} for _ in range(self.num_envs)]
         self._reset_seeds()
         self._reset_options()
@@ -80,7 +83,9 @@ class GeneralaSB3VecEnv(VecEnv):
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
                     "winner": int(final_info["winner"][i]),
                     "totals": final_info["totals"][i],
+                    "seat": int(self._seat[i]),  # info["seat"] already holds the seat of the next game
                 }
+        self._seat = np.asarray(info["seat"])
         if self.reward_scale != 1.0:
             reward = reward * self.reward_scale
         return obs, reward.astype(np.float32), dones, infos
