@@ -128,26 +128,46 @@ class PolicyNet:
         if not isinstance(arch, list) or not all(isinstance(w, int) and w > 0 for w in arch):
             raise AgentError(f"{where}: metadata 'network.net_arch.pi' must be a list of layer widths, got {arch!r}")
         self.obs_size, self.n_actions = int(network["obs_size"]), int(network["n_actions"])
+        self.layer_norm = bool(network.get("layer_norm", False))
+        per_layer = 3 if self.layer_norm else 2  # Linear, [LayerNorm,] activation
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
+        self.norms: list[tuple[np.ndarray, np.ndarray]] = []
         width = self.obs_size
-        names = [(f"mlp_extractor.policy_net.{2 * i}.weight", f"mlp_extractor.policy_net.{2 * i}.bias", w) for i, w in enumerate(arch)]
-        names.append(("action_net.weight", "action_net.bias", self.n_actions))
-        for wname, bname, out in names:
-            if wname not in tensors or bname not in tensors:
-                raise AgentError(f"{where}: the weights lack {wname if wname not in tensors else bname}")
-            w, b = tensors[wname], tensors[bname]
-            if w.shape != (out, width) or b.shape != (out,):
-                raise AgentError(
-                    f"{where}: {wname} has shape {tuple(w.shape)}, the metadata's network needs ({out}, {width}); "
-                    "the weights were made for another network, number of players or rule set"
-                )
-            self.layers.append((np.ascontiguousarray(w.T, dtype=np.float32), np.asarray(b, dtype=np.float32)))
-            width = out
+        for i, w in enumerate(arch):
+            at = f"mlp_extractor.policy_net.{per_layer * i}"
+            self.layers.append(self._linear(tensors, at, w, width, where))
+            if self.layer_norm:
+                ln = f"mlp_extractor.policy_net.{per_layer * i + 1}"
+                self.norms.append(tuple(self._tensor(tensors, f"{ln}.{k}", (w,), where) for k in ("weight", "bias")))
+            width = w
+        self.layers.append(self._linear(tensors, "action_net", self.n_actions, width, where))
+
+    @staticmethod
+    def _tensor(tensors, name: str, shape: tuple, where: str) -> np.ndarray:
+        if name not in tensors:
+            raise AgentError(f"{where}: the weights lack {name}")
+        t = tensors[name]
+        if tuple(t.shape) != shape:
+            raise AgentError(
+                f"{where}: {name} has shape {tuple(t.shape)}, the metadata's network needs {shape}; "
+                "the weights were made for another network, number of players or rule set"
+            )
+        return np.asarray(t, dtype=np.float32)
+
+    def _linear(self, tensors, at: str, out: int, width: int, where: str) -> tuple[np.ndarray, np.ndarray]:
+        w = self._tensor(tensors, f"{at}.weight", (out, width), where)
+        return np.ascontiguousarray(w.T), self._tensor(tensors, f"{at}.bias", (out,), where)
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
         x = np.asarray(obs, dtype=np.float32)
-        for w, b in self.layers[:-1]:
-            x = self.activation(x @ w + b)
+        for i, (w, b) in enumerate(self.layers[:-1]):
+            x = x @ w + b
+            if self.layer_norm:  # torch.nn.LayerNorm: biased variance, eps 1e-5
+                g, beta = self.norms[i]
+                mu = x.mean(axis=-1, keepdims=True)
+                var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+                x = (x - mu) / np.sqrt(var + 1e-5) * g + beta
+            x = self.activation(x)
         w, b = self.layers[-1]
         return x @ w + b
 

@@ -65,10 +65,13 @@ def network_of(model) -> dict:
     if not isinstance(arch, dict):
         arch = {"pi": list(arch or [64, 64]), "vf": list(arch or [64, 64])}
     act = getattr(kw.get("activation_fn"), "__name__", "Tanh").lower()
+    from torch import nn
+
     return {
         "format": NETWORK_FORMAT,
         "net_arch": {"pi": [int(w) for w in arch["pi"]], "vf": [int(w) for w in arch["vf"]]},
         "activation": act,
+        "layer_norm": any(isinstance(m, nn.LayerNorm) for m in model.policy.mlp_extractor.modules()),
         "obs_size": int(model.observation_space.shape[0]),
         "n_actions": int(model.action_space.n),
     }
