@@ -10,16 +10,23 @@ against the evaluation opponent, losses, entropy), ``checkpoints/step_N.zip``,
 ``latest.zip`` with ``state.json`` (what ``--resume`` continues from, optimizer state and
 step count included), ``best_model.zip`` and ``evaluations.csv``. Ctrl-C or SIGTERM saves
 ``latest.zip`` before exiting, so a cut run loses nothing.
+
+Overrides on ``--resume`` may change ``total_timesteps``, ``device``, ``threads``,
+``checkpoint_every``, ``algo.*`` and ``eval.*``; the others made the saved model and its envs,
+and are refused. Nothing is written to a run folder before its model has been built or loaded.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import pickle
 import shlex
 import signal
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -109,40 +116,52 @@ def make_vec_env(cfg: dict, run: Path | None = None):
 
 
 # -- the model ------------------------------------------------------------------------
-def build_model(cfg: dict, venv, tb_dir: Path):
-    import torch
-    from sb3_contrib import MaskablePPO
+# what MaskablePPO.load may raise for a file that is missing, cut short or not a model of these envs
+LOAD_ERRORS = (ValueError, KeyError, TypeError, OSError, EOFError, RuntimeError, AssertionError, zipfile.BadZipFile, pickle.UnpicklingError)
 
+
+def algo_kwargs(cfg: dict) -> dict:
+    """The MaskablePPO hyperparameters of ``cfg['algo']``, the learning rate as its schedule."""
     a = cfg["algo"]
     lr = a["learning_rate"]
     if a["lr_schedule"] == "linear":
         lr0 = lr
         lr = lambda progress_remaining: lr0 * progress_remaining  # noqa: E731
+    keys = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "target_kl")
+    return dict(learning_rate=lr, **{k: a[k] for k in keys})
+
+
+def build_model(cfg: dict, venv, tb_dir: Path):
+    import torch
+    from sb3_contrib import MaskablePPO
+
     act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[cfg["policy"]["activation"]]
     arch = list(cfg["policy"]["net_arch"])
     policy_kwargs = dict(net_arch=dict(pi=arch, vf=arch), activation_fn=act, ortho_init=cfg["policy"]["ortho_init"])
-    hyper = dict(
-        learning_rate=lr,
-        n_steps=a["n_steps"],
-        batch_size=a["batch_size"],
-        n_epochs=a["n_epochs"],
-        gamma=a["gamma"],
-        gae_lambda=a["gae_lambda"],
-        clip_range=a["clip_range"],
-        ent_coef=a["ent_coef"],
-        vf_coef=a["vf_coef"],
-        max_grad_norm=a["max_grad_norm"],
-        target_kl=a["target_kl"],
-        tensorboard_log=str(tb_dir),
-        seed=cfg["seed"],
-        verbose=0,
-    )
+    hyper = dict(algo_kwargs(cfg), tensorboard_log=str(tb_dir), seed=cfg["seed"], verbose=0)
     if cfg["init_from"]:
         # the saved weights, this config's hyperparameters; the step count starts again at 0
-        model = MaskablePPO.load(cfg["init_from"], env=venv, device=cfg["device"], **hyper)
+        try:
+            model = MaskablePPO.load(cfg["init_from"], env=venv, device=cfg["device"], **hyper)
+        except LOAD_ERRORS as e:
+            raise ConfigError(f"config key 'init_from': cannot load {cfg['init_from']}: {e}") from None
         model.num_timesteps = 0
         return model
-    return MaskablePPO("MlpPolicy", venv, policy_kwargs=policy_kwargs, device=cfg["device"], **hyper)
+    try:
+        return MaskablePPO("MlpPolicy", venv, policy_kwargs=policy_kwargs, device=cfg["device"], **hyper)
+    except (ValueError, RuntimeError, AssertionError) as e:
+        raise ConfigError(f"cannot build the model from config keys 'policy', 'algo' and 'device': {e}") from None
+
+
+def load_latest(cfg: dict, run: Path, venv):
+    """The run's ``latest.zip`` on ``venv``, with the hyperparameters of ``cfg['algo']`` (so overrides apply)."""
+    from sb3_contrib import MaskablePPO
+
+    path = run / "latest.zip"
+    try:
+        return MaskablePPO.load(path, env=venv, device=cfg["device"], tensorboard_log=str(run / "tb"), **algo_kwargs(cfg))
+    except LOAD_ERRORS as e:
+        raise ConfigError(f"{path} cannot be loaded: {e}") from None
 
 
 # -- evaluation during training ---------------------------------------------------------
@@ -150,6 +169,7 @@ class Evaluator:
     """Seeded masked evaluations of a policy: score, share of optimal, win rate."""
 
     def __init__(self, cfg: dict):
+        import agents as agents_pkg
         from agents.solver import load_or_solve
         from generala_env.rules import load_rules
 
@@ -163,6 +183,10 @@ class Evaluator:
         self.seeds = [game_seed(EVAL_SEED_BASE, i) for i in range(self.games)]
         self.optimal = load_or_solve(self.rules)[0].expected_score
         self._opp_totals = None
+        try:  # an unknown name fails now, not at the first evaluation
+            agents_pkg.load(self.opponent, rules=self.rules)
+        except ValueError as e:
+            raise ConfigError(f"config key 'eval.opponent': {e}") from None
 
     def __call__(self, policy) -> dict:
         from agents.ppo import masked_argmax_actions
@@ -210,11 +234,11 @@ class _PolicyAgent:
         return int(masked_argmax_actions(self.policy, np.asarray(obs)[None], np.asarray(info["action_mask"])[None])[0])
 
 
-def _callback(cfg: dict, run: Path, state: dict, total: int):
+def _callback(cfg: dict, run: Path, state: dict, total: int, evaluator: Evaluator | None = None):
     from stable_baselines3.common.callbacks import BaseCallback
     from tqdm import tqdm
 
-    evaluator = Evaluator(cfg)
+    evaluator = evaluator or Evaluator(cfg)
     seat_key = "seat"
 
     class TrainCallback(BaseCallback):
@@ -275,44 +299,136 @@ def _callback(cfg: dict, run: Path, state: dict, total: int):
     return TrainCallback()
 
 
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file: a cut write leaves the old file whole."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def save_latest(model, run: Path, state: dict, t_start: float) -> None:
-    model.save(run / "latest.zip")
+    tmp = run / "latest.tmp.zip"
+    model.save(tmp)
+    os.replace(tmp, run / "latest.zip")
     s = dict(state)
     s["num_timesteps"] = int(model.num_timesteps)
     s["train_seconds"] = state["train_seconds"] + (time.time() - t_start)
-    (run / "state.json").write_text(json.dumps(s, indent=2, default=float))
+    _write_atomic(run / "state.json", json.dumps(s, indent=2, default=float))
+
+
+# -- resuming ---------------------------------------------------------------------------------
+# keys that --resume applies (to the loaded model, or to the callback); the others made the
+# saved model and its envs, and changing them needs a new run
+RESUMABLE = ("total_timesteps", "device", "threads", "checkpoint_every", "algo.", "eval.")
+
+
+def _changed(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two configs."""
+    out = []
+    for k, v in new.items():
+        if isinstance(v, dict) and isinstance(old.get(k), dict):
+            out += _changed(old[k], v, f"{prefix}{k}.")
+        elif old.get(k) != v:
+            out.append(prefix + k)
+    return out
+
+
+def resume_config(run: Path, overrides: list[str] | None = None) -> dict:
+    """The saved config of ``run`` with ``overrides``; a ConfigError names what stops the run from resuming."""
+    if not run.is_dir():
+        raise ConfigError(f"{run} is not a run folder")
+    for name in ("config.yaml", "latest.zip", "state.json"):
+        if not (run / name).is_file():
+            raise ConfigError(f"{run / name} is missing: --resume needs a run folder with config.yaml, latest.zip and state.json")
+    path = run / "config.yaml"
+    try:
+        saved = load_config(path)
+    except ConfigError as e:
+        raise ConfigError(str(e) if str(path) in str(e) else f"{path}: {e}") from None
+    cfg = load_config(saved, overrides)
+    fixed = [k for k in _changed(saved, cfg) if not k.startswith(RESUMABLE)]
+    if fixed:
+        raise ConfigError(
+            f"{', '.join(fixed)} cannot change when resuming {run}: the saved model and its envs were made with "
+            f"the values in {path}. On resume only total_timesteps, device, threads, checkpoint_every, algo.* and "
+            "eval.* can change; for the others start a new run"
+        )
+    return cfg
+
+
+def read_state(run: Path) -> dict:
+    """The run's ``state.json``: steps, training time, best result and evaluations so far."""
+    path = run / "state.json"
+    try:
+        state = json.loads(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise ConfigError(f"{path} is not valid JSON ({e}); it is written with latest.zip, so the run cannot resume") from None
+    if not isinstance(state, dict):
+        got = "null" if state is None else type(state).__name__
+        raise ConfigError(f"{path} must hold a mapping (the run's steps, time and evaluations), got {got}")
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
+    for key, ok, what in (
+        ("train_seconds", number, "a number"),
+        ("best", number, "a number"),
+        ("evaluations", lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), "a list of mappings"),
+    ):
+        if key in state and not ok(state[key]):
+            raise ConfigError(f"{path}: {key!r} must be {what}, got {state[key]!r}")
+    return state
 
 
 # -- the program ----------------------------------------------------------------------------
+def _build_envs(cfg: dict, run: Path):
+    try:
+        return make_vec_env(cfg, run)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError, OSError, EOFError) as e:  # RulesError and AgentError are ValueErrors
+        raise ConfigError(f"cannot build the training envs from config keys 'env' and 'vec_env': {e}") from None
+
+
 def train(cfg: dict, run: Path, resume: bool = False, command: str = "") -> Path:
+    """Train a fresh run in folder ``run``, or (``resume``) continue the one there.
+
+    Nothing is written until the envs, the model (resuming: ``latest.zip`` loaded) and the
+    evaluator are built, so a config that cannot train leaves no folder and changes no run.
+    A fresh run needs ``run`` to be absent or empty: an earlier run there is never overwritten.
+    """
     import torch
 
+    state = {"train_seconds": 0.0, "evaluations": [], "best": -float("inf")}
+    if resume:
+        state.update(read_state(run))
+    elif run.exists() and (not run.is_dir() or any(run.iterdir())):
+        raise ConfigError(f"run folder {run} already exists and is not empty; continue it with --resume {run} or pick another --run-name")
     torch.set_num_threads(cfg["threads"])
+    venv = _build_envs(cfg, run)
+    try:
+        model = load_latest(cfg, run, venv) if resume else build_model(cfg, venv, run / "tb")
+        evaluator = Evaluator(cfg)
+    except BaseException:
+        venv.close()
+        raise
     run.mkdir(parents=True, exist_ok=True)
     (run / "checkpoints").mkdir(exist_ok=True)
-    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    _write_atomic(run / "config.yaml", yaml.safe_dump(cfg, sort_keys=False))
     with open(run / "command.txt", "a") as f:
         f.write(command + "\n")
-    state = {"train_seconds": 0.0, "evaluations": [], "best": -float("inf")}
-    venv = make_vec_env(cfg, run)
     if resume:
-        from sb3_contrib import MaskablePPO
-
-        state.update(json.loads((run / "state.json").read_text()))
-        model = MaskablePPO.load(run / "latest.zip", env=venv, device=cfg["device"], tensorboard_log=str(run / "tb"))
         print(f"resuming {run} at step {model.num_timesteps:,}")
-    else:
-        model = build_model(cfg, venv, run / "tb")
-        if cfg["pretrain"]["games"] > 0 and not cfg["init_from"]:
-            from .pretrain import behaviour_clone
+    elif cfg["pretrain"]["games"] > 0 and not cfg["init_from"]:
+        from .pretrain import behaviour_clone
 
-            state["pretrain"] = behaviour_clone(model, cfg)
-            model.save(run / "pretrained.zip")
+        state["pretrain"] = behaviour_clone(model, cfg)
+        model.save(run / "pretrained.zip")
     remaining = cfg["total_timesteps"] - model.num_timesteps
     if remaining <= 0:
+        venv.close()
         print(f"run {run} already has {model.num_timesteps:,} of {cfg['total_timesteps']:,} steps")
         return run
-    cb = _callback(cfg, run, state, cfg["total_timesteps"])
+    cb = _callback(cfg, run, state, cfg["total_timesteps"], evaluator)
 
     def _term(signum, frame):  # SIGTERM saves like Ctrl-C
         raise KeyboardInterrupt
@@ -351,17 +467,14 @@ def main(argv=None) -> int:
     try:
         if args.resume:
             run = Path(args.resume)
-            if not (run / "latest.zip").is_file() or not (run / "config.yaml").is_file():
-                raise ConfigError(f"{run} is not a run folder with latest.zip and config.yaml")
-            cfg = load_config(yaml.safe_load((run / "config.yaml").read_text()), args.overrides)
-            train(cfg, run, resume=True, command=command)
+            train(resume_config(run, args.overrides), run, resume=True, command=command)
             return 0
         cfg = load_config(args.config, args.overrides)
+        name = args.run_name or f"{cfg['name']}__seed{cfg['seed']}__{time.strftime('%Y%m%d-%H%M%S')}"
+        train(cfg, Path(cfg["run_dir"]) / name, command=command)
     except ConfigError as e:
         print(f"generala train: error: {e}", file=sys.stderr)
         return 2
-    name = args.run_name or f"{cfg['name']}__seed{cfg['seed']}__{time.strftime('%Y%m%d-%H%M%S')}"
-    train(cfg, Path(cfg["run_dir"]) / name, command=command)
     return 0
 
 
