@@ -384,11 +384,11 @@ class Game:
 
     def winners(self) -> tuple[int, ...]:
         """Seats that won (several on a shared win); empty while the game is on."""
+        t = self._sheet_facts()[0]  # first: sheets written by hand may end the game
         if not self.over:
             return ()
         if self.served_generala_winner is not None:
             return (self.served_generala_winner,)
-        t = self._sheet_facts()[0]
         best = max(t)
         return tuple(i for i, v in enumerate(t) if v == best)
 

@@ -180,6 +180,7 @@ def test_a_hand_filled_sheet_is_a_finished_game():
     g = Game("classic", 2)
     g.reset(np.random.default_rng(0))
     g.sheets[:] = 0
+    assert g.winners() == (0, 1)
     assert not g.legal_mask().any()
     assert g.over and g.why_illegal(0) == "the game is over"
 
