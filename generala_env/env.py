@@ -178,6 +178,7 @@ class GeneralaEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    _halt: str | None = None  # set per env in __init__; the class default serves envs pickled before it existed
 
     def __init__(
         self,

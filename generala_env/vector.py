@@ -176,6 +176,7 @@ class GeneralaVectorEnv(VectorEnv):
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["ansi"]}
+    _halt: str | None = None  # set per env in __init__; the class default serves envs pickled before it existed
 
     def __init__(
         self,
