@@ -220,3 +220,11 @@ def test_presets_are_read_from_inside_the_package():
 
     assert PRESETS_DIR.parent == Path(generala_env.__file__).parent
     assert np.isclose(agents.load("optimal").expected_score, 149.11, atol=0.01)
+
+
+def test_a_layer_norm_policy_trains_exports_and_plays_the_same_actions(tmp_path):
+    assert train_main(["--config", TINY, f"run_dir={tmp_path}", "--run-name", "ln", "policy.layer_norm=true"]) == 0
+    # export checks that the NumPy policy picks the torch policy's actions on 300 states
+    assert export_main([str(tmp_path / "ln"), "--name", "ln", "--games", "3", "--dest", str(tmp_path / "cks")]) == 0
+    meta = read_metadata(tmp_path / "cks" / "ln")
+    assert meta["network"]["layer_norm"] is True and meta["config"]["policy"]["layer_norm"] is True

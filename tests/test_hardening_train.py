@@ -121,7 +121,8 @@ def test_every_default_key_is_checked_beyond_its_type():
 
     # checked by name in _validate rather than by a table entry
     by_hand = {("name",), ("run_dir",), ("device",), ("init_from",), ("eval", "opponent"), ("policy", "net_arch"),
-               ("env", "rules"), ("env", "agent_seat"), ("env", "opponents"), ("policy", "ortho_init")}
+               ("env", "rules"), ("env", "agent_seat"), ("env", "opponents"), ("policy", "ortho_init"),
+               ("policy", "layer_norm")}
     unchecked = set(leaves(DEFAULTS)) - set(BOUNDS) - set(CHOICES) - by_hand
     assert not unchecked, f"keys without a bound: {sorted(unchecked)}"
 

@@ -45,6 +45,7 @@ DEFAULTS: dict[str, Any] = {
         "net_arch": [256, 256],  # hidden layers shared shape for policy and value nets
         "activation": "tanh",  # tanh | relu
         "ortho_init": True,
+        "layer_norm": False,  # LayerNorm after each hidden layer (training/policies.py)
     },
     "algo": {  # MaskablePPO hyperparameters
         "learning_rate": 3.0e-4,

@@ -148,7 +148,11 @@ def build_model(cfg: dict, venv, tb_dir: Path):
         model.num_timesteps = 0
         return model
     try:
-        return MaskablePPO("MlpPolicy", venv, policy_kwargs=policy_kwargs, device=cfg["device"], **hyper)
+        if cfg["policy"]["layer_norm"]:
+            from .policies import LayerNormMaskablePolicy as policy_class
+        else:
+            policy_class = "MlpPolicy"
+        return MaskablePPO(policy_class, venv, policy_kwargs=policy_kwargs, device=cfg["device"], **hyper)
     except (ValueError, RuntimeError, AssertionError) as e:
         raise ConfigError(f"cannot build the model from config keys 'policy', 'algo' and 'device': {e}") from None
 
