@@ -186,8 +186,9 @@ def test_line_index_of_a_line_not_on_the_sheet():
 
 
 def test_presets_on_disk_are_the_ones_loaded():
-    root = Path(__file__).resolve().parent.parent / "configs" / "rules"
+    root = Path(__file__).resolve().parent.parent / "generala_env" / "presets"
     assert sorted(p.stem for p in root.glob("*.yaml")) == preset_names()
+    assert {"classic", "double", "sixty"} <= set(preset_names())
     for name in preset_names():
         assert isinstance(load_rules(root / f"{name}.yaml"), RuleSet)
         assert load_rules(root / f"{name}.yaml") == load_rules(name)
