@@ -316,4 +316,8 @@ class PoolAgent(Agent):
         if self.current is None:
             return self.fallback.act(observation, info)
         mask = self.legal_mask(info)
-        return int(masked_argmax_actions(self.current, np.asarray(observation, np.float32)[None], mask[None])[0])
+        obs = np.asarray(observation, np.float32)
+        size = self.current.observation_space.shape
+        if obs.shape != size:
+            raise AgentError(f"pool {self.pool_dir}: its checkpoints take observations of shape {size}, this game gives {obs.shape}")
+        return int(masked_argmax_actions(self.current, obs[None], mask[None])[0])

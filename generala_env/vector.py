@@ -87,6 +87,9 @@ class BatchedOpponent:
     def reset(self, seed: int | None = None) -> None:
         """Called on ``reset(seed=...)`` of the vector env."""
 
+    def games_started(self, venv: "GeneralaVectorEnv", games: np.ndarray) -> None:
+        """Called whenever ``games`` (index array) start, by ``reset()`` or by autoreset."""
+
     def act_batch(self, venv: "GeneralaVectorEnv", games: np.ndarray, masks: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
@@ -128,16 +131,29 @@ class BatchedGreedy(BatchedOpponent):
 
 
 class PerGameOpponent(BatchedOpponent):
-    """Any ``(observation, info) -> action`` agent, called once per game with the single env's inputs."""
+    """Any ``(observation, info) -> action`` agent, called once per game with the single env's inputs.
+
+    One agent object serves every game. The single env calls its ``reset()`` before each
+    game; here it is called (without a seed: its own generator goes on) each time as many
+    games have started as the vector env holds, so an agent that changes between games, such
+    as a self-play pool picking up new checkpoints, changes here too.
+    """
 
     def __init__(self, act: Callable, owner: Any = None):
         self.act = act
         self.owner = owner
         self.name = getattr(owner, "name", getattr(act, "__name__", type(act).__name__))
+        self.started = 0  # games started since the owner's last reset
 
     def reset(self, seed=None):
+        self.started = 0
         if self.owner is not None and hasattr(self.owner, "reset"):
             self.owner.reset(seed=seed)
+
+    def games_started(self, venv, games):
+        if self.started >= venv.num_envs:
+            self.reset()
+        self.started += len(games)
 
     def act_batch(self, venv, games, masks):
         out = np.empty(len(games), dtype=np.int64)
@@ -384,6 +400,8 @@ class GeneralaVectorEnv(VectorEnv):
             games, dice, self.roll, self.rolls_left, self.locked, self.player, self.writes, self.over,
             self.served_generala_winner, self.sheets, self._sheets_seen,
         )  # fmt: skip
+        for opp in self._opponents:
+            opp.games_started(self, games)
         self._play_opponents(games)
         self.ended_before_move[games] = self.over[games]
 

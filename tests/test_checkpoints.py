@@ -33,6 +33,13 @@ def tiny_run(tmp_path_factory):
     return runs / "tiny"
 
 
+@pytest.fixture(scope="module")
+def tiny_run_2p(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", "tiny2", "env.num_players=2", "env.opponents=random"]) == 0
+    return runs / "tiny2"
+
+
 @pytest.fixture
 def shipped_copy(tmp_path):
     """A copy of the shipped one-player checkpoint that a test may spoil."""
@@ -228,3 +235,58 @@ def test_a_layer_norm_policy_trains_exports_and_plays_the_same_actions(tmp_path)
     assert export_main([str(tmp_path / "ln"), "--name", "ln", "--games", "3", "--dest", str(tmp_path / "cks")]) == 0
     meta = read_metadata(tmp_path / "cks" / "ln")
     assert meta["network"]["layer_norm"] is True and meta["config"]["policy"]["layer_norm"] is True
+
+
+def test_a_pool_opponent_in_the_batched_env_picks_up_new_checkpoints(tiny_run_2p, tmp_path):
+    from generala_env.vector import GeneralaVectorEnv
+
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    venv = GeneralaVectorEnv(4, rules="classic", num_players=2, opponents=f"pool:{pool}")
+    (opp,) = venv._opponents
+    obs, info = venv.reset(seed=0)
+    assert opp.owner.current is None  # empty pool: the fallback plays
+    shutil.copyfile(sorted((tiny_run_2p / "checkpoints").glob("step_*.zip"))[0], pool / "step_256.zip")
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # several generations of 4 games
+        masks = venv.action_masks()
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        venv.step(actions)
+    assert opp.owner.current is not None
+
+
+def test_a_pool_of_other_sized_checkpoints_is_a_clear_error(tiny_run, tmp_path):
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    shutil.copyfile(sorted((tiny_run / "checkpoints").glob("step_*.zip"))[0], pool / "step_256.zip")
+    env = gym.make("Generala-v0", num_players=2, opponents=f"pool:{pool}")
+    with pytest.raises(AgentError, match="take observations of shape"):
+        env.reset(seed=0)
+        for _ in range(40):
+            env.step(int(np.flatnonzero(env.unwrapped.action_masks())[0]))
+
+
+def test_a_per_game_opponent_is_reset_once_per_generation_of_games():
+    from generala_env.vector import GeneralaVectorEnv
+
+    class Counting:
+        name = "counting"
+
+        def __init__(self):
+            self.resets = 0
+
+        def reset(self, seed=None):
+            self.resets += 1
+
+        def act(self, obs, info):
+            return int(np.flatnonzero(info["action_mask"])[-1])
+
+    owner = Counting()
+    venv = GeneralaVectorEnv(4, rules="classic", num_players=2, opponents=owner)
+    venv.reset(seed=0)
+    started = 4
+    for _ in range(300):
+        masks = venv.action_masks()
+        _, _, terminated, truncated, _ = venv.step(masks.argmax(axis=1))
+        started += int((terminated | truncated).sum())
+    assert started > 12 and owner.resets == 1 + (started - 4) // 4
