@@ -38,6 +38,8 @@ from .base import Agent, AgentError
 WEIGHTS_FILE = "policy.safetensors"
 METADATA_FILE = "metadata.json"
 NETWORK_FORMAT = "sb3-actor-critic-mlp"  # SB3's MlpPolicy layout: Flatten, mlp_extractor, action_net, value_net
+KEEP_HEAD_FORMAT = "generala-keep-head"  # training.policies.KeepHeadMaskablePolicy
+NETWORK_FORMATS = (NETWORK_FORMAT, KEEP_HEAD_FORMAT)
 
 
 def _shipped_dir() -> Path:
@@ -110,16 +112,20 @@ _ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
 
 
 class PolicyNet:
-    """The actor of an SB3 MlpPolicy, read from tensors: hidden layers, then the action logits.
+    """The actor of an SB3 actor-critic, read from tensors: hidden layers, then the action logits.
 
     ``network`` is the checkpoint's ``metadata["network"]``; ``tensors`` maps SB3's state-dict
-    names to arrays. Every shape is checked against ``network`` here, so weights that do not
-    belong to the metadata are refused at load time, not at the first move.
+    names to arrays. Two formats: ``sb3-actor-critic-mlp`` (SB3's MlpPolicy: a linear layer
+    on the trunk gives the logits) and ``generala-keep-head`` (``training.policies.KeepHead``:
+    one scorer shared by every hold mask, fed the trunk's output and the kept dice). Both may
+    have LayerNorm in the trunk. Every shape is checked here, so weights that do not belong to
+    the metadata are refused at load time, not at the first move.
     """
 
     def __init__(self, network: dict, tensors: dict[str, np.ndarray], where: str):
-        if not isinstance(network, dict) or network.get("format") != NETWORK_FORMAT:
-            raise AgentError(f"{where}: metadata 'network' must describe a {NETWORK_FORMAT!r} network, got {network!r}")
+        if not isinstance(network, dict) or network.get("format") not in NETWORK_FORMATS:
+            raise AgentError(f"{where}: metadata 'network' must describe a network of format {' or '.join(NETWORK_FORMATS)}, got {network!r}")
+        self.format = network["format"]
         act = network.get("activation")
         if act not in _ACTIVATIONS:
             raise AgentError(f"{where}: unknown activation {act!r}; known: {', '.join(_ACTIVATIONS)}")
@@ -140,7 +146,19 @@ class PolicyNet:
                 ln = f"mlp_extractor.policy_net.{per_layer * i + 1}"
                 self.norms.append(tuple(self._tensor(tensors, f"{ln}.{k}", (w,), where) for k in ("weight", "bias")))
             width = w
-        self.layers.append(self._linear(tensors, "action_net", self.n_actions, width, where))
+        if self.format == NETWORK_FORMAT:
+            self.out = self._linear(tensors, "action_net", self.n_actions, width, where)
+            return
+        k = network.get("keep_width")
+        dice = network.get("dice_slice")
+        if not isinstance(k, int) or k < 1 or not (isinstance(dice, list) and len(dice) == 2 and dice[1] - dice[0] == 5):
+            raise AgentError(f"{where}: a keep-head network needs 'keep_width' and a 'dice_slice' of five dice, got {k!r} and {dice!r}")
+        self.dice = slice(*dice)
+        self.hold_state = self._linear(tensors, "action_net.hold_state", k, width, where)
+        self.hold_keep = self._linear(tensors, "action_net.hold_keep", k, KEEP_FEATURES, where)
+        self.hold_mid = self._linear(tensors, "action_net.hold_mid", k, k, where)
+        self.hold_out = self._linear(tensors, "action_net.hold_out", 1, k, where)
+        self.write = self._linear(tensors, "action_net.write", self.n_actions - NUM_MASKS, width, where)
 
     @staticmethod
     def _tensor(tensors, name: str, shape: tuple, where: str) -> np.ndarray:
@@ -158,9 +176,9 @@ class PolicyNet:
         w = self._tensor(tensors, f"{at}.weight", (out, width), where)
         return np.ascontiguousarray(w.T), self._tensor(tensors, f"{at}.bias", (out,), where)
 
-    def logits(self, obs: np.ndarray) -> np.ndarray:
+    def trunk(self, obs: np.ndarray) -> np.ndarray:
         x = np.asarray(obs, dtype=np.float32)
-        for i, (w, b) in enumerate(self.layers[:-1]):
+        for i, (w, b) in enumerate(self.layers):
             x = x @ w + b
             if self.layer_norm:  # torch.nn.LayerNorm: biased variance, eps 1e-5
                 g, beta = self.norms[i]
@@ -168,8 +186,30 @@ class PolicyNet:
                 var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
                 x = (x - mu) / np.sqrt(var + 1e-5) * g + beta
             x = self.activation(x)
-        w, b = self.layers[-1]
-        return x @ w + b
+        return x
+
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        obs = np.asarray(obs, dtype=np.float32)
+        h = self.trunk(obs)
+        if self.format == NETWORK_FORMAT:
+            return h @ self.out[0] + self.out[1]
+        relu = _ACTIVATIONS["relu"]
+        z = relu((h @ self.hold_state[0] + self.hold_state[1])[..., None, :] + keep_features(obs[..., self.dice]) @ self.hold_keep[0] + self.hold_keep[1])
+        hold = (relu(z @ self.hold_mid[0] + self.hold_mid[1]) @ self.hold_out[0] + self.hold_out[1])[..., 0]
+        keep_all = np.zeros_like(hold[..., :1])  # action 31, never legal
+        return np.concatenate([hold, keep_all, h @ self.write[0] + self.write[1]], axis=-1)
+
+
+KEEP_FEATURES = 7  # face counts of the kept dice / 5, and how many are kept / 5
+_HOLD_BITS = np.array([[(m >> i) & 1 for i in range(5)] for m in range(NUM_MASKS - 1)], dtype=np.float32)  # (31, 5)
+
+
+def keep_features(dice_obs: np.ndarray) -> np.ndarray:
+    """``(..., 31, 7)``: for each hold mask but keep-all, the kept dice's face counts and size, / 5."""
+    faces = np.clip(np.rint(dice_obs * 6.0), 1, 6).astype(np.int64) - 1
+    onehot = np.eye(6, dtype=np.float32)[faces]  # (..., 5, 6)
+    kept = np.einsum("mi,...if->...mf", _HOLD_BITS, onehot)
+    return np.concatenate([kept, kept.sum(-1, keepdims=True)], axis=-1) / 5.0
 
 
 def load_policy_net(path: Path, meta: dict) -> PolicyNet:

@@ -290,3 +290,21 @@ def test_a_per_game_opponent_is_reset_once_per_generation_of_games():
         _, _, terminated, truncated, _ = venv.step(masks.argmax(axis=1))
         started += int((terminated | truncated).sum())
     assert started > 12 and owner.resets == 1 + (started - 4) // 4
+
+
+def test_a_keep_head_policy_trains_exports_and_plays_the_same_actions(tmp_path):
+    assert train_main(["--config", TINY, f"run_dir={tmp_path}", "--run-name", "kh", "policy.head=keep", "policy.keep_width=8", "policy.layer_norm=true"]) == 0
+    # export checks that the NumPy policy picks the torch policy's actions on 300 states
+    assert export_main([str(tmp_path / "kh"), "--name", "kh", "--games", "3", "--dest", str(tmp_path / "cks")]) == 0
+    net = read_metadata(tmp_path / "cks" / "kh")["network"]
+    assert net["format"] == "generala-keep-head" and net["keep_width"] == 8 and net["layer_norm"] is True
+
+
+def test_the_keep_head_gives_masks_that_keep_the_same_dice_the_same_logit():
+    from agents.ppo import keep_features
+
+    dice = np.array([2, 2, 5, 5, 6]) / 6.0
+    f = keep_features(dice)
+    # masks 0b00001 and 0b00010 keep one 2; 0b00101 and 0b01001 keep a 2 and a 5
+    assert (f[1] == f[2]).all() and (f[5] == f[9]).all() and not (f[1] == f[4]).all()
+    assert f[0].sum() == 0 and np.isclose(f[30, 6], 4 / 5)

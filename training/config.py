@@ -46,6 +46,8 @@ DEFAULTS: dict[str, Any] = {
         "activation": "tanh",  # tanh | relu
         "ortho_init": True,
         "layer_norm": False,  # LayerNorm after each hidden layer (training/policies.py)
+        "head": "mlp",  # mlp (SB3's linear action layer) | keep (one scorer shared by all holds, training/policies.py)
+        "keep_width": 32,  # width of the keep head's hold scorer
     },
     "algo": {  # MaskablePPO hyperparameters
         "learning_rate": 3.0e-4,
@@ -138,6 +140,7 @@ def _check_type(where: str, key: tuple, default: Any, v: Any) -> Any:
 CHOICES = {
     ("vec_env", "kind"): ("dummy", "subproc", "batched"),
     ("policy", "activation"): ("tanh", "relu"),
+    ("policy", "head"): ("mlp", "keep"),
     ("algo", "lr_schedule"): ("constant", "linear"),
     ("env", "reward"): ("score", "win"),
 }
@@ -168,6 +171,7 @@ BOUNDS: dict[tuple, tuple[Callable[[Any], bool], str]] = {
     ("pretrain", "epsilon"): (lambda v: 0 <= v <= 1, "from 0 to 1"),
     ("pretrain", "learning_rate"): (lambda v: v > 0, "greater than 0"),
     ("checkpoint_every",): (lambda v: v >= 1, "at least 1"),
+    ("policy", "keep_width"): (lambda v: v >= 1, "at least 1"),
 }
 
 DEVICE = re.compile(r"cpu|cuda(:\d+)?|mps|auto")

@@ -58,7 +58,7 @@ def _seed(text: str) -> int:
 
 def network_of(model) -> dict:
     """The ``network`` entry of a checkpoint's metadata for an SB3 MlpPolicy model."""
-    from agents.ppo import NETWORK_FORMAT
+    from agents.ppo import KEEP_HEAD_FORMAT, NETWORK_FORMAT
 
     kw = model.policy_kwargs
     arch = kw.get("net_arch")
@@ -67,6 +67,12 @@ def network_of(model) -> dict:
     act = getattr(kw.get("activation_fn"), "__name__", "Tanh").lower()
     from torch import nn
 
+    from .policies import KeepHead
+
+    head = model.policy.action_net
+    extra = {}
+    if isinstance(head, KeepHead):
+        extra = {"format": KEEP_HEAD_FORMAT, "keep_width": int(head.hold_mid.in_features), "dice_slice": [head.dice.start, head.dice.stop]}
     return {
         "format": NETWORK_FORMAT,
         "net_arch": {"pi": [int(w) for w in arch["pi"]], "vf": [int(w) for w in arch["vf"]]},
@@ -74,6 +80,7 @@ def network_of(model) -> dict:
         "layer_norm": any(isinstance(m, nn.LayerNorm) for m in model.policy.mlp_extractor.modules()),
         "obs_size": int(model.observation_space.shape[0]),
         "n_actions": int(model.action_space.n),
+        **extra,
     }
 
 

@@ -1,4 +1,4 @@
-"""Policy networks for MaskablePPO beyond SB3's MlpPolicy: LayerNorm in the hidden layers.
+"""Policy networks for MaskablePPO beyond SB3's MlpPolicy: LayerNorm, and a shared hold scorer.
 
 ``LayerNormMaskablePolicy`` is sb3-contrib's ``MaskableActorCriticPolicy`` whose policy and
 value MLPs put a ``LayerNorm`` after each hidden ``Linear`` (before the activation). The
@@ -9,6 +9,9 @@ true, so such a policy exports and plays like any other.
 
 from __future__ import annotations
 
+from functools import partial
+
+import numpy as np
 import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
@@ -46,3 +49,104 @@ class LayerNormMaskablePolicy(MaskableActorCriticPolicy):
     def _build_mlp_extractor(self) -> None:
         arch = self.net_arch if isinstance(self.net_arch, dict) else {"pi": list(self.net_arch), "vf": list(self.net_arch)}
         self.mlp_extractor = LayerNormMlpExtractor(self.features_dim, arch, self.activation_fn)
+
+
+# -- a structured action head: one shared scorer for every hold ---------------------------
+KEEP_FEATURES = 7  # counts of each face among the kept dice / 5, and how many are kept / 5
+
+
+def hold_bits() -> torch.Tensor:
+    """``(31, 5)``: bit ``i`` of hold mask ``m`` keeps die ``i`` (masks 0..30; 31, keep all, is never legal)."""
+    return torch.tensor([[(m >> i) & 1 for i in range(5)] for m in range(31)], dtype=torch.float32)
+
+
+class KeepHead(nn.Module):
+    """Action logits from the trunk's output ``h`` and the observation.
+
+    Each hold mask is scored by one small MLP from ``h`` and the *kept dice* of that mask
+    (their face counts, read from the observation's sorted dice), with weights shared by all
+    31 masks: two masks that keep the same dice get the same logit, and what is learnt about
+    keeping a pair of fives serves in every state with a pair of fives. Writes are a linear
+    layer on ``h``. The input is ``cat(h, obs)`` (see :class:`KeepHeadExtractor`).
+    """
+
+    def __init__(self, hidden: int, dice_slice: slice, num_lines: int, width: int):
+        super().__init__()
+        self.hidden, self.dice = hidden, dice_slice
+        self.register_buffer("bits", hold_bits(), persistent=False)
+        self.hold_state = nn.Linear(hidden, width)
+        self.hold_keep = nn.Linear(KEEP_FEATURES, width)
+        self.hold_mid = nn.Linear(width, width)
+        self.hold_out = nn.Linear(width, 1)
+        self.write = nn.Linear(hidden, num_lines)
+
+    def keep_features(self, obs: torch.Tensor) -> torch.Tensor:
+        faces = torch.clamp(torch.round(obs[:, self.dice] * 6.0), 1, 6).long() - 1  # (B, 5), 0-based
+        onehot = nn.functional.one_hot(faces, 6).float()  # (B, 5, 6)
+        kept = torch.einsum("mi,bif->bmf", self.bits, onehot)  # (B, 31, 6)
+        return torch.cat([kept, kept.sum(-1, keepdim=True)], dim=-1) / 5.0
+
+    def forward(self, latent: torch.Tensor) -> torch.Tensor:
+        h, obs = latent[:, : self.hidden], latent[:, self.hidden :]
+        z = torch.relu(self.hold_state(h)[:, None, :] + self.hold_keep(self.keep_features(obs)))
+        hold = self.hold_out(torch.relu(self.hold_mid(z))).squeeze(-1)  # (B, 31)
+        keep_all = torch.zeros_like(hold[:, :1])  # action 31, never legal
+        return torch.cat([hold, keep_all, self.write(h)], dim=1)
+
+
+class KeepHeadExtractor(nn.Module):
+    """Policy trunk whose latent is ``cat(trunk(obs), obs)``; value MLP as usual (both with optional LayerNorm)."""
+
+    def __init__(self, feature_dim: int, net_arch: dict, activation_fn: type[nn.Module], layer_norm: bool):
+        super().__init__()
+        build = _mlp if layer_norm else _plain_mlp
+        self.policy_net, self.trunk_dim = build(feature_dim, list(net_arch["pi"]), activation_fn)
+        self.value_net, self.latent_dim_vf = build(feature_dim, list(net_arch["vf"]), activation_fn)
+        self.latent_dim_pi = self.trunk_dim + feature_dim
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.forward_actor(features), self.forward_critic(features)
+
+    def forward_actor(self, features: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.policy_net(features), features], dim=1)
+
+    def forward_critic(self, features: torch.Tensor) -> torch.Tensor:
+        return self.value_net(features)
+
+
+def _plain_mlp(inputs: int, widths: list[int], activation: type[nn.Module]) -> tuple[nn.Sequential, int]:
+    layers: list[nn.Module] = []
+    for w in widths:
+        layers += [nn.Linear(inputs, w), activation()]
+        inputs = w
+    return nn.Sequential(*layers), inputs
+
+
+class KeepHeadMaskablePolicy(MaskableActorCriticPolicy):
+    """MaskablePPO's actor-critic with :class:`KeepHead` as its action head.
+
+    Extra ``policy_kwargs``: ``dice_slice`` (``(start, stop)`` of ``dice_sorted`` in the
+    observation), ``num_lines``, ``keep_width`` (the hold scorer's width) and ``layer_norm``.
+    """
+
+    def __init__(self, *args, dice_slice=(6, 11), num_lines: int = 10, keep_width: int = 64, layer_norm: bool = False, **kwargs):
+        self.dice_slice, self.num_lines, self.keep_width, self.layer_norm = tuple(dice_slice), num_lines, keep_width, layer_norm
+        super().__init__(*args, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        arch = self.net_arch if isinstance(self.net_arch, dict) else {"pi": list(self.net_arch), "vf": list(self.net_arch)}
+        self.mlp_extractor = KeepHeadExtractor(self.features_dim, arch, self.activation_fn, self.layer_norm)
+
+    def _build(self, lr_schedule) -> None:
+        super()._build(lr_schedule)
+        self.action_net = KeepHead(self.mlp_extractor.trunk_dim, slice(*self.dice_slice), self.num_lines, self.keep_width)
+        if self.ortho_init:
+            self.action_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
+            for out in (self.action_net.hold_out, self.action_net.write):
+                out.apply(partial(self.init_weights, gain=0.01))
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def _get_constructor_parameters(self) -> dict:
+        data = super()._get_constructor_parameters()
+        data.update(dice_slice=self.dice_slice, num_lines=self.num_lines, keep_width=self.keep_width, layer_norm=self.layer_norm)
+        return data

@@ -148,7 +148,16 @@ def build_model(cfg: dict, venv, tb_dir: Path):
         model.num_timesteps = 0
         return model
     try:
-        if cfg["policy"]["layer_norm"]:
+        if cfg["policy"]["head"] == "keep":
+            from generala_env.encoding import observation_layout
+            from generala_env.rules import load_rules
+
+            from .policies import KeepHeadMaskablePolicy as policy_class
+
+            rules = load_rules(cfg["env"]["rules"])
+            dice = observation_layout(rules, cfg["env"]["num_players"])["dice_sorted"]
+            policy_kwargs.update(dice_slice=(dice.start, dice.stop), num_lines=rules.num_lines, keep_width=cfg["policy"]["keep_width"], layer_norm=cfg["policy"]["layer_norm"])
+        elif cfg["policy"]["layer_norm"]:
             from .policies import LayerNormMaskablePolicy as policy_class
         else:
             policy_class = "MlpPolicy"
