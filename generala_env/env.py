@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .game import Game, IllegalActionError
+from .game import Game, IllegalActionError, prefilled_sheets
 from .render import render_text
 from .rules import RuleSet, load_rules
 
@@ -46,6 +46,14 @@ def check_finite(name: str, value) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     return float(value)
+
+
+def check_share(name: str, value) -> float:
+    """``value`` as a float if it is a finite number from 0 to 1, else a ValueError naming ``name``."""
+    v = check_finite(name, value)
+    if not 0.0 <= v <= 1.0:
+        raise ValueError(f"{name} must be from 0 to 1, got {value!r}")
+    return v
 
 
 def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list | None = None) -> dict[str, Any]:
@@ -118,7 +126,12 @@ class GeneralaEnv(gym.Env):
 
     ## Starting State
     Empty sheets; seat 0 rolls first. Opponents seated before the agent play their
-    turns inside `reset()`, so the agent always has the move.
+    turns inside `reset()`, so the agent always has the move. With `exploring_starts=p`
+    (off by default), a share `p` of episodes starts some turns in instead: every player
+    has the same number of lines already filled (1 to L - 1, uniform), each holding the
+    points of one random roll on it (`generala_env.game.prefilled_sheets`), drawn from the
+    env's generator. Late-game states then come early in training. The rewards count only
+    what is written from then on.
 
     ## Rewards
     - `reward="score"`: the points the agent writes at that step (0 for a reroll), so
@@ -163,6 +176,8 @@ class GeneralaEnv(gym.Env):
     - `reward`: `"score"` (default) or `"win"`.
     - `agent_seat`: seat number, or `"random"` (drawn from the env's generator each reset).
     - `illegal_action`: `"penalize"` (default) or `"raise"`; `illegal_penalty`: a finite number.
+    - `exploring_starts`: share of episodes (0 to 1, default 0) that start from partly filled
+      sheets (see Starting State).
     - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it).
 
     ## Seeding
@@ -190,6 +205,7 @@ class GeneralaEnv(gym.Env):
         render_mode: str | None = None,
         illegal_action: str = "penalize",
         illegal_penalty: float = -1.0,
+        exploring_starts: float = 0.0,
     ):
         self.rules = load_rules(rules)
         self.game = Game(self.rules, num_players)
@@ -200,6 +216,7 @@ class GeneralaEnv(gym.Env):
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_penalty = check_finite("illegal_penalty", illegal_penalty)
+        self.exploring_starts = check_share("exploring_starts", exploring_starts)
         self.opponents = self._resolve_opponents(opponents)
 
         self.encoder = Encoder(self.rules, self.num_players)
@@ -249,6 +266,8 @@ class GeneralaEnv(gym.Env):
         if self.agent_seat_option == "random":
             self.seat = int(self.np_random.integers(self.num_players))
         self.game.reset(self._dice())
+        if self.exploring_starts and self.np_random.random() < self.exploring_starts:
+            self.game.set_state(sheets=prefilled_sheets(self.rules, self.num_players, self.np_random))
         for opp in self.opponents:  # opponents' own randomness is seeded from the env's generator
             owner = getattr(opp, "__self__", None)
             if owner is not None and hasattr(owner, "reset"):

@@ -89,6 +89,33 @@ def _line_values(rules: RuleSet) -> tuple[frozenset, ...]:
     return tuple(frozenset(np.unique(t).tolist()) | {0} for t in points_table(rules))
 
 
+def prefilled_sheets(rules: RuleSet, num_players: int, rng) -> np.ndarray:
+    """Legal sheets of a game some turns in, for exploring starts: ``(num_players, L)``.
+
+    Every player has the same number ``k`` of lines filled, drawn uniformly from 1 to
+    ``L - 1`` (so player 0 is to move and the game is not over); which lines is drawn per
+    player. A filled line holds the points of one fresh roll of five dice on it, 0 (crossed
+    out) when the roll does not qualify; a double generala counts only after a scored
+    generala. All draws come from ``rng`` (a numpy ``Generator``), in a fixed order.
+    """
+    L = rules.num_lines
+    table = points_table(rules)  # (L, 252, 2)
+    gen = rules.lines.index("generala") if "generala" in rules.lines else -1
+    dbl = rules.lines.index("double_generala") if "double_generala" in rules.lines else -1
+    sheets = np.full((num_players, L), OPEN, dtype=np.int64)
+    k = int(rng.integers(1, L))
+    for p in range(num_players):
+        lines = np.sort(rng.permutation(L)[:k])  # generala is written before double generala
+        faces = rng.integers(1, 7, size=(k, 5))
+        for line, face in zip(lines, faces):
+            r = roll_index(np.sort(face))
+            pts = int(table[line, r, 0])
+            if line == dbl and not (gen >= 0 and sheets[p, gen] > 0):
+                pts = 0
+            sheets[p, line] = pts
+    return sheets
+
+
 def _whole_number(name: str, v) -> int:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{name} must be a whole number, got {v!r}")

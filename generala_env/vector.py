@@ -63,8 +63,8 @@ from gymnasium.vector.utils import batch_space
 from . import batched as K
 from .dice import DICE, EMPTY_KEEP, FACES, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
 from .encoding import Encoder
-from .env import NOT_RESET, RESET_FAILED, check_arguments, check_finite, make_info
-from .game import OPEN, Game, IllegalActionError
+from .env import NOT_RESET, RESET_FAILED, check_arguments, check_finite, check_share, make_info
+from .game import OPEN, Game, IllegalActionError, prefilled_sheets
 from .rules import RuleSet, load_rules
 from .scoring import points_table
 
@@ -185,6 +185,8 @@ class GeneralaVectorEnv(VectorEnv):
     - ``opponent_mix``: instead of ``opponents``, a list whose entries are each what
       ``opponents`` takes; game ``i`` plays entry ``i % len(opponent_mix)``.
     - ``full_info``: add the per-step info arrays listed in the module docstring.
+    - ``exploring_starts``: as for ``GeneralaEnv``; the sheets are drawn from the vector env's
+      generator, so they are not those a single env with the same seed would draw.
     - ``dice_source``: ``(games, need) -> faces`` with ``faces`` of shape ``(len(games), 5)``;
       game ``games[j]`` uses the first ``need[j]`` faces. A write always needs 5 (the next
       player's first roll, drawn even when the game ends, as the single env does). The
@@ -208,6 +210,7 @@ class GeneralaVectorEnv(VectorEnv):
         opponent_mix: Sequence[Any] | None = None,
         dice_source: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
         full_info: bool = False,
+        exploring_starts: float = 0.0,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -223,6 +226,7 @@ class GeneralaVectorEnv(VectorEnv):
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_penalty = check_finite("illegal_penalty", illegal_penalty)
+        self.exploring_starts = check_share("exploring_starts", exploring_starts)
         self._dice_source = dice_source
         self.full_info = bool(full_info)
 
@@ -400,6 +404,11 @@ class GeneralaVectorEnv(VectorEnv):
             games, dice, self.roll, self.rolls_left, self.locked, self.player, self.writes, self.over,
             self.served_generala_winner, self.sheets, self._sheets_seen,
         )  # fmt: skip
+        if self.exploring_starts:
+            for g in games[self.np_random.random(len(games)) < self.exploring_starts]:
+                sheets = prefilled_sheets(self.rules, self.num_players, self.np_random)
+                self.sheets[g] = sheets
+                self.writes[g] = int((sheets != OPEN).sum())
         for opp in self._opponents:
             opp.games_started(self, games)
         self._play_opponents(games)

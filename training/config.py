@@ -36,6 +36,7 @@ DEFAULTS: dict[str, Any] = {
         "opponents": None,  # agent name(s) for the other seats; a list is a mix drawn per env
         "agent_seat": 0,  # seat number or "random"
         "reward_scale": 0.02,  # rewards are multiplied by this for learning (not in evaluations)
+        "exploring_starts": 0.0,  # share of training episodes that start from partly filled sheets (evaluations never do)
     },
     "vec_env": {
         "kind": "dummy",  # dummy | subproc | batched
@@ -152,6 +153,7 @@ BOUNDS: dict[tuple, tuple[Callable[[Any], bool], str]] = {
     ("threads",): (lambda v: v >= 1, "at least 1"),
     ("env", "num_players"): (lambda v: 1 <= v <= MAX_PLAYERS, f"from 1 to {MAX_PLAYERS}"),
     ("env", "reward_scale"): (lambda v: v > 0, "greater than 0"),
+    ("env", "exploring_starts"): (lambda v: 0 <= v <= 1, "from 0 to 1"),
     ("vec_env", "n_envs"): (lambda v: v >= 1, "at least 1"),
     ("algo", "learning_rate"): (lambda v: v > 0, "greater than 0"),
     ("algo", "n_steps"): (lambda v: v >= 1, "at least 1"),

@@ -78,6 +78,7 @@ def make_env_fn(env_cfg: dict, rank: int, seed: int):
             opponents=_opponents_for(env_cfg, rank),
             reward=env_cfg["reward"],
             agent_seat=env_cfg["agent_seat"],
+            exploring_starts=env_cfg["exploring_starts"],
         )
         env = Monitor(_scale_wrapper()(env, env_cfg["reward_scale"]))
         env.reset(seed=seed + rank)
