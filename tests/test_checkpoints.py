@@ -200,7 +200,7 @@ def test_export_names_must_be_plain(tiny_run, tmp_path, capsys, name):
     assert not (tmp_path / "x").exists() and not dest.exists()
 
 
-@pytest.mark.parametrize("args, message", [(["--games", "0"], "--games: must be at least 1"), (["--seed", "-1"], "--seed: must be 0 or more")])
+@pytest.mark.parametrize("args, message", [(["--games", "0"], "argument --games: must be at least 1"), (["--seed", "-1"], "argument --seed: must be 0 or more")])
 def test_export_options_are_checked(tiny_run, tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as e:
         export_main([str(tiny_run), "--name", "t", "--dest", str(tmp_path), *args])

@@ -185,33 +185,49 @@ def main(argv=None) -> int:
     rules = load_rules(args.rules)
     names = [n.strip() for n in args.agents.split(",")] if args.agents else default_agents()
     out = Path(args.out or f"results/evaluate-{rules.name}-seed{args.seed}")
-    made, played, writing = [], 0, False
+    def body(progress: dict) -> None:
+        check_agents(names, rules, 1)
+        optimal = load_or_solve(rules)[0].expected_score
+        seeds = [game_seed(args.seed, i) for i in range(args.games)]
+        t0 = time.time()
+        rows, scores = [], {}
+        for name in names:
+            recs = play_many([(name,)] * args.games, seeds, rules, workers=args.workers, progress=not args.no_progress, desc=name)
+            progress["played"] += len(recs)
+            rows.append(summarize(name, recs, rules, optimal))
+            scores[name] = [float(r.totals[0]) for r in recs]
+        progress["writing"] = True
+        report(args, rules, rows, scores, optimal, out, time.time() - t0, "generala evaluate " + " ".join(argv or sys.argv[1:]))
+
+    return run_guarded("generala evaluate", out, args.games * len(names), body)
+
+
+def run_guarded(prog: str, out: Path, total: int, body) -> int:
+    """Make ``out``, then run ``body(progress)`` with SIGINT and SIGTERM turned into a clean stop.
+
+    ``body`` counts the games it has collected in ``progress["played"]`` and sets
+    ``progress["writing"]`` before it writes. On a signal the workers are stopped, one line
+    says how far it got, the folders this run made are removed while empty, and the exit
+    status is 128 + the signal; any other error removes them too and goes on.
+    """
+    made: list[Path] = []
+    progress = {"played": 0, "writing": False}
     try:
         with signals_interrupt():
             made = make_out(out)
-            check_agents(names, rules, 1)
-            optimal = load_or_solve(rules)[0].expected_score
-            seeds = [game_seed(args.seed, i) for i in range(args.games)]
-            t0 = time.time()
-            rows, scores = [], {}
-            for name in names:
-                recs = play_many([(name,)] * args.games, seeds, rules, workers=args.workers, progress=not args.no_progress, desc=name)
-                played += len(recs)
-                rows.append(summarize(name, recs, rules, optimal))
-                scores[name] = [float(r.totals[0]) for r in recs]
-            writing = True
-            report(args, rules, rows, scores, optimal, out, time.time() - t0, "generala evaluate " + " ".join(argv or sys.argv[1:]))
+            body(progress)
     except Interrupted as e:
         unmake_out(made)
-        if writing:
-            print(f"generala evaluate: interrupted while writing {out}; its files may be incomplete", file=sys.stderr)
+        if progress["writing"]:
+            print(f"{prog}: interrupted while writing {out}; its files may be incomplete", file=sys.stderr)
         else:
-            print(f"generala evaluate: interrupted, {played + e.played} of {args.games * len(names)} games played; nothing written", file=sys.stderr)
+            print(f"{prog}: interrupted, {progress['played'] + e.played} of {total} games played; nothing written", file=sys.stderr)
         return e.exit_status
     except BaseException:
         unmake_out(made)  # only folders still empty
         raise
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

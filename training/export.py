@@ -28,32 +28,14 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from generala_env.cli import positive_int, seed_int
+
 from .harness import game_seed, play_many
 from .stats import mean_ci, wilson
 
 
 class ExportError(ValueError):
     """An export that cannot be made as asked."""
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
-
-
-def _seed(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {v}")
-    return v
 
 
 def network_of(model) -> dict:
@@ -193,8 +175,8 @@ def main(argv=None) -> int:
     p.add_argument("run", help="a run folder made by generala train")
     p.add_argument("--name", required=True, help="checkpoint name, e.g. ppo-classic (letters, digits, '.', '_', '-')")
     p.add_argument("--model", default="best_model.zip", help="which model file of the run (best_model.zip, latest.zip, final_model.zip)")
-    p.add_argument("--games", type=_positive, default=10000, help="evaluation games (at least 1)")
-    p.add_argument("--seed", type=_seed, default=0)
+    p.add_argument("--games", type=positive_int, default=10000, help="evaluation games (at least 1)")
+    p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--opponents", default="rules-of-thumb,optimal,greedy", help="for several players: whom to measure against")
     p.add_argument("--dest", default="checkpoints", help="folder that receives NAME/ (default: ./checkpoints)")
     args = p.parse_args(argv)

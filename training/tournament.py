@@ -24,8 +24,8 @@ import numpy as np
 
 from generala_env.cli import positive_int, seed_int
 
-from .evaluate import check_agents, make_out, unmake_out
-from .harness import Interrupted, game_seed, play_many, signals_interrupt
+from .evaluate import check_agents, run_guarded
+from .harness import game_seed, play_many
 from .stats import mean_ci, wilson
 
 
@@ -174,26 +174,16 @@ def main(argv=None) -> int:
         raise ValueError(f"with --players {args.players}, list exactly {args.players} agents")
     out = Path(args.out or f"results/tournament-{rules.name}-{args.players}p-seed{args.seed}")
     plan = _lineups(names, args.players, args.games, args.seed)
-    made, writing = [], False
-    try:
-        with signals_interrupt():
-            made = make_out(out)
-            check_agents(names, rules, args.players)
-            t0 = time.time()
-            recs = play_many([x[0] for x in plan], [x[1] for x in plan], rules, workers=args.workers, progress=not args.no_progress, desc="tournament")
-            writing = True
-            report(args, rules, names, plan, recs, out, time.time() - t0, "generala tournament " + " ".join(argv or sys.argv[1:]))
-    except Interrupted as e:
-        unmake_out(made)
-        if writing:
-            print(f"generala tournament: interrupted while writing {out}; its files may be incomplete", file=sys.stderr)
-        else:
-            print(f"generala tournament: interrupted, {e.played} of {len(plan)} games played; nothing written", file=sys.stderr)
-        return e.exit_status
-    except BaseException:
-        unmake_out(made)  # only folders still empty
-        raise
-    return 0
+
+    def body(progress: dict) -> None:
+        check_agents(names, rules, args.players)
+        t0 = time.time()
+        recs = play_many([x[0] for x in plan], [x[1] for x in plan], rules, workers=args.workers, progress=not args.no_progress, desc="tournament")
+        progress["played"] = len(recs)
+        progress["writing"] = True
+        report(args, rules, names, plan, recs, out, time.time() - t0, "generala tournament " + " ".join(argv or sys.argv[1:]))
+
+    return run_guarded("generala tournament", out, len(plan), body)
 
 
 if __name__ == "__main__":
