@@ -27,3 +27,18 @@ def test_a_policy_checkpoint_reports_its_entropy(capsys):
     assert main(["ppo-classic", "--games", "5"]) == 0
     out = capsys.readouterr().out
     assert "| holds |" in out and "| writes |" in out and "–" not in out.split("| holds |")[1].split("\n")[0]
+
+
+def test_a_run_is_diagnosed_checkpoint_by_checkpoint_with_its_training_scalars(tmp_path):
+    from pathlib import Path
+
+    from training.diagnose import curve_markdown, over_training
+    from training.train import main as train_main
+
+    tiny = str(Path(__file__).resolve().parent.parent / "configs" / "ppo_tiny.yaml")
+    assert train_main(["--config", tiny, f"run_dir={tmp_path}", "--run-name", "r"]) == 0
+    rows = over_training(tmp_path / "r", games=3)
+    assert [r["step"] for r in rows] == sorted(r["step"] for r in rows) and len(rows) >= 2
+    assert all(0 <= r["hold_optimal"] <= 1 and r["hold_entropy"] > 0 for r in rows)
+    assert rows[-1]["explained_variance"] is not None and rows[-1]["value_loss"] >= 0
+    assert curve_markdown(rows).count("\n") == len(rows) + 2

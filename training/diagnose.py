@@ -2,6 +2,7 @@
 
     python -m training.diagnose ppo-classic --games 2000
     python -m training.diagnose runs/RUN/best_model.zip --games 2000 --json diag.json
+    python -m training.diagnose --run runs/RUN --games 300       # every saved checkpoint of a run
 
 The solver is used here as a yardstick only: it judges the agent's moves, it never trains
 anything. At each decision of the agent (on the shared seeded dice of ``training.harness``)
@@ -176,9 +177,67 @@ def markdown(d: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tensorboard_scalars(run: Path, tags=("train/explained_variance", "train/value_loss", "train/entropy_loss")) -> dict[str, list[tuple[int, float]]]:
+    """The run's TensorBoard scalars ``tag -> [(step, value), ...]`` (empty where there are none)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out: dict[str, list[tuple[int, float]]] = {t: [] for t in tags}
+    for folder in sorted(p for p in (run / "tb").glob("*") if p.is_dir()):
+        ea = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+        ea.Reload()
+        for t in tags:
+            if t in ea.Tags()["scalars"]:
+                out[t] += [(e.step, e.value) for e in ea.Scalars(t)]
+    return {t: sorted(v) for t, v in out.items()}
+
+
+def _near(series: list[tuple[int, float]], step: int) -> float | None:
+    before = [v for s, v in series if s <= step]
+    return before[-1] if before else None
+
+
+def over_training(run: Path, rules="classic", games: int = 300, seed: int = 0) -> list[dict]:
+    """One row per saved ``checkpoints/step_N.zip`` of a run: the diagnosis and the training scalars then."""
+    import re
+
+    steps = sorted((int(m.group(1)), p) for p in (run / "checkpoints").glob("step_*.zip") if (m := re.fullmatch(r"step_(\d+)\.zip", p.name)))
+    if not steps:
+        raise SystemExit(f"{run / 'checkpoints'} holds no step_N.zip")
+    scalars = tensorboard_scalars(run)
+    rows = []
+    for step, path in steps:
+        d = diagnose(str(path), rules, games, seed)
+        rows.append({
+            "step": step,
+            "share_of_optimal": d["share_of_optimal"],
+            "hold_optimal": d["hold"]["optimal_share"], "hold_regret": d["hold"]["regret_per_game"], "hold_entropy": d["hold"]["mean_entropy"],
+            "write_optimal": d["write"]["optimal_share"], "write_regret": d["write"]["regret_per_game"], "write_entropy": d["write"]["mean_entropy"],
+            "explained_variance": _near(scalars["train/explained_variance"], step),
+            "value_loss": _near(scalars["train/value_loss"], step),
+        })  # fmt: skip
+    return rows
+
+
+def curve_markdown(rows: list[dict]) -> str:
+    def f(x, fmt):
+        return "–" if x is None else format(x, fmt)
+
+    lines = [
+        "| step | % of optimal | holds optimal | hold regret | hold entropy | writes optimal | write regret | write entropy | explained variance | value loss |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['step']:,} | {r['share_of_optimal']:.1%} | {r['hold_optimal']:.1%} | {r['hold_regret']:.2f} | {f(r['hold_entropy'], '.3f')} | "
+            f"{r['write_optimal']:.1%} | {r['write_regret']:.2f} | {f(r['write_entropy'], '.3f')} | {f(r['explained_variance'], '.3f')} | {f(r['value_loss'], '.4f')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.diagnose", description=__doc__.split("\n\n")[0])
-    p.add_argument("agent", help="agent name, checkpoint folder, or a run's SB3 .zip")
+    p.add_argument("agent", help="agent name, checkpoint folder, a run's SB3 .zip, or with --run a run folder")
+    p.add_argument("--run", action="store_true", help="AGENT is a run folder: diagnose each checkpoints/step_N.zip, with TensorBoard's explained variance and value loss")
     p.add_argument("--rules", default="classic")
     p.add_argument("--games", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
@@ -188,6 +247,12 @@ def main(argv=None) -> int:
         p.error("argument --games: must be at least 1")
     if args.seed < 0:
         p.error("argument --seed: must be 0 or more")
+    if args.run:
+        rows = over_training(Path(args.agent), args.rules, args.games, args.seed)
+        print(curve_markdown(rows), end="")
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2))
+        return 0
     d = diagnose(args.agent, args.rules, args.games, args.seed)
     print(markdown(d), end="")
     if args.json:
