@@ -38,23 +38,23 @@ def counts_of(faces) -> np.ndarray:
     return c
 
 
+_FACE_VALUES = np.arange(1, FACES + 1)
+KEY_WEIGHTS = 6 ** np.arange(FACES, dtype=np.int64)
+
 ROLLS = np.array(list(itertools.combinations_with_replacement(range(1, FACES + 1), DICE)), dtype=np.int8)
 NUM_ROLLS = len(ROLLS)  # 252
-ROLL_COUNTS = np.array([counts_of(r) for r in ROLLS], dtype=np.int8)
+ROLL_COUNTS = (ROLLS[:, :, None] == _FACE_VALUES).sum(axis=1, dtype=np.int8)
 
 KEEPS_LIST = [k for n in range(DICE + 1) for k in itertools.combinations_with_replacement(range(1, FACES + 1), n)]
 NUM_KEEPS = len(KEEPS_LIST)  # 462
-KEEP_COUNTS = np.array([counts_of(k) for k in KEEPS_LIST], dtype=np.int8)
+KEEP_COUNTS = np.array([[k.count(f) for f in range(1, FACES + 1)] for k in KEEPS_LIST], dtype=np.int8)
 KEEP_SIZE = KEEP_COUNTS.sum(axis=1).astype(np.int8)
 
 _KEY_SPACE = 6**FACES
 ROLL_OF_KEY = np.full(_KEY_SPACE, -1, dtype=np.int16)
 KEEP_OF_KEY = np.full(_KEY_SPACE, -1, dtype=np.int16)
-for _i, _c in enumerate(ROLL_COUNTS):
-    ROLL_OF_KEY[_key(_c)] = _i
-for _i, _c in enumerate(KEEP_COUNTS):
-    KEEP_OF_KEY[_key(_c)] = _i
-KEY_WEIGHTS = 6 ** np.arange(FACES, dtype=np.int64)
+ROLL_OF_KEY[ROLL_COUNTS.astype(np.int64) @ KEY_WEIGHTS] = np.arange(NUM_ROLLS)
+KEEP_OF_KEY[KEEP_COUNTS.astype(np.int64) @ KEY_WEIGHTS] = np.arange(NUM_KEEPS)
 
 
 def roll_index(faces) -> int:
@@ -71,49 +71,56 @@ def keep_index(faces) -> int:
     return int(KEEP_OF_KEY[_key(counts_of(faces))])
 
 
-# HOLD_KEEP[r, m]: the keep made by holding mask m of roll r.
-HOLD_KEEP = np.zeros((NUM_ROLLS, NUM_MASKS), dtype=np.int16)
-for _r, _faces in enumerate(ROLLS):
-    for _m in range(NUM_MASKS):
-        HOLD_KEEP[_r, _m] = keep_index([f for i, f in enumerate(_faces) if _m >> i & 1])
+# HOLD_KEEP[r, m]: the keep made by holding mask m of roll r (bit i of m holds die i).
+_HELD = (np.arange(NUM_MASKS)[:, None] >> np.arange(DICE)) & 1  # (mask, die)
+_HELD_COUNTS = np.einsum("md,rdf->rmf", _HELD, (ROLLS[:, :, None] == _FACE_VALUES).astype(np.int64))
+HOLD_KEEP = KEEP_OF_KEY[_HELD_COUNTS @ KEY_WEIGHTS].astype(np.int16)
 
-# KEEP_CONTAINS[k1, k2]: keep k1 holds every die of keep k2 (multiset inclusion).
-KEEP_CONTAINS = np.all(KEEP_COUNTS[:, None, :] >= KEEP_COUNTS[None, :, :], axis=2)
+
+def _contains(big: np.ndarray, small: np.ndarray) -> np.ndarray:
+    """``out[i, j]``: counts ``big[i]`` hold every die of counts ``small[j]`` (multiset inclusion)."""
+    out = np.ones((len(big), len(small)), dtype=bool)
+    for f in range(FACES):
+        out &= big[:, f, None] >= small[None, :, f]
+    return out
+
+
+# KEEP_CONTAINS[k1, k2]: keep k1 holds every die of keep k2.
+KEEP_CONTAINS = _contains(KEEP_COUNTS, KEEP_COUNTS)
 # ROLL_CONTAINS_KEEP[r, k]: roll r holds every die of keep k.
-ROLL_CONTAINS_KEEP = np.all(ROLL_COUNTS[:, None, :] >= KEEP_COUNTS[None, :, :], axis=2)
+ROLL_CONTAINS_KEEP = _contains(ROLL_COUNTS, KEEP_COUNTS)
 
-
-def _multinomial_prob(counts) -> float:
-    n = int(sum(counts))
-    ways = factorial(n)
-    for c in counts:
-        ways //= factorial(int(c))
-    return ways / FACES**n
-
-
+# KEEP_ROLL_PROB[k, r]: the chance that rerolling the dice not in keep k ends on roll r:
+# n! / (d1! ... d6!) / 6**n for the n missing dice with face counts d, where roll r
+# contains keep k (0 elsewhere). The counts are exact integers; one division each.
+_FACTORIAL = np.array([factorial(n) for n in range(DICE + 1)], dtype=np.int64)
+_K, _R = np.nonzero(ROLL_CONTAINS_KEEP.T)
+_MISSING = (ROLL_COUNTS[_R] - KEEP_COUNTS[_K]).astype(np.int64)
+_N = DICE - KEEP_SIZE[_K].astype(np.int64)
 KEEP_ROLL_PROB = np.zeros((NUM_KEEPS, NUM_ROLLS), dtype=np.float64)
-for _k, _kc in enumerate(KEEP_COUNTS):
-    for _r, _rc in enumerate(ROLL_COUNTS):
-        _d = _rc - _kc
-        if (_d >= 0).all():
-            KEEP_ROLL_PROB[_k, _r] = _multinomial_prob(_d)
+KEEP_ROLL_PROB[_K, _R] = (_FACTORIAL[_N] // _FACTORIAL[_MISSING].prod(axis=1)) / FACES ** _N.astype(np.float64)
 EMPTY_KEEP = keep_index([])
 FULL_ROLL_PROB = KEEP_ROLL_PROB[EMPTY_KEEP].copy()  # probabilities of the 252 first rolls
 
 # Every distinct proper keep of each roll (the rerolls worth considering), padded with -1.
-_proper = [sorted({int(HOLD_KEEP[r, m]) for m in range(NUM_MASKS - 1)}) for r in range(NUM_ROLLS)]
+_proper = [sorted(set(row)) for row in HOLD_KEEP[:, : NUM_MASKS - 1].tolist()]
 ROLL_PROPER_KEEPS = np.full((NUM_ROLLS, max(map(len, _proper))), -1, dtype=np.int16)
 for _r, _ks in enumerate(_proper):
     ROLL_PROPER_KEEPS[_r, : len(_ks)] = _ks
 # One hold mask that makes each (roll, keep) pair: the lowest one (for agents that think in keeps).
 MASK_FOR_KEEP = np.full((NUM_ROLLS, NUM_KEEPS), -1, dtype=np.int8)
-for _r in range(NUM_ROLLS):
-    for _m in range(NUM_MASKS - 1, -1, -1):
-        MASK_FOR_KEEP[_r, HOLD_KEEP[_r, _m]] = _m
+for _m in range(NUM_MASKS - 1, -1, -1):  # lower masks overwrite higher ones
+    MASK_FOR_KEEP[np.arange(NUM_ROLLS), HOLD_KEEP[:, _m]] = _m
+del _HELD, _HELD_COUNTS, _K, _R, _MISSING, _N, _proper
 
 
 def roll_dice(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Draw ``n`` fair dice from ``rng`` (the only place the game draws randomness)."""
+    """``n`` fair dice drawn from ``rng`` now, one call of ``rng.integers(1, 7, size=n)``.
+
+    One of several draws: a :class:`DiceCup` takes a numpy generator's faces in blocks and
+    calls this only for other generator-like objects; the vector env draws its own throws;
+    seats, opponents' seeds and exploring starts come from the env's generator too.
+    """
     return rng.integers(1, FACES + 1, size=n, dtype=np.int8)
 
 
