@@ -15,11 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import generala_env
-from conftest import QUICK, ScriptedDice, write
 from generala_env import OPEN, IllegalActionError, load_rules, observation_layout, observation_size
 from generala_env.env import GeneralaEnv
 from generala_env.render import render_text
 from generala_env.scoring import line_max, line_points
+from helpers import QUICK, ScriptedDice, write
 
 PRESETS = ["classic", "double", "sixty"]
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import QUICK, LoadedDice, ScriptedDice, faces, hold, write
 from generala_env import OPEN, Game, IllegalActionError
 from generala_env.dice import HOLD_KEEP, KEEP_COUNTS, KEEP_SIZE, NUM_MASKS, DiceCup, keep_index
+from helpers import QUICK, LoadedDice, ScriptedDice, faces, hold, write
 
 ALL_HELD = 31
 

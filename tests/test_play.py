@@ -22,7 +22,7 @@ from generala_env.dice import HOLD_KEEP, KEEPS_LIST, NUM_MASKS
 from generala_env.env import make_info
 from generala_env.play import MoveError, parse_move
 from generala_env.render import line_label
-from conftest import ScriptedDice
+from helpers import ScriptedDice
 
 
 def game_with(dice, rules="classic", players=1) -> Game:

@@ -7,7 +7,6 @@ import itertools
 import numpy as np
 import pytest
 
-from conftest import faces
 from generala_env import line_points, load_rules, points_table
 from generala_env.dice import (
     FULL_ROLL_PROB,
@@ -21,6 +20,7 @@ from generala_env.dice import (
     roll_index,
 )
 from generala_env.scoring import is_straight, line_max
+from helpers import faces
 
 # Every line a sheet can hold, in one rule set, so each row below is checked on each line.
 ALL_LINES = [

@@ -1,4 +1,8 @@
-"""Shared helpers: dice given in advance, and naming actions the way the game does."""
+"""Helpers the tests share: dice given in advance, and naming actions the way the game does.
+
+Imported as ``from helpers import ...`` (pytest puts ``tests/`` on ``sys.path``); fixtures
+and hooks, if any, belong in ``conftest.py``, which tests should not import.
+"""
 
 from __future__ import annotations
 
