@@ -1,14 +1,18 @@
 """Training configuration: a YAML file overlaid on defaults, with checked keys and overrides.
 
-Every key is listed in :data:`DEFAULTS` with its meaning; an unknown or mistyped key,
-or a value of the wrong type, is an error that names it.
+Every key is a field of :class:`Config` or of one of its sections, with its default and
+its meaning beside it (as in CleanRL's ``Args``). A config file holds the same keys, nested
+the same way; an unknown or mistyped key, or a value of the wrong type or out of its
+bounds, is an error that names it.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,63 +25,140 @@ class ConfigError(ValueError):
     """A training config that cannot be used as given."""
 
 
-# key -> default; comments say what each does (kept in one place, like CleanRL's Args)
-DEFAULTS: dict[str, Any] = {
-    "name": "ppo",  # run name prefix: runs are named NAME__seedS__TIME
-    "seed": 0,  # seeds the envs, the policy and the evaluations
-    "total_timesteps": 1_000_000,  # environment steps to train for
-    "run_dir": "runs",  # folder that holds one sub-folder per run
-    "device": "cpu",  # torch device for the policy
-    "threads": 1,  # torch intra-op threads; 1 is fastest on a small shared machine (benchmarks/train_speed.py)
-    "env": {
-        "rules": "classic",  # preset name, YAML path or mapping of settings
-        "num_players": 1,
-        "reward": "score",  # "score" (points written) or "win" (+1/0/-1 at the end)
-        "opponents": None,  # agent name(s) for the other seats; a list is a mix drawn per env
-        "agent_seat": 0,  # seat number or "random"
-        "reward_scale": 0.02,  # rewards are multiplied by this for learning (not in evaluations)
-        "exploring_starts": 0.0,  # share of training episodes that start from partly filled sheets (evaluations never do)
-    },
-    "vec_env": {
-        "kind": "dummy",  # dummy | subproc | batched
-        "n_envs": 16,
-    },
-    "policy": {
-        "net_arch": [256, 256],  # hidden layers shared shape for policy and value nets
-        "activation": "tanh",  # tanh | relu
-        "ortho_init": True,
-        "layer_norm": False,  # LayerNorm after each hidden layer (training/policies.py)
-        "head": "mlp",  # mlp (SB3's linear action layer) | keep (one scorer shared by all holds, training/policies.py)
-        "keep_width": 32,  # width of the keep head's hold scorer
-    },
-    "algo": {  # MaskablePPO hyperparameters
-        "learning_rate": 3.0e-4,
-        "lr_schedule": "constant",  # constant | linear (decays to 0 at total_timesteps)
-        "n_steps": 256,
-        "batch_size": 1024,
-        "n_epochs": 4,
-        "gamma": 1.0,
-        "gae_lambda": 0.95,
-        "clip_range": 0.2,
-        "ent_coef": 0.01,
-        "vf_coef": 0.5,
-        "max_grad_norm": 0.5,
-        "target_kl": None,
-    },
-    "eval": {
-        "every": 100_000,  # environment steps between evaluations
-        "games": 500,  # games per evaluation (seeded, same dice every time)
-        "opponent": "greedy",  # win rate is measured against this agent
-    },
-    "pretrain": {  # optional behaviour cloning from the optimal player before PPO (training/pretrain.py)
-        "games": 0,  # games of the optimal player to imitate (0 = pure PPO from scratch)
-        "epochs": 10,
-        "epsilon": 0.1,  # share of random legal moves mixed into the imitated games
-        "learning_rate": 1.0e-3,
-    },
-    "checkpoint_every": 200_000,  # environment steps between saved checkpoints
-    "init_from": None,  # a saved model (.zip) to start from instead of a fresh policy
-}
+@dataclass
+class EnvConfig:
+    """The training envs (``env:``)."""
+
+    rules: str | dict = "classic"
+    """preset name, YAML path or mapping of settings"""
+    num_players: int = 1
+    """players at the table, the agent included"""
+    reward: str = "score"
+    """score (points written) or win (+1/0/-1 at the end)"""
+    opponents: str | list | None = None
+    """agent name(s) for the other seats; a list is a mix drawn per env (an entry may list one name per seat); "self-play" is the run's own checkpoints"""
+    agent_seat: int | str = 0
+    """the agent's seat: a seat number, or "random" (drawn anew each game)."""
+    reward_scale: float = 0.02
+    """rewards are multiplied by this for learning (not in evaluations)"""
+    exploring_starts: float = 0.0
+    """share of training episodes that start from partly filled sheets (evaluations never do)"""
+
+
+@dataclass
+class VecEnvConfig:
+    """How the envs are stepped together (``vec_env:``)."""
+
+    kind: str = "dummy"
+    """dummy | subproc | batched"""
+    n_envs: int = 16
+    """games played side by side"""
+
+
+@dataclass
+class PolicyConfig:
+    """The network (``policy:``)."""
+
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    """hidden layers, the same shape for the policy and the value nets"""
+    activation: str = "tanh"
+    """tanh | relu"""
+    ortho_init: bool = True
+    """orthogonal initialization of the weights (SB3's default)"""
+    layer_norm: bool = False
+    """LayerNorm after each hidden layer (training/policies.py)"""
+    head: str = "mlp"
+    """mlp (SB3's linear action layer) | keep (one scorer shared by all holds, training/policies.py)"""
+    keep_width: int = 32
+    """width of the keep head's hold scorer"""
+
+
+@dataclass
+class AlgoConfig:
+    """MaskablePPO's hyperparameters (``algo:``)."""
+
+    learning_rate: float = 3.0e-4
+    """Adam's step size"""
+    lr_schedule: str = "constant"
+    """constant | linear (decays to 0 at total_timesteps)"""
+    n_steps: int = 256
+    """steps per env in each rollout"""
+    batch_size: int = 1024
+    """samples per minibatch"""
+    n_epochs: int = 4
+    """passes over each rollout"""
+    gamma: float = 1.0
+    """discount factor"""
+    gae_lambda: float = 0.95
+    """GAE's bias/variance trade-off"""
+    clip_range: float = 0.2
+    """PPO's clip on the probability ratio"""
+    ent_coef: float = 0.01
+    """weight of the entropy bonus in the loss"""
+    vf_coef: float = 0.5
+    """weight of the value loss in the loss"""
+    max_grad_norm: float = 0.5
+    """gradients are clipped to this norm"""
+    target_kl: float | None = None
+    """a rollout's epochs stop early when the approximate KL divergence passes this (null: never)"""
+
+
+@dataclass
+class EvalConfig:
+    """Evaluations during training (``eval:``)."""
+
+    every: int = 100_000
+    """environment steps between evaluations"""
+    games: int = 500
+    """games per evaluation (seeded, same dice every time)"""
+    opponent: str = "greedy"
+    """win rate is measured against this agent"""
+
+
+@dataclass
+class PretrainConfig:
+    """Optional behaviour cloning from the optimal player before PPO (``pretrain:``, training/pretrain.py)."""
+
+    games: int = 0
+    """games of the optimal player to imitate (0 = pure PPO from scratch)"""
+    epochs: int = 10
+    """passes over the imitated decisions"""
+    epsilon: float = 0.1
+    """share of random legal moves mixed into the imitated games"""
+    learning_rate: float = 1.0e-3
+    """Adam's step size while imitating"""
+
+
+@dataclass
+class Config:
+    """One training run's whole config; ``config.yaml`` in a run folder is this, resolved."""
+
+    name: str = "ppo"
+    """run name prefix: runs are named NAME__seedS__TIME"""
+    seed: int = 0
+    """seeds the envs, the policy and the evaluations"""
+    total_timesteps: int = 1_000_000
+    """environment steps to train for"""
+    run_dir: str = "runs"
+    """folder that holds one sub-folder per run"""
+    device: str = "cpu"
+    """torch device for the policy"""
+    threads: int = 1
+    """torch intra-op threads; 1 is fastest on a small shared machine (benchmarks/train_speed.py)"""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    vec_env: VecEnvConfig = field(default_factory=VecEnvConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
+    checkpoint_every: int = 200_000
+    """environment steps between saved checkpoints"""
+    init_from: str | None = None
+    """a saved model (.zip) to start from instead of a fresh policy"""
+
+
+# every key with its default, nested as in a config file; a value's type is checked against its default's
+DEFAULTS: dict[str, Any] = dataclasses.asdict(Config())
 
 _NULLABLE = {("env", "opponents"), ("algo", "target_kl"), ("init_from",)}
 
@@ -179,9 +260,9 @@ BOUNDS: dict[tuple, tuple[Callable[[Any], bool], str]] = {
 DEVICE = re.compile(r"cpu|cuda(:\d+)?|mps|auto")
 
 
-def _get(cfg: dict, key: tuple) -> Any:
+def _get(cfg: Config, key: tuple) -> Any:
     for k in key:
-        cfg = cfg[k]
+        cfg = getattr(cfg, k)
     return cfg
 
 
@@ -189,12 +270,12 @@ def _fail(key: tuple, what: str, v: Any) -> ConfigError:
     return ConfigError(f"config key {'.'.join(key)!r} must be {what}, got {v!r}")
 
 
-def _validate(cfg: dict) -> None:
+def _validate(cfg: Config) -> None:
     """Check every value against its bounds and the keys against each other."""
     for key, allowed in CHOICES.items():
         if _get(cfg, key) not in allowed:
             raise _fail(key, f"one of {', '.join(allowed)}", _get(cfg, key))
-    kl = cfg["algo"]["target_kl"]  # no default type to check it against
+    kl = cfg.algo.target_kl  # no default type to check it against
     if kl is not None and (isinstance(kl, bool) or not isinstance(kl, (int, float)) or not math.isfinite(kl)):
         raise _fail(("algo", "target_kl"), "null or a finite number", kl)
     for key, (ok, what) in BOUNDS.items():
@@ -204,23 +285,23 @@ def _validate(cfg: dict) -> None:
     for key in (("name",), ("run_dir",), ("eval", "opponent")):
         if not _get(cfg, key).strip():
             raise _fail(key, "non-empty text", _get(cfg, key))
-    if "/" in cfg["name"] or "\\" in cfg["name"]:
-        raise _fail(("name",), "a name without path separators (it names the run folder)", cfg["name"])
-    if not DEVICE.fullmatch(cfg["device"]):
-        raise _fail(("device",), "cpu, cuda, cuda:N, mps or auto", cfg["device"])
-    init = cfg["init_from"]
+    if "/" in cfg.name or "\\" in cfg.name:
+        raise _fail(("name",), "a name without path separators (it names the run folder)", cfg.name)
+    if not DEVICE.fullmatch(cfg.device):
+        raise _fail(("device",), "cpu, cuda, cuda:N, mps or auto", cfg.device)
+    init = cfg.init_from
     if init is not None and (not isinstance(init, str) or not init.strip()):
         raise _fail(("init_from",), "null or the path of a saved model (.zip)", init)
 
-    arch = cfg["policy"]["net_arch"]
+    arch = cfg.policy.net_arch
     if not arch or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in arch):
         raise _fail(("policy", "net_arch"), "a non-empty list of layer sizes, each a whole number of at least 1", arch)
 
-    env = cfg["env"]
-    seat = env["agent_seat"]
-    if seat != "random" and not 0 <= seat < env["num_players"]:
-        raise _fail(("env", "agent_seat"), f"'random' or a seat from 0 to {env['num_players'] - 1}", seat)
-    opp = env["opponents"]
+    env = cfg.env
+    seat = env.agent_seat
+    if seat != "random" and not 0 <= seat < env.num_players:
+        raise _fail(("env", "agent_seat"), f"'random' or a seat from 0 to {env.num_players - 1}", seat)
+    opp = env.opponents
     if opp is not None:
         entries = opp if isinstance(opp, list) else [opp]  # a list is a mix; an entry may list one name per seat
         names = lambda e: e if isinstance(e, list) else [e]  # noqa: E731
@@ -229,11 +310,11 @@ def _validate(cfg: dict) -> None:
 
     # a rollout of n_steps x n_envs samples is cut into minibatches; a last one of a single
     # sample has no spread, and normalizing its advantage gives NaN
-    samples = cfg["algo"]["n_steps"] * cfg["vec_env"]["n_envs"]
-    if samples % cfg["algo"]["batch_size"] == 1:
+    samples = cfg.algo.n_steps * cfg.vec_env.n_envs
+    if samples % cfg.algo.batch_size == 1:
         raise ConfigError(
             f"config keys 'algo.n_steps' x 'vec_env.n_envs' = {samples} samples per rollout leave a minibatch "
-            f"('algo.batch_size' = {cfg['algo']['batch_size']}) of one sample; change one of them"
+            f"('algo.batch_size' = {cfg.algo.batch_size}) of one sample; change one of them"
         )
 
 
@@ -254,11 +335,19 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
-def load_config(path: "str | Path | dict | None" = None, overrides: list[str] | None = None) -> dict:
-    """Defaults, overlaid by a YAML file (or a mapping), overlaid by ``KEY=VALUE`` overrides."""
-    cfg = copy.deepcopy(DEFAULTS)
+def _build(cls: type, values: dict) -> Any:
+    """The dataclass ``cls`` from merged ``values``, its sections built as their own dataclasses."""
+    sections = {f.name: f.default_factory for f in dataclasses.fields(cls) if dataclasses.is_dataclass(f.default_factory)}
+    return cls(**{k: _build(sections[k], v) if k in sections else v for k, v in values.items()})
+
+
+def load_config(path: "str | Path | dict | Config | None" = None, overrides: list[str] | None = None) -> Config:
+    """Defaults, overlaid by a YAML file (or a mapping, or a config), overlaid by ``KEY=VALUE`` overrides."""
+    values = copy.deepcopy(DEFAULTS)
+    if isinstance(path, Config):
+        path = dataclasses.asdict(path)
     if isinstance(path, dict):
-        cfg = _merge(cfg, path)
+        values = _merge(values, path)
     elif path is not None:
         p = Path(path)
         if not p.is_file():
@@ -270,7 +359,7 @@ def load_config(path: "str | Path | dict | None" = None, overrides: list[str] | 
         if not isinstance(data, dict):
             raise ConfigError(f"config file {p} must hold a mapping of keys, got {type(data).__name__}")
         try:
-            cfg = _merge(cfg, data)
+            values = _merge(values, data)
         except ConfigError as e:
             raise ConfigError(f"config file {p}: {e}") from None
     for text in overrides or []:
@@ -278,6 +367,7 @@ def load_config(path: "str | Path | dict | None" = None, overrides: list[str] | 
         nested: Any = value
         for k in reversed(keys):
             nested = {k: nested}
-        cfg = _merge(cfg, nested)
+        values = _merge(values, nested)
+    cfg = _build(Config, values)
     _validate(cfg)
     return cfg

@@ -21,14 +21,15 @@ from generala_env.env import make_info
 from generala_env.game import Game
 from generala_env.rules import load_rules
 
+from .config import Config, EnvConfig
 from .harness import game_seed
 
 
-def _opponent_names(env_cfg: dict, game_index: int) -> list[str]:
-    opp = env_cfg["opponents"] or "greedy"
+def _opponent_names(env_cfg: EnvConfig, game_index: int) -> list[str]:
+    opp = env_cfg.opponents or "greedy"
     if isinstance(opp, list):
         opp = opp[game_index % len(opp)]
-    n = env_cfg["num_players"] - 1
+    n = env_cfg.num_players - 1
     names = list(opp) if isinstance(opp, list) else [opp] * n
     # the run's own checkpoints don't exist yet: imitated games meet the optimal player instead
     return ["optimal" if o == "self-play" else o for o in names]
@@ -39,15 +40,15 @@ def _generate(job):
     import agents
 
     env_cfg, seed, indices, epsilon = job
-    rules = load_rules(env_cfg["rules"])
-    P = env_cfg["num_players"]
+    rules = load_rules(env_cfg.rules)
+    P = env_cfg.num_players
     enc = Encoder(rules, P)
     teacher = agents.load("optimal", rules=rules)
     cache: dict = {}
     obs_l, mask_l, act_l, val_l = [], [], [], []
     for gi in indices:
         rng = np.random.default_rng(game_seed(seed, gi))
-        seat = int(rng.integers(P)) if env_cfg["agent_seat"] == "random" else int(env_cfg["agent_seat"])
+        seat = int(rng.integers(P)) if env_cfg.agent_seat == "random" else int(env_cfg.agent_seat)
         opps = []
         for name in _opponent_names(env_cfg, gi):
             if name not in cache:
@@ -66,9 +67,9 @@ def _generate(job):
                 obs_l.append(obs)
                 mask_l.append(info["action_mask"].astype(bool))
                 act_l.append(a)
-                if env_cfg["reward"] == "score":
+                if env_cfg.reward == "score":
                     v = teacher.solver.action_values(*_state(teacher, info))
-                    val_l.append(float(np.max(np.where(info["action_mask"].astype(bool), v, -np.inf))) * env_cfg["reward_scale"])
+                    val_l.append(float(np.max(np.where(info["action_mask"].astype(bool), v, -np.inf))) * env_cfg.reward_scale)
                 else:
                     val_l.append(np.nan)
                 if rng.random() < epsilon:
@@ -77,7 +78,7 @@ def _generate(job):
             else:
                 a = opps[(s - seat - 1) % P].act(obs, info)
             game.step(int(a), rng)
-        if env_cfg["reward"] == "win":
+        if env_cfg.reward == "win":
             w = game.winners()
             r = -1.0 if seat not in w else (1.0 if len(w) == 1 else 0.0)
             val_l[start:] = [r] * (len(val_l) - start)
@@ -92,16 +93,16 @@ def _state(agent, info):
     return v.filled_mask, (s.gen >= 0 and v.sheet[s.gen] > 0), v.roll, v.rolls_left, v.locked
 
 
-def behaviour_clone(model, cfg: dict, log=print) -> dict:
+def behaviour_clone(model, cfg: Config, log=print) -> dict:
     """Train ``model.policy`` to imitate the optimal player; returns what it measured."""
     import torch
 
-    p = cfg["pretrain"]
+    p = cfg.pretrain
     t0 = time.time()
-    games = p["games"]
+    games = p.games
     workers = max(1, min(os.cpu_count() or 1, games))
     chunks = [list(range(i, games, workers * 8)) for i in range(workers * 8)]
-    jobs = [(cfg["env"], cfg["seed"] + 7_000_001, c, p["epsilon"]) for c in chunks if c]
+    jobs = [(cfg.env, cfg.seed + 7_000_001, c, p.epsilon) for c in chunks if c]
     if workers == 1:
         parts = [_generate(j) for j in jobs]
     else:
@@ -114,12 +115,12 @@ def behaviour_clone(model, cfg: dict, log=print) -> dict:
 
     policy = model.policy
     policy.set_training_mode(True)
-    opt = torch.optim.Adam(policy.parameters(), lr=p["learning_rate"])
-    gen = torch.Generator().manual_seed(cfg["seed"])
+    opt = torch.optim.Adam(policy.parameters(), lr=p.learning_rate)
+    gen = torch.Generator().manual_seed(cfg.seed)
     O, M, A, V = (torch.as_tensor(x) for x in (obs, masks, acts, vals))
     n = len(A)
     bs = 1024
-    for epoch in range(p["epochs"]):
+    for epoch in range(p.epochs):
         perm = torch.randperm(n, generator=gen)
         tot_pi = tot_v = correct = 0.0
         for i in range(0, n, bs):
@@ -136,6 +137,6 @@ def behaviour_clone(model, cfg: dict, log=print) -> dict:
             tot_v += loss_v.item() * len(idx)
             with torch.no_grad():
                 correct += (logp > np.log(0.5)).sum().item()
-        log(f"  epoch {epoch + 1}/{p['epochs']}: policy loss {tot_pi / n:.4f}, value loss {tot_v / n:.5f}, teacher action prob>0.5 on {correct / n:.1%}")
+        log(f"  epoch {epoch + 1}/{p.epochs}: policy loss {tot_pi / n:.4f}, value loss {tot_v / n:.5f}, teacher action prob>0.5 on {correct / n:.1%}")
     policy.set_training_mode(False)
-    return {"decisions": int(n), "games": games, "epochs": p["epochs"], "seconds": time.time() - t0, "final_policy_loss": tot_pi / n}
+    return {"decisions": int(n), "games": games, "epochs": p.epochs, "seconds": time.time() - t0, "final_policy_loss": tot_pi / n}

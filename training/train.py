@@ -19,6 +19,7 @@ and are refused. Nothing is written to a run folder before its model has been bu
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pickle
@@ -32,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .config import ConfigError, load_config
+from .config import Config, ConfigError, EnvConfig, load_config
 
 EVAL_SEED_BASE = 20_261_129  # evaluation games use fixed dice, the same for every run
 
@@ -54,9 +55,9 @@ def _scale_wrapper():
     return RewardScale
 
 
-def _opponents_for(env_cfg: dict, rank: int):
-    opp = env_cfg["opponents"]
-    if env_cfg["num_players"] == 1:
+def _opponents_for(env_cfg: EnvConfig, rank: int):
+    opp = env_cfg.opponents
+    if env_cfg.num_players == 1:
         return None
     if isinstance(opp, list):
         # a mix: each env plays one entry (an entry may itself be a list, one per seat)
@@ -64,7 +65,7 @@ def _opponents_for(env_cfg: dict, rank: int):
     return opp
 
 
-def make_env_fn(env_cfg: dict, rank: int, seed: int):
+def make_env_fn(env_cfg: EnvConfig, rank: int, seed: int):
     def _init():
         import gymnasium as gym
         from stable_baselines3.common.monitor import Monitor
@@ -73,14 +74,14 @@ def make_env_fn(env_cfg: dict, rank: int, seed: int):
 
         env = gym.make(
             "Generala-v0",
-            rules=env_cfg["rules"],
-            num_players=env_cfg["num_players"],
+            rules=env_cfg.rules,
+            num_players=env_cfg.num_players,
             opponents=_opponents_for(env_cfg, rank),
-            reward=env_cfg["reward"],
-            agent_seat=env_cfg["agent_seat"],
-            exploring_starts=env_cfg["exploring_starts"],
+            reward=env_cfg.reward,
+            agent_seat=env_cfg.agent_seat,
+            exploring_starts=env_cfg.exploring_starts,
         )
-        env = Monitor(_scale_wrapper()(env, env_cfg["reward_scale"]))
+        env = Monitor(_scale_wrapper()(env, env_cfg.reward_scale))
         env.reset(seed=seed + rank)
         env.action_space.seed(seed + rank)
         return env
@@ -88,26 +89,26 @@ def make_env_fn(env_cfg: dict, rank: int, seed: int):
     return _init
 
 
-def _with_self_play(env_cfg: dict, run: Path | None) -> dict:
+def _with_self_play(env_cfg: EnvConfig, run: Path | None) -> EnvConfig:
     """Replace the opponent name ``self-play`` by the pool of this run's own checkpoints."""
-    opp = env_cfg["opponents"]
+    opp = env_cfg.opponents
     if run is None or opp is None:
         return env_cfg
     pool = f"pool:{run / 'checkpoints'}"
     swap = lambda o: pool if o == "self-play" else o  # noqa: E731
     opp = [swap(o) for o in opp] if isinstance(opp, list) else swap(opp)
-    return {**env_cfg, "opponents": opp}
+    return dataclasses.replace(env_cfg, opponents=opp)
 
 
-def make_vec_env(cfg: dict, run: Path | None = None):
-    kind, n = cfg["vec_env"]["kind"], cfg["vec_env"]["n_envs"]
-    env_cfg, seed = _with_self_play(cfg["env"], run), cfg["seed"]
+def make_vec_env(cfg: Config, run: Path | None = None):
+    kind, n = cfg.vec_env.kind, cfg.vec_env.n_envs
+    env_cfg, seed = _with_self_play(cfg.env, run), cfg.seed
     if kind == "batched":
         try:
             from generala_env.vector import make_sb3_vec_env
         except ImportError as e:
             raise ConfigError(f"vec_env.kind 'batched' needs generala_env.vector: {e}") from None
-        return make_sb3_vec_env(n_envs=n, seed=seed, **env_cfg)
+        return make_sb3_vec_env(n_envs=n, seed=seed, **dataclasses.asdict(env_cfg))
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     fns = [make_env_fn(env_cfg, i, seed * 1000) for i in range(n)]
@@ -121,59 +122,59 @@ def make_vec_env(cfg: dict, run: Path | None = None):
 LOAD_ERRORS = (ValueError, KeyError, TypeError, OSError, EOFError, RuntimeError, AssertionError, zipfile.BadZipFile, pickle.UnpicklingError)
 
 
-def algo_kwargs(cfg: dict) -> dict:
-    """The MaskablePPO hyperparameters of ``cfg['algo']``, the learning rate as its schedule."""
-    a = cfg["algo"]
-    lr = a["learning_rate"]
-    if a["lr_schedule"] == "linear":
+def algo_kwargs(cfg: Config) -> dict:
+    """The MaskablePPO hyperparameters of ``cfg.algo``, the learning rate as its schedule."""
+    a = cfg.algo
+    lr = a.learning_rate
+    if a.lr_schedule == "linear":
         lr0 = lr
         lr = lambda progress_remaining: lr0 * progress_remaining  # noqa: E731
     keys = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "target_kl")
-    return dict(learning_rate=lr, **{k: a[k] for k in keys})
+    return dict(learning_rate=lr, **{k: getattr(a, k) for k in keys})
 
 
-def build_model(cfg: dict, venv, tb_dir: Path):
+def build_model(cfg: Config, venv, tb_dir: Path):
     import torch
     from sb3_contrib import MaskablePPO
 
-    act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[cfg["policy"]["activation"]]
-    arch = list(cfg["policy"]["net_arch"])
-    policy_kwargs = dict(net_arch=dict(pi=arch, vf=arch), activation_fn=act, ortho_init=cfg["policy"]["ortho_init"])
-    hyper = dict(algo_kwargs(cfg), tensorboard_log=str(tb_dir), seed=cfg["seed"], verbose=0)
-    if cfg["init_from"]:
+    act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[cfg.policy.activation]
+    arch = list(cfg.policy.net_arch)
+    policy_kwargs = dict(net_arch=dict(pi=arch, vf=arch), activation_fn=act, ortho_init=cfg.policy.ortho_init)
+    hyper = dict(algo_kwargs(cfg), tensorboard_log=str(tb_dir), seed=cfg.seed, verbose=0)
+    if cfg.init_from:
         # the saved weights, this config's hyperparameters; the step count starts again at 0
         try:
-            model = MaskablePPO.load(cfg["init_from"], env=venv, device=cfg["device"], **hyper)
+            model = MaskablePPO.load(cfg.init_from, env=venv, device=cfg.device, **hyper)
         except LOAD_ERRORS as e:
-            raise ConfigError(f"config key 'init_from': cannot load {cfg['init_from']}: {e}") from None
+            raise ConfigError(f"config key 'init_from': cannot load {cfg.init_from}: {e}") from None
         model.num_timesteps = 0
         return model
     try:
-        if cfg["policy"]["head"] == "keep":
+        if cfg.policy.head == "keep":
             from generala_env.encoding import observation_layout
             from generala_env.rules import load_rules
 
             from .policies import KeepHeadMaskablePolicy as policy_class
 
-            rules = load_rules(cfg["env"]["rules"])
-            dice = observation_layout(rules, cfg["env"]["num_players"])["dice_sorted"]
-            policy_kwargs.update(dice_slice=(dice.start, dice.stop), num_lines=rules.num_lines, keep_width=cfg["policy"]["keep_width"], layer_norm=cfg["policy"]["layer_norm"])
-        elif cfg["policy"]["layer_norm"]:
+            rules = load_rules(cfg.env.rules)
+            dice = observation_layout(rules, cfg.env.num_players)["dice_sorted"]
+            policy_kwargs.update(dice_slice=(dice.start, dice.stop), num_lines=rules.num_lines, keep_width=cfg.policy.keep_width, layer_norm=cfg.policy.layer_norm)
+        elif cfg.policy.layer_norm:
             from .policies import LayerNormMaskablePolicy as policy_class
         else:
             policy_class = "MlpPolicy"
-        return MaskablePPO(policy_class, venv, policy_kwargs=policy_kwargs, device=cfg["device"], **hyper)
+        return MaskablePPO(policy_class, venv, policy_kwargs=policy_kwargs, device=cfg.device, **hyper)
     except (ValueError, RuntimeError, AssertionError) as e:
         raise ConfigError(f"cannot build the model from config keys 'policy', 'algo' and 'device': {e}") from None
 
 
-def load_latest(cfg: dict, run: Path, venv):
-    """The run's ``latest.zip`` on ``venv``, with the hyperparameters of ``cfg['algo']`` (so overrides apply)."""
+def load_latest(cfg: Config, run: Path, venv):
+    """The run's ``latest.zip`` on ``venv``, with the hyperparameters of ``cfg.algo`` (so overrides apply)."""
     from sb3_contrib import MaskablePPO
 
     path = run / "latest.zip"
     try:
-        return MaskablePPO.load(path, env=venv, device=cfg["device"], tensorboard_log=str(run / "tb"), **algo_kwargs(cfg))
+        return MaskablePPO.load(path, env=venv, device=cfg.device, tensorboard_log=str(run / "tb"), **algo_kwargs(cfg))
     except LOAD_ERRORS as e:
         raise ConfigError(f"{path} cannot be loaded: {e}") from None
 
@@ -182,7 +183,7 @@ def load_latest(cfg: dict, run: Path, venv):
 class Evaluator:
     """Seeded masked evaluations of a policy: score, share of optimal, win rate."""
 
-    def __init__(self, cfg: dict):
+    def __init__(self, cfg: Config):
         import agents as agents_pkg
         from agents.solver import load_or_solve
         from generala_env.rules import load_rules
@@ -190,10 +191,10 @@ class Evaluator:
         from .harness import game_seed
 
         self.cfg = cfg
-        self.rules = load_rules(cfg["env"]["rules"])
-        self.players = cfg["env"]["num_players"]
-        self.games = cfg["eval"]["games"]
-        self.opponent = cfg["eval"]["opponent"]
+        self.rules = load_rules(cfg.env.rules)
+        self.players = cfg.env.num_players
+        self.games = cfg.eval.games
+        self.opponent = cfg.eval.opponent
         self.seeds = [game_seed(EVAL_SEED_BASE, i) for i in range(self.games)]
         self.optimal = load_or_solve(self.rules)[0].expected_score
         self._opp_totals = None
@@ -248,7 +249,7 @@ class _PolicyAgent:
         return int(masked_argmax_actions(self.policy, np.asarray(obs)[None], np.asarray(info["action_mask"])[None])[0])
 
 
-def _callback(cfg: dict, run: Path, state: dict, total: int, evaluator: Evaluator | None = None):
+def _callback(cfg: Config, run: Path, state: dict, total: int, evaluator: Evaluator | None = None):
     from stable_baselines3.common.callbacks import BaseCallback
     from tqdm import tqdm
 
@@ -258,8 +259,8 @@ def _callback(cfg: dict, run: Path, state: dict, total: int, evaluator: Evaluato
     class TrainCallback(BaseCallback):
         def _on_training_start(self) -> None:
             self.bar = tqdm(total=total, initial=self.num_timesteps, unit="step", dynamic_ncols=True, desc=run.name[:40])
-            self.next_eval = (self.num_timesteps // cfg["eval"]["every"] + 1) * cfg["eval"]["every"]
-            self.next_ckpt = (self.num_timesteps // cfg["checkpoint_every"] + 1) * cfg["checkpoint_every"]
+            self.next_eval = (self.num_timesteps // cfg.eval.every + 1) * cfg.eval.every
+            self.next_ckpt = (self.num_timesteps // cfg.checkpoint_every + 1) * cfg.checkpoint_every
             self.t_start = time.time()
             self.steps_start = self.num_timesteps
             self.scores: list[float] = []
@@ -271,10 +272,10 @@ def _callback(cfg: dict, run: Path, state: dict, total: int, evaluator: Evaluato
                     self.scores.append(float(info["totals"][seat]))
             self.bar.update(self.training_env.num_envs)
             if self.num_timesteps >= self.next_eval:
-                self.next_eval += cfg["eval"]["every"]
+                self.next_eval += cfg.eval.every
                 self.evaluate()
             if self.num_timesteps >= self.next_ckpt:
-                self.next_ckpt += cfg["checkpoint_every"]
+                self.next_ckpt += cfg.checkpoint_every
                 self.model.save(run / "checkpoints" / f"step_{self.num_timesteps}.zip")
                 save_latest(self.model, run, state, self.t_start)
             return True
@@ -292,8 +293,8 @@ def _callback(cfg: dict, run: Path, state: dict, total: int, evaluator: Evaluato
             res = evaluator(self.model.policy)
             for k, v in res.items():
                 self.logger.record(f"eval/{k}", v)
-            self.logger.record(f"eval/win_rate_vs_{cfg['eval']['opponent']}", res["win_rate"])
-            key = "mean_score" if cfg["env"]["num_players"] == 1 else "win_rate"
+            self.logger.record(f"eval/win_rate_vs_{cfg.eval.opponent}", res["win_rate"])
+            key = "mean_score" if cfg.env.num_players == 1 else "win_rate"
             line = {"step": self.num_timesteps, "wall_seconds": state["train_seconds"] + time.time() - self.t_start, **res}
             state["evaluations"].append(line)
             with open(run / "evaluations.csv", "a") as f:
@@ -347,7 +348,7 @@ def _changed(old: dict, new: dict, prefix: str = "") -> list[str]:
     return out
 
 
-def resume_config(run: Path, overrides: list[str] | None = None) -> dict:
+def resume_config(run: Path, overrides: list[str] | None = None) -> Config:
     """The saved config of ``run`` with ``overrides``; a ConfigError names what stops the run from resuming."""
     if not run.is_dir():
         raise ConfigError(f"{run} is not a run folder")
@@ -360,7 +361,7 @@ def resume_config(run: Path, overrides: list[str] | None = None) -> dict:
     except ConfigError as e:
         raise ConfigError(str(e) if str(path) in str(e) else f"{path}: {e}") from None
     cfg = load_config(saved, overrides)
-    fixed = [k for k in _changed(saved, cfg) if not k.startswith(RESUMABLE)]
+    fixed = [k for k in _changed(dataclasses.asdict(saved), dataclasses.asdict(cfg)) if not k.startswith(RESUMABLE)]
     if fixed:
         raise ConfigError(
             f"{', '.join(fixed)} cannot change when resuming {run}: the saved model and its envs were made with "
@@ -403,7 +404,7 @@ def _build_envs(cfg: dict, run: Path):
         raise ConfigError(f"cannot build the training envs from config keys 'env' and 'vec_env': {e}") from None
 
 
-def train(cfg: dict, run: Path, resume: bool = False, command: str = "") -> Path:
+def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Path:
     """Train a fresh run in folder ``run``, or (``resume``) continue the one there.
 
     Nothing is written until the envs, the model (resuming: ``latest.zip`` loaded) and the
@@ -417,7 +418,7 @@ def train(cfg: dict, run: Path, resume: bool = False, command: str = "") -> Path
         state.update(read_state(run))
     elif run.exists() and (not run.is_dir() or any(run.iterdir())):
         raise ConfigError(f"run folder {run} already exists and is not empty; continue it with --resume {run} or pick another --run-name")
-    torch.set_num_threads(cfg["threads"])
+    torch.set_num_threads(cfg.threads)
     venv = _build_envs(cfg, run)
     try:
         model = load_latest(cfg, run, venv) if resume else build_model(cfg, venv, run / "tb")
@@ -427,22 +428,22 @@ def train(cfg: dict, run: Path, resume: bool = False, command: str = "") -> Path
         raise
     run.mkdir(parents=True, exist_ok=True)
     (run / "checkpoints").mkdir(exist_ok=True)
-    _write_atomic(run / "config.yaml", yaml.safe_dump(cfg, sort_keys=False))
+    _write_atomic(run / "config.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
     with open(run / "command.txt", "a") as f:
         f.write(command + "\n")
     if resume:
         print(f"resuming {run} at step {model.num_timesteps:,}")
-    elif cfg["pretrain"]["games"] > 0 and not cfg["init_from"]:
+    elif cfg.pretrain.games > 0 and not cfg.init_from:
         from .pretrain import behaviour_clone
 
         state["pretrain"] = behaviour_clone(model, cfg)
         model.save(run / "pretrained.zip")
-    remaining = cfg["total_timesteps"] - model.num_timesteps
+    remaining = cfg.total_timesteps - model.num_timesteps
     if remaining <= 0:
         venv.close()
-        print(f"run {run} already has {model.num_timesteps:,} of {cfg['total_timesteps']:,} steps")
+        print(f"run {run} already has {model.num_timesteps:,} of {cfg.total_timesteps:,} steps")
         return run
-    cb = _callback(cfg, run, state, cfg["total_timesteps"], evaluator)
+    cb = _callback(cfg, run, state, cfg.total_timesteps, evaluator)
 
     def _term(signum, frame):  # SIGTERM saves like Ctrl-C
         raise KeyboardInterrupt
@@ -484,8 +485,8 @@ def main(argv=None) -> int:
             train(resume_config(run, args.overrides), run, resume=True, command=command)
             return 0
         cfg = load_config(args.config, args.overrides)
-        name = args.run_name or f"{cfg['name']}__seed{cfg['seed']}__{time.strftime('%Y%m%d-%H%M%S')}"
-        train(cfg, Path(cfg["run_dir"]) / name, command=command)
+        name = args.run_name or f"{cfg.name}__seed{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+        train(cfg, Path(cfg.run_dir) / name, command=command)
     except ConfigError as e:
         print(f"generala train: error: {e}", file=sys.stderr)
         return 2
