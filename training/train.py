@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from stable_baselines3.common.callbacks import BaseCallback
 
 from .config import Config, ConfigError, EnvConfig, load_config
 
@@ -249,69 +250,83 @@ class _PolicyAgent:
         return int(masked_argmax_actions(self.policy, np.asarray(obs)[None], np.asarray(info["action_mask"])[None])[0])
 
 
-def _callback(cfg: Config, run: Path, state: dict, total: int, evaluator: Evaluator | None = None):
-    from stable_baselines3.common.callbacks import BaseCallback
-    from tqdm import tqdm
+class TrainCallback(BaseCallback):
+    """What a run does between PPO's steps: a progress bar, the episode scores of each rollout,
+    evaluations every ``eval.every`` steps (``evaluations.csv``, ``best_model.zip``) and
+    checkpoints every ``checkpoint_every`` steps (with ``latest.zip`` and ``state.json``).
 
-    evaluator = evaluator or Evaluator(cfg)
-    seat_key = "seat"
+    :param cfg: the run's config
+    :param run: the run folder
+    :param state: the run's ``state.json`` so far; evaluations and the best result are added to it
+    :param total: the step count the run trains to (the progress bar's end)
+    :param evaluator: measures the policy at each evaluation
+    """
 
-    class TrainCallback(BaseCallback):
-        def _on_training_start(self) -> None:
-            self.bar = tqdm(total=total, initial=self.num_timesteps, unit="step", dynamic_ncols=True, desc=run.name[:40])
-            self.next_eval = (self.num_timesteps // cfg.eval.every + 1) * cfg.eval.every
-            self.next_ckpt = (self.num_timesteps // cfg.checkpoint_every + 1) * cfg.checkpoint_every
-            self.t_start = time.time()
-            self.steps_start = self.num_timesteps
-            self.scores: list[float] = []
+    def __init__(self, cfg: Config, run: Path, state: dict, total: int, evaluator: Evaluator):
+        super().__init__()
+        self.cfg, self.run, self.state, self.total, self.evaluator = cfg, run, state, total, evaluator
 
-        def _on_step(self) -> bool:
-            for done, info in zip(self.locals["dones"], self.locals["infos"]):
-                if done and "totals" in info:
-                    seat = info.get(seat_key, 0)
-                    self.scores.append(float(info["totals"][seat]))
-            self.bar.update(self.training_env.num_envs)
-            if self.num_timesteps >= self.next_eval:
-                self.next_eval += cfg.eval.every
-                self.evaluate()
-            if self.num_timesteps >= self.next_ckpt:
-                self.next_ckpt += cfg.checkpoint_every
-                self.model.save(run / "checkpoints" / f"step_{self.num_timesteps}.zip")
-                save_latest(self.model, run, state, self.t_start)
-            return True
+    def _on_training_start(self) -> None:
+        from tqdm import tqdm
 
-        def _on_rollout_end(self) -> None:
-            if self.scores:
-                self.logger.record("rollout/episode_score", float(np.mean(self.scores)))
-                self.logger.record("rollout/episode_share_of_optimal", float(np.mean(self.scores)) / evaluator.optimal)
-                self.scores = []
-            elapsed = time.time() - self.t_start
-            if elapsed > 0:
-                self.logger.record("time/steps_per_second", (self.num_timesteps - self.steps_start) / elapsed)
+        every, ckpt = self.cfg.eval.every, self.cfg.checkpoint_every
+        self.bar = tqdm(total=self.total, initial=self.num_timesteps, unit="step", dynamic_ncols=True, desc=self.run.name[:40])
+        self.next_eval = (self.num_timesteps // every + 1) * every
+        self.next_ckpt = (self.num_timesteps // ckpt + 1) * ckpt
+        self.t_start = time.time()
+        self.steps_start = self.num_timesteps
+        self.scores: list[float] = []
 
-        def evaluate(self) -> None:
-            res = evaluator(self.model.policy)
-            for k, v in res.items():
-                self.logger.record(f"eval/{k}", v)
-            self.logger.record(f"eval/win_rate_vs_{cfg.eval.opponent}", res["win_rate"])
-            key = "mean_score" if cfg.env.num_players == 1 else "win_rate"
-            line = {"step": self.num_timesteps, "wall_seconds": state["train_seconds"] + time.time() - self.t_start, **res}
-            state["evaluations"].append(line)
-            with open(run / "evaluations.csv", "a") as f:
-                if f.tell() == 0:
-                    f.write(",".join(line) + "\n")
-                f.write(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in line.values()) + "\n")
-            if res[key] > state.get("best", -np.inf):
-                state["best"] = res[key]
-                state["best_step"] = self.num_timesteps
-                self.model.save(run / "best_model.zip")
-            self.bar.set_postfix(score=f"{res['mean_score']:.1f}", opt=f"{res['share_of_optimal']:.1%}", win=f"{res['win_rate']:.1%}")
-            self.logger.dump(self.num_timesteps)
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"]):
+            if done and "totals" in info:
+                self.scores.append(float(info["totals"][info.get("seat", 0)]))  # the agent's own total
+        self.bar.update(self.training_env.num_envs)
+        if self.num_timesteps >= self.next_eval:
+            self.next_eval += self.cfg.eval.every
+            self.evaluate()
+        if self.num_timesteps >= self.next_ckpt:
+            self.next_ckpt += self.cfg.checkpoint_every
+            self.model.save(self.run / "checkpoints" / f"step_{self.num_timesteps}.zip")
+            save_latest(self.model, self.run, self.state, self.t_start)
+        return True
 
-        def _on_training_end(self) -> None:
-            self.bar.close()
+    def _on_rollout_end(self) -> None:
+        if self.scores:
+            self.logger.record("rollout/episode_score", float(np.mean(self.scores)))
+            self.logger.record("rollout/episode_share_of_optimal", float(np.mean(self.scores)) / self.evaluator.optimal)
+            self.scores = []
+        elapsed = time.time() - self.t_start
+        if elapsed > 0:
+            self.logger.record("time/steps_per_second", (self.num_timesteps - self.steps_start) / elapsed)
 
-    return TrainCallback()
+    def evaluate(self) -> None:
+        run, state = self.run, self.state
+        res = self.evaluator(self.model.policy)
+        for k, v in res.items():
+            self.logger.record(f"eval/{k}", v)
+        self.logger.record(f"eval/win_rate_vs_{self.cfg.eval.opponent}", res["win_rate"])
+        key = "mean_score" if self.cfg.env.num_players == 1 else "win_rate"
+        line = {"step": self.num_timesteps, "wall_seconds": state["train_seconds"] + time.time() - self.t_start, **res}
+        state["evaluations"].append(line)
+        with open(run / "evaluations.csv", "a") as f:
+            if f.tell() == 0:
+                f.write(",".join(line) + "\n")
+            f.write(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in line.values()) + "\n")
+        if res[key] > state.get("best", -np.inf):
+            state["best"] = res[key]
+            state["best_step"] = self.num_timesteps
+            self.model.save(run / "best_model.zip")
+        self.bar.set_postfix(score=f"{res['mean_score']:.1f}", opt=f"{res['share_of_optimal']:.1%}", win=f"{res['win_rate']:.1%}")
+        self.logger.dump(self.num_timesteps)
+
+    def _on_training_end(self) -> None:
+        self.bar.close()
+
+
+def _callback(cfg: Config, run: Path, state: dict, total: int, evaluator: Evaluator | None = None) -> TrainCallback:
+    """The run's :class:`TrainCallback` (tests replace this to wrap it)."""
+    return TrainCallback(cfg, run, state, total, evaluator or Evaluator(cfg))
 
 
 def _write_atomic(path: Path, text: str) -> None:
