@@ -76,6 +76,41 @@ def write_policy(model, folder: Path) -> None:
     save_file(tensors, str(Path(folder) / WEIGHTS_FILE))
 
 
+def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: str, source_run: str, source_model: str) -> dict:
+    """The checkpoint's ``metadata.json``, all but its evaluation: what it plays, its network,
+    how it was trained (``cfg``, the run's config as a plain mapping; ``state``, its ``state.json``)
+    and where it came from."""
+    from generala_env.encoding import LAYOUT_VERSION, observation_size
+
+    return {
+        "name": name,
+        "algorithm": "sb3-contrib MaskablePPO",
+        "rules_name": rules.name,
+        "rules": rules.settings(),
+        "rules_fingerprint": rules.fingerprint(),
+        "num_players": players,
+        "reward": cfg["env"].get("reward"),
+        "layout_version": LAYOUT_VERSION,
+        "obs_size": observation_size(rules, players),
+        "n_actions": 32 + rules.num_lines,
+        "network": network_of(model),
+        "training_steps": int(model.num_timesteps),
+        "training_seconds": round(float(state.get("train_seconds", 0.0)), 1),
+        "pretrain": state.get("pretrain"),
+        "source_run": source_run,
+        "source_model": source_model,
+        "config": cfg,
+        "exported": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+
+
+def write_metadata(folder: Path, meta: dict) -> None:
+    """``meta`` as the ``metadata.json`` of ``folder``."""
+    from agents.ppo import METADATA_FILE
+
+    (Path(folder) / METADATA_FILE).write_text(json.dumps(meta, indent=2, default=float))
+
+
 def verify(model, folder: Path, rules, players: int, states: int = 300) -> None:
     """Load ``folder`` as an agent and check that it picks the model's actions on seeded states."""
     import agents
@@ -170,6 +205,22 @@ def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
     return cfg, state, model
 
 
+def _load_model(model_file: Path, rules, players: int):
+    """The run's model, refused unless it takes the observations of the run's games."""
+    from sb3_contrib import MaskablePPO
+
+    from generala_env.encoding import observation_size
+
+    try:
+        model = MaskablePPO.load(model_file, device="cpu")
+    except Exception as e:  # a broken zip fails in many ways inside SB3
+        raise ExportError(f"{model_file} does not load as a MaskablePPO model: {type(e).__name__}: {e}") from None
+    obs_size, want = int(model.observation_space.shape[0]), observation_size(rules, players)
+    if obs_size != want:
+        raise ExportError(f"{model_file} takes observations of size {obs_size}, the run's {players}-player {rules.name!r} games give {want}")
+    return model
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="generala export", description=__doc__.split("\n\n")[0])
     p.add_argument("run", help="a run folder made by generala train")
@@ -190,7 +241,6 @@ def main(argv=None) -> int:
 def _export(args) -> int:
     from agents.base import AgentError
     from agents.ppo import METADATA_FILE, WEIGHTS_FILE, is_plain_name
-    from generala_env.encoding import LAYOUT_VERSION, observation_size
     from generala_env.rules import RulesError, load_rules
 
     if not is_plain_name(args.name):
@@ -207,49 +257,25 @@ def _export(args) -> int:
     opponents = [o for o in args.opponents.split(",") if o]
     if players > 1 and not opponents:
         raise ExportError("--opponents is empty: a several-player checkpoint is measured against them")
+    model = _load_model(model_file, rules, players)
 
-    from sb3_contrib import MaskablePPO
-
-    try:
-        model = MaskablePPO.load(model_file, device="cpu")
-    except Exception as e:  # a broken zip fails in many ways inside SB3
-        raise ExportError(f"{model_file} does not load as a MaskablePPO model: {type(e).__name__}: {e}") from None
-    network = network_of(model)
-    if network["obs_size"] != observation_size(rules, players):
-        raise ExportError(f"{model_file} takes observations of size {network['obs_size']}, the run's {players}-player {rules.name!r} games give {observation_size(rules, players)}")
-
+    # everything is made in a temporary folder beside DEST/NAME, which takes its place at the end
     root.mkdir(parents=True, exist_ok=True)
     dest = root / args.name
     tmp = Path(tempfile.mkdtemp(prefix=f".{args.name}.new-", dir=root))
     try:
+        # 1. the weights, as plain tensors
         write_policy(model, tmp)
-        meta = {
-            "name": args.name,
-            "algorithm": "sb3-contrib MaskablePPO",
-            "rules_name": rules.name,
-            "rules": rules.settings(),
-            "rules_fingerprint": rules.fingerprint(),
-            "num_players": players,
-            "reward": cfg["env"].get("reward"),
-            "layout_version": LAYOUT_VERSION,
-            "obs_size": observation_size(rules, players),
-            "n_actions": 32 + rules.num_lines,
-            "network": network,
-            "training_steps": int(model.num_timesteps),
-            "training_seconds": round(float(state.get("train_seconds", 0.0)), 1),
-            "pretrain": state.get("pretrain"),
-            "source_run": str(args.run),
-            "source_model": args.model,
-            "config": cfg,
-            "exported": time.strftime("%Y-%m-%d %H:%M:%S"),
-        }
-        (tmp / METADATA_FILE).write_text(json.dumps(meta, indent=2, default=float))
+        # 2. the metadata; with it the folder is a checkpoint, which must play the model's actions
+        meta = make_metadata(model, rules, players, cfg, state, name=args.name, source_run=str(args.run), source_model=args.model)
+        write_metadata(tmp, meta)
         try:
             verify(model, tmp, rules, players)
         except AgentError as e:
             raise ExportError(f"the exported checkpoint does not load: {e}") from None
+        # 3. the evaluation, added to the metadata
         meta["evaluation"] = evaluate(tmp, args.name, rules, players, args.games, args.seed, opponents)
-        (tmp / METADATA_FILE).write_text(json.dumps(meta, indent=2, default=float))
+        write_metadata(tmp, meta)
         put_in_place(tmp, dest)
     finally:
         if tmp.exists():
