@@ -4,13 +4,19 @@ Every agent has ``act(observation, info) -> action`` and plays legal actions onl
 
     import agents
     greedy = agents.load("greedy", rules="classic")
+
+Importing this package registers its agents by name in :mod:`generala_env.opponents`, where
+the env finds its opponents (``gym.make("Generala-v0", num_players=2, opponents="greedy")``);
+the installed project declares this package under the entry-point group ``generala.agents``,
+so the env finds them without anyone importing it first.
 """
 
 from __future__ import annotations
 
 import os
+from functools import partial
 
-from generala_env import __version__
+from generala_env import __version__, opponents
 
 from .base import Agent, AgentError, SeatView
 from .baselines import GreedyAgent, RandomAgent, RulesOfThumbAgent, TurnOptimalAgent
@@ -22,39 +28,76 @@ BUILTIN = {
 
 
 def names() -> list[str]:
-    """Every agent name ``load`` accepts: the built-in agents, then shipped checkpoints."""
-    from .ppo import checkpoint_names
-
-    return list(BUILTIN) + checkpoint_names()
+    """Every agent name ``load`` accepts: the built-in agents, the shipped checkpoints, then
+    the agents other installed packages register."""
+    return opponents.names()
 
 
 def describe() -> dict[str, str]:
-    from .ppo import checkpoint_summary
-
-    out = {n: (c.__doc__ or "").strip().splitlines()[0] for n, c in BUILTIN.items()}
-    out.update(checkpoint_summary())
-    return out
+    """Each agent name with one line about it."""
+    return opponents.describe()
 
 
 def load(name: str, rules="classic", seed: int | None = None, **kwargs) -> Agent:
-    """An agent by name (see :func:`names`), or a PPO checkpoint by folder path."""
+    """An agent by name (see :func:`names`), a PPO checkpoint by folder path, or a self-play
+    pool ``"pool:DIR"``."""
     if isinstance(name, Agent):
         return name
     if isinstance(name, os.PathLike):
         name = os.fspath(name)
     if not isinstance(name, str) or not name:
         raise AgentError(f"an agent is given by a non-empty name or a checkpoint folder path, got {name!r}; known agents: {', '.join(names())}")
-    if name in BUILTIN:
-        return BUILTIN[name](rules=rules, seed=seed, **kwargs)
-    from .ppo import PoolAgent, PPOAgent, find_checkpoint
+    try:
+        return opponents.make(name, rules=rules, seed=seed, **kwargs)
+    except opponents.UnknownAgentError as e:
+        raise AgentError(str(e)) from None
 
-    if isinstance(name, str) and name.startswith("pool:"):
-        return PoolAgent(name[len("pool:") :], rules=rules, seed=seed, **kwargs)
 
-    path = find_checkpoint(name)
-    if path is None:
-        raise AgentError(f"unknown agent {name!r}; known agents: {', '.join(names())}")
+# -- registration in generala_env.opponents -----------------------------------------------------
+def _batched_greedy(rules):
+    from .batched import BatchedGreedy  # numba loops, loaded when a vector env plays greedy
+
+    return BatchedGreedy(rules)
+
+
+def _batched_random(rules):
+    from generala_env.vector import BatchedRandom  # the vector env's own uniform draw
+
+    return BatchedRandom()
+
+
+def _checkpoint(path, rules="classic", seed: int | None = None, **kwargs):
+    from .ppo import PPOAgent
+
     return PPOAgent(path, rules=rules, seed=seed, **kwargs)
 
+
+def _pool(pool_dir: str, rules="classic", seed: int | None = None, **kwargs):
+    from .ppo import PoolAgent
+
+    return PoolAgent(pool_dir, rules=rules, seed=seed, **kwargs)
+
+
+def _checkpoint_folder(name: str):
+    """A factory for a checkpoint folder given by its path, or ``None``."""
+    from .ppo import find_checkpoint
+
+    path = find_checkpoint(name)
+    return None if path is None else partial(_checkpoint, path)
+
+
+def _register() -> None:
+    from .ppo import SHIPPED, checkpoint_line, checkpoint_names
+
+    batched = {"random": _batched_random, "greedy": _batched_greedy}
+    for name, cls in BUILTIN.items():
+        opponents.register(name, cls, batched=batched.get(name), summary=(cls.__doc__ or "").strip().splitlines()[0])
+    for name in checkpoint_names():
+        opponents.register(name, partial(_checkpoint, SHIPPED / name), summary=partial(checkpoint_line, name))
+    opponents.register_prefix("pool:", _pool, summary="self-play: each game one of the newest step_N.zip of a training run's folder")
+    opponents.register_resolver(_checkpoint_folder)
+
+
+_register()
 
 __all__ = ["__version__", "Agent", "AgentError", "SeatView", "load", "names", "describe", "BUILTIN"]

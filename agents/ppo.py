@@ -68,12 +68,14 @@ def read_metadata(path: Path) -> dict:
     return meta
 
 
+def checkpoint_line(name: str) -> str:
+    """One line about a shipped checkpoint, from its metadata."""
+    m = read_metadata(SHIPPED / name)
+    return f"{m.get('algorithm', 'PPO')}, {m.get('num_players', '?')} player(s), rules {m.get('rules_name', '?')}, reward {m.get('reward', '?')}, {m.get('training_steps', 0):,} steps"
+
+
 def checkpoint_summary() -> dict[str, str]:
-    out = {}
-    for n in checkpoint_names():
-        m = read_metadata(SHIPPED / n)
-        out[n] = f"{m.get('algorithm', 'PPO')}, {m.get('num_players', '?')} player(s), rules {m.get('rules_name', '?')}, reward {m.get('reward', '?')}, {m.get('training_steps', 0):,} steps"
-    return out
+    return {n: checkpoint_line(n) for n in checkpoint_names()}
 
 
 def find_checkpoint(name: str) -> Path | None:
@@ -346,7 +348,10 @@ class PoolAgent(Agent):
             return
         pick = files[int(self.rng.integers(len(files)))]
         if pick not in self._models:
-            from sb3_contrib import MaskablePPO
+            try:
+                from sb3_contrib import MaskablePPO
+            except ImportError as e:
+                raise AgentError(f"pool {self.pool_dir}: its step_N.zip files are SB3 models, which need the training extra: pip install 'generala-rl[train]' ({e})") from None
 
             self._models = {k: v for k, v in self._models.items() if k in files}
             self._models[pick] = MaskablePPO.load(pick, device="cpu").policy

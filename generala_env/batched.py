@@ -2,8 +2,9 @@
 for many games at once: loops over games, compiled by numba.
 
 Each function reads like the single-game code it mirrors (``Game._apply``,
-``Game.legal_mask``, ``Encoder.encode``, ``GreedyAgent.act``), one game per loop
-iteration, over state arrays indexed by game. :class:`generala_env.vector.GeneralaVectorEnv`
+``Game.legal_mask``, ``Encoder.encode``), one game per loop iteration, over state arrays
+indexed by game (agents that play batched, such as :mod:`agents.batched`, compile their
+loops the same way with :func:`njit`). :class:`generala_env.vector.GeneralaVectorEnv`
 owns the arrays and calls these.
 
 Why numba: the first version of the vector env did each step as NumPy operations over
@@ -37,7 +38,6 @@ from .dice import (
     HOLD_KEEP,
     KEEP_CONTAINS,
     KEEP_COUNTS,
-    KEEP_OF_KEY,
     KEEP_SIZE,
     KEY_WEIGHTS,
     NUM_MASKS,
@@ -72,9 +72,6 @@ DIE_KEY = np.array([6**i for i in range(6)], dtype=np.int32)  # what a die showi
 FIVE_ALIKE = ROLL_COUNTS.max(axis=1) == DICE
 DICE_OBS = np.concatenate([ROLL_COUNTS / 5.0, ROLLS / 6.0], axis=1).astype(np.float32)  # dice_counts, dice_sorted
 LOCKED_OBS = (KEEP_COUNTS / 5.0).astype(np.float32)  # locked_counts
-KEEP_COUNTS_I = KEEP_COUNTS.astype(np.int64)
-KEY_WEIGHTS_I = KEY_WEIGHTS.astype(np.int64)
-KEEP_OF_KEY_I = KEEP_OF_KEY.astype(np.int64)
 
 
 @njit(cache=True, error_model="numpy")
@@ -371,41 +368,3 @@ def uniform_legal(masks, u):
             index += seen <= k
         out[i] = index
     return out
-
-
-@njit(cache=True, error_model="numpy")
-def greedy_actions(games, masks, roll, rolls_left, locked, player, sheets, points, tiebreak, combo, top_keep, mask_for_keep, gen, dbl, locked_holds):
-    """``GreedyAgent.act`` for each game (legal ``masks[j]``, the mover's view)."""
-    num_lines = U(sheets.shape[2])
-    out = np.empty(len(games), dtype=np.int64)
-    pts = np.empty(num_lines)
-    for j in range(U(len(games))):  # unsigned indices: see encode()
-        g = U(games[j])
-        r, me = U(roll[g]), U(player[g])
-        served = U(1) if rolls_left[g] == FIRST_ROLL else U(0)
-        combo_scores = False
-        for l in range(num_lines):
-            pts[l] = points[l, r, served]
-            if l == dbl and not sheets[g, me, gen] > 0:
-                pts[l] = 0.0
-            if combo[l] and sheets[g, me, l] == OPEN and pts[l] > 0:
-                combo_scores = True
-        if rolls_left[g] > 0 and not combo_scores:
-            keep = top_keep[r]  # every die of the most common face (the higher on ties)
-            if locked_holds:  # plus the locked dice
-                key = 0
-                for f in range(6):
-                    key += max(KEEP_COUNTS_I[keep, f], KEEP_COUNTS_I[locked[g], f]) * KEY_WEIGHTS_I[f]
-                keep = KEEP_OF_KEY_I[key]
-            hold = mask_for_keep[r, keep]
-            if masks[j, hold]:
-                out[j] = hold
-                continue
-        best, best_v = -1, -np.inf
-        for l in range(num_lines):
-            v = pts[l] - tiebreak[l]
-            if masks[j, U(NUM_MASKS) + l] and (best < 0 or v > best_v):
-                best, best_v = np.int64(l), v
-        out[j] = NUM_MASKS + best
-    return out
-

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from . import opponents as opponents_registry
 from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
 from .game import Game, IllegalActionError, prefilled_sheets
@@ -170,9 +171,9 @@ class GeneralaEnv(gym.Env):
     - `rules`: preset name (`classic`, `double`, `sixty`), YAML path, mapping or `RuleSet`.
     - `num_players`: 1–6 (default 1).
     - `opponents`: for the other seats, one agent or a list of one per seat; an agent
-      is a name from `generala agents` (e.g. `"random"`, `"greedy"`, `"optimal"`), an
-      object with `act(observation, info)`, or a callable `(observation, info) -> action`.
-      Default `"greedy"`.
+      is a name registered in `generala_env.opponents` (e.g. `"random"`, `"greedy"`,
+      `"optimal"`: `generala agents` lists them), an object with `act(observation, info)`,
+      or a callable `(observation, info) -> action`. Default `"greedy"`.
     - `reward`: `"score"` (default) or `"win"`.
     - `agent_seat`: seat number, or `"random"` (drawn from the env's generator each reset).
     - `illegal_action`: `"penalize"` (default) or `"raise"`; `illegal_penalty`: a finite number.
@@ -248,9 +249,7 @@ class GeneralaEnv(gym.Env):
         resolved = []
         for opp in opponents:
             if isinstance(opp, str):
-                from agents import load as load_agent  # agents sit on top; load lazily
-
-                opp = load_agent(opp, rules=self.rules)
+                opp = opponents_registry.make(opp, rules=self.rules)
             if hasattr(opp, "act"):
                 resolved.append(opp.act)
             elif callable(opp):

@@ -40,11 +40,13 @@ at every step, so they are off by default. ``final_info`` holds ``totals``, ``wi
 ``opponent_moves`` and ``illegal_reason`` are not produced.
 
 ## Opponents
-``"random"`` and ``"greedy"`` (names, or ``RandomAgent`` / ``GreedyAgent`` objects) are
-played batched: greedy picks exactly what :class:`agents.baselines.GreedyAgent` picks;
-random picks uniformly among legal actions from the env's own generator. Any other agent
-or callable is called game by game with the single env's ``(observation, info)``; one
-object serves every game, so it must not keep per-game state. If an opponent raises (or
+Names are looked up in :mod:`generala_env.opponents`. A name registered with a batched
+version (the project's ``"greedy"`` and ``"random"``), or an agent object of such a name's
+exact class, is played batched: a :class:`BatchedOpponent` picks for every game at once
+what the agent would pick (``"random"`` is :class:`BatchedRandom`, a uniform choice among
+legal actions from the env's own generator). Any other agent or callable is called game
+by game with the single env's ``(observation, info)``; one object serves every game, so
+it must not keep per-game state. If an opponent raises (or
 plays an illegal action) inside ``step()`` or ``reset()``, the error reaches the caller
 and the games stop in the opponents' turn: ``step()`` then raises ``RuntimeError``
 naming the opponent until ``reset()``. ``step()`` and ``render()`` before the first
@@ -61,18 +63,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from . import batched as K
-from .dice import DICE, EMPTY_KEEP, FACES, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
+from . import opponents as opponents_registry
+from .dice import DICE, EMPTY_KEEP, FACES, NUM_MASKS, ROLLS
 from .encoding import Encoder
 from .env import NOT_RESET, RESET_FAILED, check_arguments, check_finite, check_share, make_info
 from .game import OPEN, Game, IllegalActionError, prefilled_sheets
 from .rules import RuleSet, load_rules
 from .scoring import points_table
-
-# greedy's reroll: every die of the most common face (the higher face on ties)
-_TOP_FACE = np.array([max(range(FACES), key=lambda f: (c[f], f)) for c in ROLL_COUNTS])
-_TOP_KEEP = KEEP_OF_KEY[ROLL_COUNTS[np.arange(len(ROLLS)), _TOP_FACE].astype(np.int64) * KEY_WEIGHTS[_TOP_FACE]].astype(np.int64)
-_MASK_FOR_KEEP = MASK_FOR_KEEP.astype(np.int64)
-
 
 # -- opponents ----------------------------------------------------------------------------
 class BatchedOpponent:
@@ -106,28 +103,6 @@ class BatchedRandom(BatchedOpponent):
 
     def act_batch(self, venv, games, masks):
         return uniform_legal(venv.np_random, masks)
-
-
-class BatchedGreedy(BatchedOpponent):
-    """:class:`agents.baselines.GreedyAgent`, for many games at once (the same choices)."""
-
-    name = "greedy"
-
-    def __init__(self, rules: RuleSet):
-        from agents.baselines import COMBOS
-
-        self.rules = rules
-        self.points = points_table(rules).astype(np.float64)  # GreedyAgent scores in float
-        self.tiebreak = Encoder(rules, 1).line_max / 1000.0  # float32, as GreedyAgent's
-        self.combo = np.array([line in COMBOS for line in rules.lines])
-        self.gen = rules.lines.index("generala") if "generala" in rules.lines else -1
-        self.dbl = rules.lines.index("double_generala") if "double_generala" in rules.lines else -1
-
-    def act_batch(self, venv, games, masks):
-        return K.greedy_actions(
-            games, masks, venv.roll, venv.rolls_left, venv.locked, venv.player, venv.sheets, self.points,
-            self.tiebreak, self.combo, _TOP_KEEP, _MASK_FOR_KEEP, self.gen, self.dbl, self.rules.locked_holds,
-        )  # fmt: skip
 
 
 class PerGameOpponent(BatchedOpponent):
@@ -303,19 +278,14 @@ class GeneralaVectorEnv(VectorEnv):
     def _batched(self, spec) -> BatchedOpponent:
         if isinstance(spec, BatchedOpponent):
             return spec
-        if isinstance(spec, str) and spec == "random":
-            return BatchedRandom()
-        if isinstance(spec, str) and spec == "greedy":
-            return BatchedGreedy(self.rules)
-        from agents import load as load_agent  # agents sit on top; load lazily
-        from agents.baselines import GreedyAgent, RandomAgent
-
-        if isinstance(spec, str):
-            spec = load_agent(spec, rules=self.rules)
-        if type(spec) is RandomAgent:
-            return BatchedRandom()
-        if type(spec) is GreedyAgent:
-            return BatchedGreedy(spec.rules)
+        if isinstance(spec, str):  # a name: its batched version if it has one, else the agent
+            batched = opponents_registry.make_batched(spec, rules=self.rules)
+            if batched is not None:
+                return batched
+            spec = opponents_registry.make(spec, rules=self.rules)
+        batched = opponents_registry.batched_version(spec)
+        if batched is not None:
+            return batched
         if hasattr(spec, "act"):
             return PerGameOpponent(spec.act, owner=spec)
         if callable(spec):
@@ -568,4 +538,4 @@ def make_sb3_vec_env(n_envs: int, seed: int | None = None, **kwargs):
     return make(n_envs, seed=seed, **kwargs)
 
 
-__all__ = ["GeneralaVectorEnv", "BatchedOpponent", "BatchedRandom", "BatchedGreedy", "PerGameOpponent", "make_sb3_vec_env", "uniform_legal"]
+__all__ = ["GeneralaVectorEnv", "BatchedOpponent", "BatchedRandom", "PerGameOpponent", "make_sb3_vec_env", "uniform_legal"]

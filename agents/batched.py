@@ -1,0 +1,88 @@
+"""Agents that play many games of :class:`generala_env.vector.GeneralaVectorEnv` at once.
+
+:class:`BatchedGreedy` is :class:`agents.baselines.GreedyAgent` as a loop over games
+compiled by numba (like the env's own loops in :mod:`generala_env.batched`): the same
+choice in every game, which ``tests/test_vector.py`` checks game for game against
+``GreedyAgent`` in single envs. ``agents`` registers it as the batched version of
+``"greedy"``; the vector env finds it through :mod:`generala_env.opponents`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from generala_env.batched import FIRST_ROLL, U, njit
+from generala_env.dice import FACES, KEEP_COUNTS, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
+from generala_env.encoding import Encoder
+from generala_env.game import OPEN
+from generala_env.rules import RuleSet
+from generala_env.scoring import points_table
+from generala_env.vector import BatchedOpponent
+
+from .baselines import COMBOS
+
+# greedy's reroll: every die of the most common face (the higher face on ties)
+TOP_FACE = np.array([max(range(FACES), key=lambda f: (c[f], f)) for c in ROLL_COUNTS])
+TOP_KEEP = KEEP_OF_KEY[ROLL_COUNTS[np.arange(len(ROLLS)), TOP_FACE].astype(np.int64) * KEY_WEIGHTS[TOP_FACE]].astype(np.int64)
+MASK_FOR_KEEP_I = MASK_FOR_KEEP.astype(np.int64)
+KEEP_COUNTS_I = KEEP_COUNTS.astype(np.int64)
+KEY_WEIGHTS_I = KEY_WEIGHTS.astype(np.int64)
+KEEP_OF_KEY_I = KEEP_OF_KEY.astype(np.int64)
+
+
+class BatchedGreedy(BatchedOpponent):
+    """:class:`agents.baselines.GreedyAgent`, for many games at once (the same choices)."""
+
+    name = "greedy"
+
+    def __init__(self, rules: RuleSet):
+        self.rules = rules
+        self.points = points_table(rules).astype(np.float64)  # GreedyAgent scores in float
+        self.tiebreak = Encoder(rules, 1).line_max / 1000.0  # float32, as GreedyAgent's
+        self.combo = np.array([line in COMBOS for line in rules.lines])
+        self.gen = rules.lines.index("generala") if "generala" in rules.lines else -1
+        self.dbl = rules.lines.index("double_generala") if "double_generala" in rules.lines else -1
+
+    def act_batch(self, venv, games, masks):
+        return greedy_actions(
+            games, masks, venv.roll, venv.rolls_left, venv.locked, venv.player, venv.sheets, self.points,
+            self.tiebreak, self.combo, TOP_KEEP, MASK_FOR_KEEP_I, self.gen, self.dbl, self.rules.locked_holds,
+        )  # fmt: skip
+
+
+@njit(cache=True, error_model="numpy")
+def greedy_actions(games, masks, roll, rolls_left, locked, player, sheets, points, tiebreak, combo, top_keep, mask_for_keep, gen, dbl, locked_holds):
+    """``GreedyAgent.act`` for each game (legal ``masks[j]``, the mover's view)."""
+    num_lines = U(sheets.shape[2])
+    out = np.empty(len(games), dtype=np.int64)
+    pts = np.empty(num_lines)
+    for j in range(U(len(games))):  # unsigned indices: see encode()
+        g = U(games[j])
+        r, me = U(roll[g]), U(player[g])
+        served = U(1) if rolls_left[g] == FIRST_ROLL else U(0)
+        combo_scores = False
+        for l in range(num_lines):
+            pts[l] = points[l, r, served]
+            if l == dbl and not sheets[g, me, gen] > 0:
+                pts[l] = 0.0
+            if combo[l] and sheets[g, me, l] == OPEN and pts[l] > 0:
+                combo_scores = True
+        if rolls_left[g] > 0 and not combo_scores:
+            keep = top_keep[r]  # every die of the most common face (the higher on ties)
+            if locked_holds:  # plus the locked dice
+                key = 0
+                for f in range(6):
+                    key += max(KEEP_COUNTS_I[keep, f], KEEP_COUNTS_I[locked[g], f]) * KEY_WEIGHTS_I[f]
+                keep = KEEP_OF_KEY_I[key]
+            hold = mask_for_keep[r, keep]
+            if masks[j, hold]:
+                out[j] = hold
+                continue
+        best, best_v = -1, -np.inf
+        for l in range(num_lines):
+            v = pts[l] - tiebreak[l]
+            if masks[j, U(NUM_MASKS) + l] and (best < 0 or v > best_v):
+                best, best_v = np.int64(l), v
+        out[j] = NUM_MASKS + best
+    return out
+
