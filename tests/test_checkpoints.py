@@ -96,7 +96,7 @@ def test_generala_evaluate_on_a_crafted_checkpoint_runs_no_code(shipped_copy, tm
     (shipped_copy / WEIGHTS_FILE).unlink()
     crafted_model_zip(shipped_copy / "model.zip", marker)
     proc = subprocess.run(
-        [sys.executable, "-m", "generala_env.cli", "evaluate", "--agents", str(shipped_copy), "--games", "2", "--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "training.cli", "evaluate", "--agents", str(shipped_copy), "--games", "2", "--out", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
     assert proc.returncode != 0 and "runs code when loaded" in proc.stderr

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from generala_env.cli import main as cli
+from training.cli import main as cli
 from training.harness import SharedDice, game_seed, play_many
 from training.stats import wilson
 

@@ -11,7 +11,7 @@ import pytest
 
 import training.evaluate
 import training.tournament
-from generala_env.cli import main as cli
+from training.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +47,7 @@ def _reset_signals():  # in the child: Ctrl-C handled even if this test run igno
 )
 def test_a_signal_stops_the_workers_and_exits_with_one_line(program, agents, sig, tmp_path):
     out = tmp_path / "new" / "out"
-    cmd = [sys.executable, "-m", "generala_env.cli", program, "--agents", agents, "--games", "100000", "--workers", "2", "--no-progress", "--out", str(out)]
+    cmd = [sys.executable, "-m", "training.cli", program, "--agents", agents, "--games", "100000", "--workers", "2", "--no-progress", "--out", str(out)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_reset_signals)
     workers: set[int] = set()
     try:

@@ -1,18 +1,36 @@
-"""The layers and what importing them costs.
+"""The layers, the opponent registry between them, the extras, and what importing costs.
 
 ``generala_env`` stands alone (it imports neither ``agents`` nor ``training``, not even
-inside a function), playing against agents loads no torch, and the dice tables that are
-built at import are the ones the plain loops of the game's definition give.
+inside a function) and finds its opponents by name in :mod:`generala_env.opponents`, which
+``agents`` and other installed packages fill; playing against agents, shipped checkpoints
+included, loads no torch; a program whose extra is missing says which to install; and the
+dice tables, built with arrays at import, are the ones the plain loops of their definition give.
 """
 
 from __future__ import annotations
 
+import ast
 import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
 from math import factorial
+from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
+import pytest
 
-from generala_env import dice
+import agents
+import generala_env
+from agents.base import AgentError
+from agents.ppo import SHIPPED
+from generala_env import dice, opponents
+from generala_env.rules import load_rules
+from generala_env.vector import BatchedRandom, GeneralaVectorEnv, PerGameOpponent, uniform_legal
 
 
 # -- the dice tables, built with arrays at import, against the definition -------------------
@@ -63,3 +81,244 @@ def test_the_other_tables_by_loops():
     assert np.array_equal(dice.KEEP_CONTAINS, np.all(kc[:, None, :] >= kc[None, :, :], axis=2))
     assert np.array_equal(dice.ROLL_CONTAINS_KEEP, np.all(rc[:, None, :] >= kc[None, :, :], axis=2))
     assert [dice.keep_index(k) for k in keeps] == list(range(dice.NUM_KEEPS))
+
+
+# -- generala_env stands alone ----------------------------------------------------------------
+PACKAGE = Path(generala_env.__file__).parent
+ABOVE = ("agents", "training")  # the packages that sit on top of the env
+
+
+def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every module an AST imports, at any depth (inside functions too), with its line;
+    also ``importlib.import_module("...")`` and ``__import__("...")`` of a literal name."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else getattr(fn, "id", "")
+            if name in ("import_module", "__import__"):
+                found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def test_the_env_package_never_imports_agents_or_training():
+    files = sorted(PACKAGE.rglob("*.py"))
+    assert len(files) > 10
+    offending = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}"
+        for path in files
+        for line, module in imported_modules(ast.parse(path.read_text(), str(path)))
+        if module.split(".")[0] in ABOVE
+    ]
+    assert offending == []
+
+
+def test_the_applications_are_not_in_the_env_package():
+    assert not (PACKAGE / "cli.py").exists() and not (PACKAGE / "play.py").exists()
+    assert (PACKAGE.parent / "training" / "cli.py").is_file() and (PACKAGE.parent / "training" / "play.py").is_file()
+
+
+def run_python(code: str, **env) -> str:
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300, env={**os.environ, **env})
+    assert res.returncode == 0, res.stdout + res.stderr
+    return res.stdout
+
+
+def test_using_the_env_alone_loads_no_agent_and_no_training_module():
+    out = run_python(
+        """
+        import sys
+        import gymnasium as gym
+        import numpy as np
+        import generala_env
+        from generala_env.vector import GeneralaVectorEnv, uniform_legal
+
+        first_legal = lambda obs, info: int(np.flatnonzero(info["action_mask"])[0])
+        for kwargs in ({}, {"num_players": 3, "opponents": [first_legal, first_legal]}):
+            env = gym.make("Generala-v0", rules="double", render_mode="ansi", **kwargs)
+            obs, info = env.reset(seed=0)
+            done = False
+            while not done:
+                obs, _, done, _, info = env.step(first_legal(obs, info))
+            env.render()
+        venv = GeneralaVectorEnv(8, num_players=2, opponents=first_legal)
+        venv.reset(seed=0)
+        rng = np.random.default_rng(0)
+        for _ in range(50):
+            venv.step(uniform_legal(rng, venv.action_masks()))
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("agents", "training")))
+        """
+    )
+    assert out.strip() == "[]"
+
+
+HEAVY = ("torch", "stable_baselines3", "sb3_contrib", "matplotlib", "tensorboard", "tqdm")
+
+
+def test_playing_agents_and_shipped_checkpoints_imports_no_torch():
+    out = run_python(
+        f"""
+        import sys
+        import gymnasium as gym
+        import numpy as np
+        import generala_env
+        from generala_env.vector import GeneralaVectorEnv, uniform_legal
+
+        env = gym.make("Generala-v0", num_players=2, opponents="greedy")
+        obs, info = env.reset(seed=0)
+        obs, *_ = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+        print("env:", sorted(m for m in {HEAVY!r} if m in sys.modules))
+
+        venv = GeneralaVectorEnv(4, num_players=2, opponent_mix=["greedy", "random", "optimal"])
+        venv.reset(seed=0)
+        venv.step(uniform_legal(np.random.default_rng(0), venv.action_masks()))
+
+        import agents
+        for name, players in (("ppo-classic", 1), ("ppo-classic-2p", 2)):
+            agent = agents.load(name)
+            env = gym.make("Generala-v0", num_players=players, opponents="rules-of-thumb" if players > 1 else None)
+            obs, info = env.reset(seed=1)
+            done = False
+            while not done:
+                obs, _, done, _, info = env.step(agent.act(obs, info))
+        print("all:", sorted(m for m in {HEAVY!r} if m in sys.modules))
+        """
+    )
+    assert out.split("\n")[:2] == ["env: []", "all: []"]
+
+
+# -- the opponent registry -----------------------------------------------------------------------
+class FirstLegal:
+    """A stand-in for a third party's agent."""
+
+    def __init__(self, rules="classic", seed=None):
+        self.rules = load_rules(rules)
+
+    def act(self, observation, info):
+        return int(np.flatnonzero(info["action_mask"])[0])
+
+
+@pytest.fixture
+def first_legal():
+    opponents.register("first-legal", FirstLegal, summary="the first legal action")
+    yield "first-legal"
+    opponents.unregister("first-legal")
+
+
+def test_a_registered_name_plays_in_both_envs_and_is_listed(first_legal):
+    env = gym.make("Generala-v0", num_players=2, opponents=first_legal)
+    obs, info = env.reset(seed=0)
+    env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+    assert [(s, a) for s, a, _ in env.unwrapped._last_opponent_moves] == [(1, 0), (1, 0), (1, 32)]  # reroll all twice, write ones
+    venv = GeneralaVectorEnv(3, num_players=2, opponents=first_legal)
+    assert isinstance(venv._opponents[0], PerGameOpponent)
+    venv.reset(seed=0)
+    venv.step(uniform_legal(np.random.default_rng(0), venv.action_masks()))
+    assert first_legal in opponents.names() and first_legal in agents.names()
+    assert opponents.describe()[first_legal] == "the first legal action"
+    assert isinstance(agents.load(first_legal), FirstLegal)
+
+
+def test_an_unknown_name_lists_the_known_ones():
+    with pytest.raises(opponents.UnknownAgentError, match=r"unknown agent 'nobody'; known agents: random, greedy, .*ppo-classic"):
+        gym.make("Generala-v0", num_players=2, opponents="nobody")
+    with pytest.raises(opponents.UnknownAgentError, match="unknown agent 'nobody'"):
+        GeneralaVectorEnv(2, num_players=2, opponents="nobody")
+
+
+def test_greedy_and_random_are_played_batched_and_subclasses_game_by_game():
+    from agents.batched import BatchedGreedy
+    from agents.baselines import GreedyAgent, RandomAgent
+
+    class Careful(GreedyAgent):
+        pass
+
+    venv = GeneralaVectorEnv(4, rules="double", num_players=2, opponent_mix=["greedy", "random", GreedyAgent("double"), RandomAgent("double"), Careful("double")])
+    kinds = [type(o) for o in venv._opponents]
+    assert kinds == [BatchedGreedy, BatchedRandom, BatchedGreedy, BatchedRandom, PerGameOpponent]
+    assert venv._opponents[0].rules.name == "double"
+    assert opponents.make_batched("optimal") is None and opponents.make_batched("greedy").name == "greedy"
+
+
+def test_prefixes_and_resolvers_reach_names_not_known_in_advance(tmp_path):
+    opponents.register_prefix("first:", lambda rest, rules, seed: FirstLegal(rules, seed))
+    try:
+        assert isinstance(opponents.make("first:anything", rules="sixty"), FirstLegal)
+    finally:
+        opponents._prefixes.pop("first:")
+    shutil.copytree(SHIPPED / "ppo-classic-2p", tmp_path / "mine")  # a checkpoint folder by its path
+    env = gym.make("Generala-v0", num_players=2, opponents=str(tmp_path / "mine"))
+    obs, info = env.reset(seed=0)
+    env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+    assert type(env.unwrapped.opponents[0].__self__).__name__ == "PPOAgent"
+    with pytest.raises(AgentError, match=r"unknown agent '.*nowhere'"):
+        agents.load(str(tmp_path / "nowhere"))
+
+
+def test_an_installed_package_registers_through_its_entry_point(tmp_path):
+    (tmp_path / "other_agents.py").write_text(
+        "from generala_env import opponents\n"
+        "class Last:\n"
+        "    def __init__(self, rules, seed=None):\n"
+        "        self.rules = rules\n"
+        "    def act(self, obs, info):\n"
+        "        return int(info['action_mask'].nonzero()[0][-1])\n"
+        "def register():\n"
+        "    opponents.register('last-legal', Last)\n"
+    )
+    dist = tmp_path / "other_agents-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: other-agents\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[generala.agents]\nother = other_agents:register\n")
+    out = run_python(
+        """
+        import sys
+        import gymnasium as gym
+        import generala_env
+        env = gym.make("Generala-v0", num_players=2, opponents="last-legal")
+        env.reset(seed=0)
+        print(type(env.unwrapped.opponents[0].__self__).__name__, "agents" in sys.modules)
+        """,
+        PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    )
+    assert out.strip() == "Last True"  # the project's own agents came in through theirs
+
+
+# -- the programs and the extras ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "missing", "extra"),
+    [
+        (["evaluate", "--games", "2"], "matplotlib", "eval"),
+        (["tournament", "--agents", "greedy,random", "--games", "2"], "tqdm", "eval"),
+        (["train", "--help"], "torch", "train"),
+    ],
+)
+def test_a_program_without_its_extra_says_which_to_install(argv, missing, extra, tmp_path):
+    code = f"""
+        import sys
+        sys.modules[{missing!r}] = None  # as if it were not installed
+        from training.cli import main
+        sys.exit(main({argv + ["--out", str(tmp_path / "out")] if argv[0] != "train" else argv!r}))
+        """
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"needs {missing}, which is not installed: pip install 'generala-rl[{extra}]'" in res.stderr
+    assert not (tmp_path / "out").exists()  # checked before anything is written
+
+
+def test_the_core_install_is_light_and_the_extras_hold_the_rest():
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    core = {re.split(r"[<>=\[ ]", d)[0] for d in project["dependencies"]}
+    assert core == {"gymnasium", "numpy", "pyyaml", "numba", "safetensors"}
+    extras = project["optional-dependencies"]
+    names = {k: {re.split(r"[<>=\[ ]", d)[0] for d in v} for k, v in extras.items()}
+    assert names["train"] == {"torch", "stable-baselines3", "sb3-contrib", "tensorboard", "tqdm"}
+    assert names["eval"] == {"matplotlib", "tqdm"}
+    assert extras["all"] == ["generala-rl[train,eval,multiagent]"] and "generala-rl[all]" in extras["test"]
+    assert project["scripts"] == {"generala": "training.cli:main"}
+    assert project["entry-points"][opponents.ENTRY_POINT_GROUP] == {"agents": "agents"}

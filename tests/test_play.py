@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 import agents
 from generala_env import Encoder, Game, load_rules
-from generala_env import play
+from training import play
 from generala_env.dice import HOLD_KEEP, KEEPS_LIST, NUM_MASKS
 from generala_env.env import make_info
-from generala_env.play import MoveError, parse_move
+from training.play import MoveError, parse_move
 from generala_env.render import line_label
 from helpers import ScriptedDice
 
@@ -413,7 +413,7 @@ def test_colour_only_on_a_terminal_without_no_color(monkeypatch, capsys):
 
 
 def test_cli_dispatches_to_play(monkeypatch, capsys):
-    from generala_env.cli import main as cli_main
+    from training.cli import main as cli_main
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("quit\n"))
     assert cli_main(["play", "--opponents", "random", "--seed", "0"]) == 0
@@ -424,7 +424,7 @@ def test_cli_dispatches_to_play(monkeypatch, capsys):
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_in_a_real_terminal_through_tmux(tmp_path):
     name = f"generala-test-{os.getpid()}"
-    cmd = f"{sys.executable} -m generala_env.play --opponents greedy --seed 3; sleep 30"
+    cmd = f"{sys.executable} -m training.play --opponents greedy --seed 3; sleep 30"
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TMUX")}
     env["TERM"] = "xterm-256color"
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "60", cmd], check=True, env=env)

@@ -21,9 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.cli import positive_int, seed_int
-
 from .harness import Interrupted, game_seed, play_many, signals_interrupt
+from .options import positive_int, require_extra, seed_int
 from .stats import mean_ci
 
 
@@ -178,6 +177,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="output folder (default results/evaluate-RULES-seedS)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
+    require_outputs(args)
 
     from agents.solver import load_or_solve
     from generala_env.rules import load_rules
@@ -200,6 +200,13 @@ def main(argv=None) -> int:
         report(args, rules, rows, scores, optimal, out, time.time() - t0, "generala evaluate " + " ".join(argv or sys.argv[1:]))
 
     return run_guarded("generala evaluate", out, args.games * len(names), body)
+
+
+def require_outputs(args) -> None:
+    """Check, before any game, that the plot and the progress bar can be made (the ``eval`` extra)."""
+    require_extra("eval", ("matplotlib",), "the plot")
+    if not args.no_progress:
+        require_extra("eval", ("tqdm",), "the progress bar (or --no-progress)")
 
 
 def run_guarded(prog: str, out: Path, total: int, body) -> int:

@@ -22,10 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.cli import positive_int, seed_int
-
-from .evaluate import check_agents, run_guarded
+from .evaluate import check_agents, require_outputs, run_guarded
 from .harness import game_seed, play_many
+from .options import positive_int, seed_int
 from .stats import mean_ci, wilson
 
 
@@ -159,6 +158,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None)
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
+    require_outputs(args)
 
     from generala_env.rules import load_rules
 

@@ -8,33 +8,12 @@ import sys
 
 import numpy as np
 
-
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (``--games``, ``--workers``)."""
-    n = _whole(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
-
-
-def seed_int(text: str) -> int:
-    """An argparse type: a seed, a whole number of 0 or more (numpy takes no negative seeds)."""
-    n = _whole(text)
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
-    return n
+from .options import MissingExtra, positive_int, require_extra, seed_int  # noqa: F401  (positive_int: the programs' own type)
 
 
 def _rules_cmd(args) -> int:
-    from .rules import load_rules, preset_names
-    from .scoring import line_max
+    from generala_env.rules import load_rules, preset_names
+    from generala_env.scoring import line_max
 
     if args.name is None:
         print("presets: " + ", ".join(preset_names()))
@@ -69,7 +48,7 @@ def _rules_cmd(args) -> int:
 def _play_random_cmd(args) -> int:
     import gymnasium as gym
 
-    from . import ENV_ID  # noqa: F401  (registers the env)
+    from generala_env import ENV_ID  # registers the env
 
     env = gym.make(ENV_ID, rules=args.rules, num_players=args.players, opponents="random" if args.players > 1 else None, render_mode="ansi")
     rng = np.random.default_rng(args.seed)
@@ -108,8 +87,7 @@ def _agents_cmd(args) -> int:
 
 def _solve_cmd(args) -> int:
     from agents.solver import load_or_solve
-
-    from .rules import load_rules
+    from generala_env.rules import load_rules
 
     rules = load_rules(args.rules)
     import time
@@ -158,23 +136,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-cache", action="store_true", help="solve anew and do not write the cache")
     s.set_defaults(func=_solve_cmd)
 
-    for name, (module, what) in PROGRAMS.items():
+    for name, (module, what, _) in PROGRAMS.items():
         sub.add_parser(name, help=f"{what} (see 'generala {name} --help')", add_help=False)
     return p
 
 
-# subcommands with parsers of their own: everything after the name goes to them
+TRAIN_MODULES = ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm")
+
+# subcommands with parsers of their own: everything after the name goes to them; the extra
+# and modules a program needs before it can start (evaluate and tournament check their own)
 PROGRAMS = {
-    "evaluate": ("training.evaluate", "one-player games of agents on the same dice"),
-    "tournament": ("training.tournament", "head-to-head games, seats swapped on the same dice"),
-    "train": ("training.train", "train a MaskablePPO agent from a YAML config"),
-    "export": ("training.export", "make a shipped checkpoint from a training run"),
-    "play": ("generala_env.play", "play in the terminal against agents"),
+    "evaluate": ("training.evaluate", "one-player games of agents on the same dice", None),
+    "tournament": ("training.tournament", "head-to-head games, seats swapped on the same dice", None),
+    "train": ("training.train", "train a MaskablePPO agent from a YAML config", ("train", TRAIN_MODULES)),
+    "export": ("training.export", "make a shipped checkpoint from a training run", ("train", TRAIN_MODULES)),
+    "play": ("training.play", "play in the terminal against agents", None),
 }
 
 
 def main(argv=None) -> int:
-    from .rules import RulesError
+    from generala_env.rules import RulesError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv else None
@@ -182,10 +163,13 @@ def main(argv=None) -> int:
         if command in PROGRAMS:
             import importlib
 
-            return int(importlib.import_module(PROGRAMS[command][0]).main(argv[1:]) or 0)
+            module, _, needs = PROGRAMS[command]
+            if needs is not None:
+                require_extra(needs[0], needs[1], "this program")
+            return int(importlib.import_module(module).main(argv[1:]) or 0)
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
-    except (RulesError, ValueError) as e:
+    except (RulesError, ValueError, MissingExtra) as e:
         print(f"generala {command}: error: {e}", file=sys.stderr)
         return 2
 

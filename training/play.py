@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dice import ALL_HELD, KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
-from .encoding import Encoder
-from .env import make_info
-from .game import MAX_PLAYERS, OPEN, Game
-from .render import PIPS, line_label
-from .rules import NUMBER_LINES, RuleSet, load_rules
+from generala_env.dice import ALL_HELD, KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
+from generala_env.encoding import Encoder
+from generala_env.env import make_info
+from generala_env.game import MAX_PLAYERS, OPEN, Game
+from generala_env.render import PIPS, line_label
+from generala_env.rules import NUMBER_LINES, RuleSet, load_rules
 
 HUMAN = "human"
 YES = ("y", "yes", "yeah", "yep", "sure", "ok", "si", "sí")
