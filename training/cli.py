@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from .options import MissingExtra, positive_int, require_extra, seed_int  # noqa: F401  (positive_int: the programs' own type)
+from .options import MissingExtra, require_extra, seed_int
 
 
 def _rules_cmd(args) -> int:
