@@ -28,9 +28,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from generala_env.cli import positive_int, seed_int
-
 from .harness import game_seed, play_many
+from .options import positive_int, seed_int
 from .stats import mean_ci, wilson
 
 
