@@ -1,4 +1,4 @@
-"""Learning curves from runs' ``evaluations.csv``: score and share of optimal against steps.
+"""Learning curves from runs' ``evaluations.csv``: share of optimal against steps and against wall-clock.
 
     python -m training.plot_curve runs/ppo_classic_bc runs/ppo_classic_scratch --out docs/learning_curve.png
 """
@@ -22,7 +22,10 @@ def main(argv=None) -> int:
     p.add_argument("--labels", help="comma-separated labels, one per run")
     p.add_argument("--out", default="docs/learning_curve.png")
     p.add_argument("--title", default="MaskablePPO on Generala (classic), seeded evaluations")
+    p.add_argument("--reference", action="append", default=None, metavar="Y:TEXT", help="a dashed line at Y %% with a label (repeatable; default: the 95%% target and 97%% aim)")
     args = p.parse_args(argv)
+    refs = args.reference or ["95:95% target", "97:97% aim"]
+    args.reference = [(float(r.split(":", 1)[0]), r.split(":", 1)[1] if ":" in r else "") for r in refs]
 
     import matplotlib
 
@@ -35,16 +38,18 @@ def main(argv=None) -> int:
         d = read(Path(run))
         if not d:
             continue
-        ax1.plot(d["step"], d["mean_score"], marker=".", label=label)
-        ax2.plot(d["step"], [100 * x for x in d["share_of_optimal"]], marker=".", label=label)
+        share = [100 * x for x in d["share_of_optimal"]]
+        ax1.plot(d["step"], share, marker=".", label=label)
+        ax2.plot([t / 60 for t in d["wall_seconds"]], share, marker=".", label=label)
     ax1.set_xlabel("environment steps")
-    ax1.set_ylabel("mean score (seeded evaluation games)")
-    ax2.set_xlabel("environment steps")
-    ax2.set_ylabel("% of the optimal expected score")
-    ax2.axhline(97, color="grey", linestyle="--", linewidth=1, label="97% target")
+    ax2.set_xlabel("wall-clock minutes of training")
     for ax in (ax1, ax2):
+        ax.set_ylabel("% of the optimal expected score")
+        for y, what in args.reference:
+            ax.axhline(y, color="grey", linestyle="--", linewidth=1)
+            ax.annotate(what, (0, y), xycoords=("axes fraction", "data"), fontsize=8, color="grey", va="bottom")
         ax.grid(alpha=0.3)
-        ax.legend()
+    ax1.legend(fontsize=8)
     fig.suptitle(args.title)
     fig.tight_layout()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
