@@ -308,3 +308,28 @@ def test_the_keep_head_gives_masks_that_keep_the_same_dice_the_same_logit():
     # masks 0b00001 and 0b00010 keep one 2; 0b00101 and 0b01001 keep a 2 and a 5
     assert (f[1] == f[2]).all() and (f[5] == f[9]).all() and not (f[1] == f[4]).all()
     assert f[0].sum() == 0 and np.isclose(f[30, 6], 4 / 5)
+
+
+# -- learned from scratch, or not ---------------------------------------------------------
+def test_solver_ingredients_are_named():
+    from training.export import solver_ingredients
+
+    clean = {"env": {"opponents": None}, "pretrain": {"games": 0}, "init_from": None}
+    assert solver_ingredients(clean) == []
+    assert solver_ingredients({**clean, "pretrain": {"games": 20000}})[0].startswith("pretrain.games = 20000")
+    assert solver_ingredients({**clean, "init_from": "runs/x/best_model.zip"}) == ["init_from = 'runs/x/best_model.zip'"]
+    mix = {**clean, "env": {"opponents": [["greedy"], "optimal", "self-play"]}}
+    assert solver_ingredients(mix) == ["opponent 'optimal'"]
+
+
+@pytest.mark.parametrize("name", checkpoint_names())
+def test_a_checkpoint_called_scratch_has_no_solver_in_its_training(name):
+    from training.export import solver_ingredients
+
+    meta = read_metadata(SHIPPED / name)
+    if meta.get("from_scratch") or "scratch" in name:
+        assert meta["from_scratch"] is True
+        assert solver_ingredients(meta["config"]) == [] and meta["solver_in_training"] == []
+        assert not meta.get("pretrain")
+    else:  # the imitation-trained agents say so
+        assert solver_ingredients(meta["config"]) or meta.get("pretrain") or meta.get("lineage")

@@ -75,6 +75,30 @@ def write_policy(model, folder: Path) -> None:
     save_file(tensors, str(Path(folder) / WEIGHTS_FILE))
 
 
+# agents whose moves come from the exact solver: as opponents they make a run learn from it
+SOLVER_AGENTS = ("optimal", "optimal-2p")
+
+
+def solver_ingredients(cfg: dict) -> list[str]:
+    """What in a run's config (a plain mapping) let the exact solver into its training.
+
+    Behaviour cloning (``pretrain.games`` > 0: it imitates the solver's moves and values),
+    ``init_from`` (a start from another model, which may have), and solver-based opponents.
+    A run with none of these learned from scratch: the solver only measured it.
+    """
+    out = []
+    if (cfg.get("pretrain") or {}).get("games", 0):
+        out.append(f"pretrain.games = {cfg['pretrain']['games']} (behaviour cloning from the optimal player)")
+    if cfg.get("init_from"):
+        out.append(f"init_from = {cfg['init_from']!r}")
+    opp = (cfg.get("env") or {}).get("opponents")
+    names = set()
+    for entry in opp if isinstance(opp, list) else [opp]:
+        names.update(entry if isinstance(entry, list) else [entry])
+    out += [f"opponent {n!r}" for n in sorted(n for n in names if n in SOLVER_AGENTS)]
+    return out
+
+
 def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: str, source_run: str, source_model: str) -> dict:
     """The checkpoint's ``metadata.json``, all but its evaluation: what it plays, its network,
     how it was trained (``cfg``, the run's config as a plain mapping; ``state``, its ``state.json``)
@@ -96,6 +120,8 @@ def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: s
         "training_steps": int(model.num_timesteps),
         "training_seconds": round(float(state.get("train_seconds", 0.0)), 1),
         "pretrain": state.get("pretrain"),
+        "solver_in_training": solver_ingredients(cfg),
+        "from_scratch": not solver_ingredients(cfg),
         "source_run": source_run,
         "source_model": source_model,
         "config": cfg,
