@@ -42,3 +42,17 @@ def test_a_run_is_diagnosed_checkpoint_by_checkpoint_with_its_training_scalars(t
     assert all(0 <= r["hold_optimal"] <= 1 and r["hold_entropy"] > 0 for r in rows)
     assert rows[-1]["explained_variance"] is not None and rows[-1]["value_loss"] >= 0
     assert curve_markdown(rows).count("\n") == len(rows) + 2
+
+
+def test_learning_curves_are_drawn_against_steps_and_wall_clock(tmp_path):
+    from training.plot_curve import main as plot_main, read
+
+    for name, share in (("a", [0.5, 0.7]), ("b", [0.6, 0.9])):
+        run = tmp_path / name
+        run.mkdir()
+        rows = "\n".join(f"{s},{t},{100 * x},{x},0.5" for s, t, x in zip((500, 1000), (60.0, 120.0), share))
+        (run / "evaluations.csv").write_text("step,wall_seconds,mean_score,share_of_optimal,win_rate\n" + rows + "\n")
+    assert read(tmp_path / "b")["share_of_optimal"] == [0.6, 0.9]
+    out = tmp_path / "curve.png"
+    assert plot_main([str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(out), "--reference", "94.7:turn-optimal"]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
