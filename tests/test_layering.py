@@ -212,10 +212,10 @@ def first_legal():
 def test_a_registered_name_plays_in_both_envs_and_is_listed(first_legal):
     env = gym.make("Generala-v0", num_players=2, opponents=first_legal)
     obs, info = env.reset(seed=0)
-    env.step(int(np.flatnonzero(info["action_mask"])[-1]))
-    assert [(s, a) for s, a, _ in env.unwrapped._last_opponent_moves] == [(1, 0), (1, 0), (1, 32)]  # reroll all twice, write ones
+    *_, info = env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+    assert [(s, a) for s, a, _ in info["opponent_moves"]] == [(1, 0), (1, 0), (1, 32)]  # reroll all twice, write ones
     venv = GeneralaVectorEnv(3, num_players=2, opponents=first_legal)
-    assert isinstance(venv._opponents[0], PerGameOpponent)
+    assert isinstance(venv.batched_opponents[0], PerGameOpponent)
     venv.reset(seed=0)
     venv.step(uniform_legal(np.random.default_rng(0), venv.action_masks()))
     assert first_legal in opponents.names() and first_legal in agents.names()
@@ -238,9 +238,9 @@ def test_greedy_and_random_are_played_batched_and_subclasses_game_by_game():
         pass
 
     venv = GeneralaVectorEnv(4, rules="double", num_players=2, opponent_mix=["greedy", "random", GreedyAgent("double"), RandomAgent("double"), Careful("double")])
-    kinds = [type(o) for o in venv._opponents]
+    kinds = [type(o) for o in venv.batched_opponents]
     assert kinds == [BatchedGreedy, BatchedRandom, BatchedGreedy, BatchedRandom, PerGameOpponent]
-    assert venv._opponents[0].rules.name == "double"
+    assert venv.batched_opponents[0].rules.name == "double"
     assert opponents.make_batched("optimal") is None and opponents.make_batched("greedy").name == "greedy"
 
 
@@ -249,12 +249,12 @@ def test_prefixes_and_resolvers_reach_names_not_known_in_advance(tmp_path):
     try:
         assert isinstance(opponents.make("first:anything", rules="sixty"), FirstLegal)
     finally:
-        opponents._prefixes.pop("first:")
+        opponents.unregister_prefix("first:")
     shutil.copytree(SHIPPED / "ppo-classic-2p", tmp_path / "mine")  # a checkpoint folder by its path
     env = gym.make("Generala-v0", num_players=2, opponents=str(tmp_path / "mine"))
     obs, info = env.reset(seed=0)
     env.step(int(np.flatnonzero(info["action_mask"])[-1]))
-    assert type(env.unwrapped.opponents[0].__self__).__name__ == "PPOAgent"
+    assert type(env.unwrapped.opponent_agents[0]).__name__ == "PPOAgent"
     with pytest.raises(AgentError, match=r"unknown agent '.*nowhere'"):
         agents.load(str(tmp_path / "nowhere"))
 
@@ -281,7 +281,7 @@ def test_an_installed_package_registers_through_its_entry_point(tmp_path):
         import generala_env
         env = gym.make("Generala-v0", num_players=2, opponents="last-legal")
         env.reset(seed=0)
-        print(type(env.unwrapped.opponents[0].__self__).__name__, "agents" in sys.modules)
+        print(type(env.unwrapped.opponent_agents[0]).__name__, "agents" in sys.modules)
         """,
         PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
     )
@@ -319,6 +319,7 @@ def test_the_core_install_is_light_and_the_extras_hold_the_rest():
     names = {k: {re.split(r"[<>=\[ ]", d)[0] for d in v} for k, v in extras.items()}
     assert names["train"] == {"torch", "stable-baselines3", "sb3-contrib", "tensorboard", "tqdm"}
     assert names["eval"] == {"matplotlib", "tqdm"}
-    assert extras["all"] == ["generala-rl[train,eval,multiagent]"] and "generala-rl[all]" in extras["test"]
+    assert names["tune"] == {"generala-rl", "optuna"}
+    assert extras["all"] == ["generala-rl[train,eval,multiagent,tune]"] and "generala-rl[all]" in extras["test"]
     assert project["scripts"] == {"generala": "training.cli:main"}
     assert project["entry-points"][opponents.ENTRY_POINT_GROUP] == {"agents": "agents"}
