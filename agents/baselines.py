@@ -7,7 +7,7 @@ import numpy as np
 from generala_env.dice import KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
 from generala_env.game import OPEN
 from generala_env.rules import NUMBER_LINES
-from generala_env.scoring import line_max, points_table
+from generala_env.scoring import blocked_line, generala_scored, line_max, points_table
 
 from .base import WRITE, Agent, AgentError, SeatView, best_legal
 from .solver import Solver
@@ -43,13 +43,12 @@ class _Scored(Agent):
         self.points = points_table(self.rules)
         self.line_max = line_max(self.rules)
         self.lines = self.rules.lines
-        self.gen = self.lines.index("generala") if "generala" in self.lines else -1
-        self.dbl = self.lines.index("double_generala") if "double_generala" in self.lines else -1
 
     def points_now(self, v: SeatView) -> np.ndarray:
         pts = self.points[:, v.roll, int(v.rolls_left == 2)].astype(float)
-        if self.dbl >= 0 and not v.sheet[self.gen] > 0:
-            pts[self.dbl] = 0.0
+        blocked = blocked_line(self.rules, generala_scored(self.rules, v.sheet))
+        if blocked >= 0:
+            pts[blocked] = 0.0
         return pts
 
     def hold(self, v: SeatView, faces) -> int:
@@ -101,7 +100,7 @@ class TurnOptimalAgent(Agent):
 
     def act(self, observation, info) -> int:
         v = self.view(info)
-        vals = self.solver.action_values(v.filled_mask, v.sheet[self.solver.gen] > 0 if self.solver.gen >= 0 else False, v.roll, v.rolls_left, v.locked)
+        vals = self.solver.action_values(v.filled_mask, generala_scored(self.rules, v.sheet), v.roll, v.rolls_left, v.locked)
         vals = vals.copy()
         vals[WRITE:] += self.tiebreak  # cross out the cheapest line on ties
         return best_legal(vals, v.mask)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env.batched import FIRST_ROLL, U, njit
+from generala_env.batched import FIRST_ROLL, U, blocked_line, njit
 from generala_env.dice import FACES, KEEP_COUNTS, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
 from generala_env.encoding import Encoder
 from generala_env.game import OPEN
@@ -40,8 +40,7 @@ class BatchedGreedy(BatchedOpponent):
         self.points = points_table(rules).astype(np.float64)  # GreedyAgent scores in float
         self.tiebreak = Encoder(rules, 1).line_max / 1000.0  # float32, as GreedyAgent's
         self.combo = np.array([line in COMBOS for line in rules.lines])
-        self.gen = rules.lines.index("generala") if "generala" in rules.lines else -1
-        self.dbl = rules.lines.index("double_generala") if "double_generala" in rules.lines else -1
+        self.gen, self.dbl = rules.generala_line, rules.double_generala_line
 
     def act_batch(self, venv, games, masks):
         return greedy_actions(
@@ -60,11 +59,10 @@ def greedy_actions(games, masks, roll, rolls_left, locked, player, sheets, point
         g = U(games[j])
         r, me = U(roll[g]), U(player[g])
         served = U(1) if rolls_left[g] == FIRST_ROLL else U(0)
+        blocked = blocked_line(dbl, sheets[g, me, gen])
         combo_scores = False
         for l in range(num_lines):
-            pts[l] = points[l, r, served]
-            if l == dbl and not sheets[g, me, gen] > 0:
-                pts[l] = 0.0
+            pts[l] = 0.0 if l == blocked else points[l, r, served]
             if combo[l] and sheets[g, me, l] == OPEN and pts[l] > 0:
                 combo_scores = True
         if rolls_left[g] > 0 and not combo_scores:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from generala_env.scoring import generala_scored
+
 from .base import Agent, best_legal
 from .solver import load_or_solve
 
@@ -25,6 +27,5 @@ class OptimalAgent(Agent):
 
     def act(self, observation, info) -> int:
         v = self.view(info)
-        s = self.solver
-        scored = s.gen >= 0 and v.sheet[s.gen] > 0
-        return best_legal(s.action_values(v.filled_mask, scored, v.roll, v.rolls_left, v.locked), v.mask)
+        values = self.solver.action_values(v.filled_mask, generala_scored(self.rules, v.sheet), v.roll, v.rolls_left, v.locked)
+        return best_legal(values, v.mask)

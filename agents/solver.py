@@ -45,7 +45,7 @@ from generala_env.dice import (
     KEEP_COUNTS,
 )
 from generala_env.rules import RuleSet, load_rules
-from generala_env.scoring import points_table
+from generala_env.scoring import blocked_line, generala_scored, points_table
 
 SOLVER_VERSION = 1
 NEG = -np.inf
@@ -85,11 +85,10 @@ class Solver:
         self.rules: RuleSet = load_rules(rules)
         self.L = self.rules.num_lines
         self.points = points_table(self.rules).astype(np.float64)  # (L, 252, 2)
-        self.gen = self.rules.lines.index("generala") if "generala" in self.rules.lines else -1
-        self.dbl = self.rules.lines.index("double_generala") if "double_generala" in self.rules.lines else -1
+        self.gen, self.dbl = self.rules.generala_line, self.rules.double_generala_line  # -1: not on the sheet
         self.locked = self.rules.locked_holds
-        # (roll, served) pairs that put points on the generala line
-        self.gen_scores = self.points[self.gen] > 0 if self.gen >= 0 else None  # (252, 2)
+        # (roll, served) pairs whose write on the generala line makes it scored
+        self.gen_scores = generala_scored(self.rules, self.points.transpose(1, 2, 0)) if self.gen >= 0 else None  # (252, 2)
         self.V = values
         self.solve_seconds = 0.0
 
@@ -103,12 +102,13 @@ class Solver:
         """``W[s, l, r, served]``: points written plus the value of the state that follows."""
         S, L = len(masks), self.L
         W = np.empty((S, L, NUM_ROLLS, 2))
+        # each state's line that scores 0 whatever the dice (-1: none); its flag says whether the generala line is scored
+        blocked = np.where(flags.astype(bool), blocked_line(self.rules, True), blocked_line(self.rules, False))
         for l in range(L):
             bit = 1 << l
             nxt = masks | bit
             pts = np.broadcast_to(self.points[l], (S, NUM_ROLLS, 2)).copy()
-            if l == self.dbl:
-                pts[~flags.astype(bool)] = 0.0
+            pts[blocked == l] = 0.0
             if l == self.gen and self.dbl >= 0:
                 v_next = np.where(self.gen_scores[None], V[nxt * 2 + 1][:, None, None], V[nxt * 2][:, None, None])
                 W[:, l] = pts + v_next

@@ -21,6 +21,12 @@ Four rules keep the loops fast: no array views or calls with array arguments per
 N = 4096); small integer tables; and NumPy's error model (no zero-division checks around
 every division, ~12% of ``encode``; no divisor here is ever zero).
 
+The rules come in as data (the points table, the generala and double generala lines,
+whether a served generala wins), as :class:`~generala_env.rules.RuleSet` and
+:mod:`~generala_env.scoring` give them. The one rule the loops decide themselves, that a
+double generala needs a scored generala, is :func:`blocked_line`, which mirrors
+:func:`generala_env.scoring.blocked_line`.
+
 The float arithmetic is the encoder's, operation for operation (``int / float32`` is
 done in float64 and rounded to float32, as NumPy does), so observations agree bit for bit.
 """
@@ -84,6 +90,15 @@ def served_pending(served_win, rolls_left, roll, generala_line):
 
 
 @njit(cache=True, error_model="numpy")
+def blocked_line(dbl, generala_points):
+    """:func:`generala_env.scoring.blocked_line` for the loops: the line on which a write
+    scores 0 whatever the dice (-1: none), from the double generala line ``dbl`` (-1 if the
+    sheet has none) and what the seat's generala line holds (``OPEN`` when open). The one
+    place the loops say that a double generala needs a scored generala."""
+    return dbl if dbl >= 0 and not generala_points > 0 else -1
+
+
+@njit(cache=True, error_model="numpy")
 def dice_needed(games, actions, roll):
     """How many dice each action draws: the dice not held, or 5 for a write (the next first roll)."""
     need = np.empty(len(games), dtype=np.int64)
@@ -140,8 +155,8 @@ def apply_actions(games, actions, throws, roll, rolls_left, locked, player, writ
             continue
         line, me = a - U(NUM_MASKS), U(player[g])
         p = points[line, U(roll[g]), U(1) if rolls_left[g] == FIRST_ROLL else U(0)]
-        if line == dbl and not (gen >= 0 and sheets[g, me, gen] > 0):
-            p = 0  # double generala needs points on the generala line
+        if line == dbl and line == blocked_line(dbl, sheets[g, me, gen]):
+            p = 0  # blocked_line names this line or none: a write elsewhere need not read the sheet
         won = served_win and served_pending(served_win, rolls_left[g], roll[g], sheets[g, me, gen])
         sheets[g, me, line] = p
         writes[g] += 1
@@ -212,8 +227,9 @@ def encode(games, seat, out, obs, sheets_seen, roll, rolls_left, locked, player,
         out[j, served_at] = 1.0 if served_win and served_pending(served_win, rl, r, sheets[g, player[g], gen]) else 0.0
         for l in range(num_lines):  # without branches: open lines are unpredictable
             out[j, now_at + l] = points_now[r, first, l] * np.float32(sheets[g, me, l] == OPEN)
-        if dbl >= 0 and not sheets[g, me, gen] > 0:
-            out[j, now_at + U(dbl)] = 0.0  # double generala needs points on the generala line
+        blocked = blocked_line(dbl, sheets[g, me, gen])
+        if blocked >= 0:
+            out[j, now_at + U(blocked)] = 0.0
 
         if writes[g] != sheets_seen[g]:  # a line was written since: the sheet slices anew
             sheets_seen[g] = writes[g]
@@ -254,7 +270,7 @@ def encode(games, seat, out, obs, sheets_seen, roll, rolls_left, locked, player,
 
 
 @njit(cache=True, error_model="numpy")
-def encode_game(out, roll, rolls_left, locked, served, sheets, seat, points_now, points_obs, total_max, at, opponent_at, dbl_blocked):
+def encode_game(out, roll, rolls_left, locked, player, sheets, seat, points_now, points_obs, total_max, at, opponent_at, gen, dbl, served_win):
     """``Encoder.encode(game, seat)`` of one game into ``out`` (every entry written).
 
     What the single env calls when numba is on: over 5,000 states of random classic
@@ -263,9 +279,10 @@ def encode_game(out, roll, rolls_left, locked, served, sheets, seat, points_now,
     of 13 arguments. With it the env went from 0.75x to about 1.5x pyhtzee (best
     spells).
 
-    ``served``: whether a served generala wins now; ``dbl_blocked``: the double
-    generala line's index when the seat's generala line holds no points (its
-    ``points_now`` is then 0), else -1. Same arithmetic as :func:`encode`.
+    ``player``: the seat to move; ``gen``, ``dbl``: the generala and double generala
+    lines (-1 where the sheet has none); ``served_win``: whether a served generala wins in
+    this game (:meth:`~generala_env.rules.RuleSet.served_generala_wins`). Same arithmetic
+    as :func:`encode`.
     """
     num_players, num_lines = sheets.shape[0], sheets.shape[1]
     first = 1 if rolls_left == FIRST_ROLL else 0
@@ -276,11 +293,12 @@ def encode_game(out, roll, rolls_left, locked, served, sheets, seat, points_now,
     out[at[2]] = first
     for i in range(6):
         out[at[3] + i] = LOCKED_OBS[locked, i]
-    out[at[4]] = 1.0 if served else 0.0
+    out[at[4]] = 1.0 if served_win and served_pending(served_win, rolls_left, roll, sheets[player, gen]) else 0.0
     for l in range(num_lines):  # points_now: 0 where the line is closed
         out[at[5] + l] = points_now[roll, first, l] if sheets[seat, l] == OPEN else 0.0
-    if dbl_blocked >= 0:
-        out[at[5] + dbl_blocked] = 0.0
+    blocked = blocked_line(dbl, sheets[seat, gen])
+    if blocked >= 0:
+        out[at[5] + blocked] = 0.0
     own, filled = sheet_slices(out, at[6], at[7], sheets, seat, points_obs)
     out[at[8]] = np.float32(own / total_max)
     out[at[9]] = np.float32(filled / num_lines)

@@ -36,7 +36,7 @@ import numpy as np
 from .dice import KEEP_COUNTS, ROLL_COUNTS, ROLLS
 from .game import OPEN, ROLLS_PER_TURN, Game
 from .rules import RuleSet
-from .scoring import line_max, points_table
+from .scoring import blocked_line, line_max, points_table
 
 LAYOUT_VERSION = 1
 
@@ -101,8 +101,8 @@ class Encoder:
         written = np.arange(max(int(points.max()), 0) + 2)
         written[-1] = 0
         self.points_obs = (written[None, :] / self.line_max[:, None].astype(np.float64)).astype(np.float32)  # as int / float32 rounds
-        self._double = rules.lines.index("double_generala") if "double_generala" in rules.lines else -1
-        self._generala = rules.lines.index("generala") if "generala" in rules.lines else -1
+        self._generala, self._double = rules.generala_line, rules.double_generala_line
+        self._served_win = rules.served_generala_wins(num_players)
         # the slices' starts, as the numba encoders take them (-1: absent)
         s = self.layout
         assert s["dice_sorted"].start == s["dice_counts"].stop  # they write both from one table row
@@ -121,9 +121,8 @@ class Encoder:
         if self._kernel is None:
             return self.encode_numpy(game, seat)
         out = np.empty(self.size, dtype=np.float32)
-        blocked = self._double if self._double >= 0 and not game.sheets[seat, self._generala] > 0 else -1
-        self._kernel(out, game.roll, game.rolls_left, game.locked, game.served_generala_pending(), game.sheets, seat,
-                     self.points_now, self.points_obs, self.total_max, self.starts, self.opponent_starts, blocked)
+        self._kernel(out, game.roll, game.rolls_left, game.locked, game.player, game.sheets, seat, self.points_now,
+                     self.points_obs, self.total_max, self.starts, self.opponent_starts, self._generala, self._double, self._served_win)
         return out
 
     def encode_numpy(self, game: Game, seat: int) -> np.ndarray:
@@ -137,8 +136,9 @@ class Encoder:
         sheet = game.sheets[seat]
         open_ = sheet == OPEN
         now = self.points_now[r, int(rolls_left == ROLLS_PER_TURN - 1)] * open_  # 0 where the line is closed
-        if self._double >= 0 and not sheet[self._generala] > 0:
-            now[self._double] = 0.0  # double generala needs points on the generala line
+        blocked = blocked_line(self.rules, game.generala_scored(seat))
+        if blocked >= 0:
+            now[blocked] = 0.0
         obs[s["points_now"]] = now
         own = float(np.maximum(sheet, 0).sum())
         obs[s["own_open"]] = open_

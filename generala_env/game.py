@@ -45,7 +45,7 @@ from .dice import (
     throw,
 )
 from .rules import RuleSet, load_rules
-from .scoring import points_table
+from .scoring import blocked_line, generala_scored, points_table
 
 SERVED_LINES = ("straight", "full_house", "four_of_a_kind")
 OPEN = -1  # marker of an open line on a sheet
@@ -95,13 +95,11 @@ def prefilled_sheets(rules: RuleSet, num_players: int, rng) -> np.ndarray:
     Every player has the same number ``k`` of lines filled, drawn uniformly from 1 to
     ``L - 1`` (so player 0 is to move and the game is not over); which lines is drawn per
     player. A filled line holds the points of one fresh roll of five dice on it, 0 (crossed
-    out) when the roll does not qualify; a double generala counts only after a scored
-    generala. All draws come from ``rng`` (a numpy ``Generator``), in a fixed order.
+    out) when the roll does not qualify or the line is blocked (:func:`~generala_env.scoring.blocked_line`).
+    All draws come from ``rng`` (a numpy ``Generator``), in a fixed order.
     """
     L = rules.num_lines
     table = points_table(rules)  # (L, 252, 2)
-    gen = rules.lines.index("generala") if "generala" in rules.lines else -1
-    dbl = rules.lines.index("double_generala") if "double_generala" in rules.lines else -1
     sheets = np.full((num_players, L), OPEN, dtype=np.int64)
     k = int(rng.integers(1, L))
     for p in range(num_players):
@@ -110,7 +108,7 @@ def prefilled_sheets(rules: RuleSet, num_players: int, rng) -> np.ndarray:
         for line, face in zip(lines, faces):
             r = roll_index(np.sort(face))
             pts = int(table[line, r, 0])
-            if line == dbl and not (gen >= 0 and sheets[p, gen] > 0):
+            if line == blocked_line(rules, generala_scored(rules, sheets[p])):
                 pts = 0
             sheets[p, line] = pts
     return sheets
@@ -177,10 +175,9 @@ class Game:
         self.num_actions = NUM_MASKS + self.num_lines
         self.points = points_table(self.rules)
         self._points_list = _points_list(self.rules)  # [line][roll][served]: list look-ups for the step
-        self._generala = self.rules.lines.index("generala") if "generala" in self.rules.lines else -1
-        self._double = self.rules.lines.index("double_generala") if "double_generala" in self.rules.lines else -1
-        # without a generala line there is nothing to claim (and index -1 would be another line)
-        self._served_win = self.rules.served_generala == "win" and self.num_players >= 2 and self._generala >= 0
+        self._generala = self.rules.generala_line  # -1 where the sheet lacks the line
+        self._double = self.rules.double_generala_line
+        self._served_win = self.rules.served_generala_wins(self.num_players)
         self.sheets = np.full((self.num_players, self.num_lines), OPEN, dtype=np.int32)
         self.roll = 0
         self.rolls_left = 0
@@ -263,10 +260,10 @@ class Game:
                         f"({', '.join(map(str, sorted(allowed[l])))}), got {int(v)}"
                     )
             new_sheets = arr.astype(np.int32)
-        if self._double >= 0:
-            for p in range(P):
-                if new_sheets[p, self._double] > 0 and not new_sheets[p, self._generala] > 0:
-                    raise ValueError(f"sheets: seat {p}'s double_generala holds points but its generala line does not; a double generala needs a scored generala line")
+        for p in range(P):
+            blocked = blocked_line(self.rules, generala_scored(self.rules, new_sheets[p]))
+            if blocked >= 0 and new_sheets[p, blocked] > 0:
+                raise ValueError(f"sheets: seat {p}'s {self.rules.lines[blocked]} holds points but its generala line does not; a double generala needs a scored generala line")
         if dice is None:
             faces = ROLLS[self.roll].tolist()
         else:
@@ -401,7 +398,8 @@ class Game:
         return self._facts
 
     def generala_scored(self, player: int) -> bool:
-        return self._generala >= 0 and self.sheets[player, self._generala] > 0
+        """Whether ``player``'s generala line holds points (:func:`~generala_env.scoring.generala_scored`)."""
+        return bool(generala_scored(self.rules, self.sheets[player]))
 
     def served_generala_pending(self) -> bool:
         """Five alike on the first roll with the generala line open, in a game where it wins."""
@@ -531,8 +529,8 @@ class Game:
         line = a - NUM_MASKS
         served = self.rolls_left == ROLLS_PER_TURN - 1
         pts = self._points_list[line][self.roll][served]
-        if line == self._double and not self.generala_scored(me):
-            pts = 0
+        if line == self._double and line == blocked_line(self.rules, self.generala_scored(me)):
+            pts = 0  # blocked_line names this line or none: a write elsewhere need not ask
         served_win = self.served_generala_pending()
         if self._sheets_key != self.sheets.tobytes():
             self._sheet_facts()  # the sheets were written by hand: recount the facts and writes first

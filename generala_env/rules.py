@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -75,6 +76,21 @@ class RuleSet:
 
     def has_line(self, line: str) -> bool:
         return line in self.lines
+
+    @cached_property
+    def generala_line(self) -> int:
+        """Index of the generala line, -1 when the sheet has none."""
+        return self.lines.index("generala") if "generala" in self.lines else -1
+
+    @cached_property
+    def double_generala_line(self) -> int:
+        """Index of the double generala line, -1 when the sheet has none."""
+        return self.lines.index("double_generala") if "double_generala" in self.lines else -1
+
+    def served_generala_wins(self, num_players: int) -> bool:
+        """Whether five alike on a turn's first roll, with the generala line open, wins the
+        game on the spot: ``served_generala: win``, two or more players and a generala line."""
+        return self.served_generala == "win" and num_players >= 2 and self.generala_line >= 0
 
     def settings(self) -> dict[str, Any]:
         """The settings as a plain mapping (what a YAML file would hold)."""

@@ -85,12 +85,39 @@ def line_points(line: str, faces, rules: RuleSet, served: bool = False, generala
     raise ValueError(f"unknown line {line!r}")
 
 
+def generala_scored(rules: RuleSet, sheet):
+    """Whether a sheet holds points on its generala line (what a double generala needs).
+
+    ``sheet``: one seat's line values (:data:`~generala_env.game.OPEN` for an open line),
+    or any array with the lines on its last axis, which gives an array of answers.
+    ``False`` when the sheet has no generala line.
+    """
+    g = rules.generala_line
+    if g < 0:
+        return False
+    sheet = np.asarray(sheet)
+    return sheet[g] > 0 if sheet.ndim == 1 else sheet[..., g] > 0  # a 0-d comparison is slow
+
+
+def blocked_line(rules: RuleSet, generala_scored: bool) -> int:
+    """The line on which a write scores 0 whatever the dice, or -1 for none: the double
+    generala line while the generala line holds no points.
+
+    With :func:`generala_scored`, the home of "a double generala needs a scored generala"
+    for everything that reads :func:`points_table` (which gives double generala as if the
+    generala line held points): the game, the encoder, the agents and the solver.
+    :func:`line_points` takes the same flag. The numba loops use
+    :func:`generala_env.batched.blocked_line`, which mirrors this one.
+    """
+    return -1 if generala_scored else rules.double_generala_line
+
+
 @lru_cache(maxsize=64)
 def points_table(rules: RuleSet) -> np.ndarray:
     """``table[line, roll, served]``: points for every line, roll and served-ness.
 
-    Double generala is given as if the generala line holds points; the game zeroes it
-    otherwise. Read-only int32 array of shape ``(L, 252, 2)``.
+    Double generala is given as if the generala line holds points (:func:`blocked_line`
+    says when it does not). Read-only int32 array of shape ``(L, 252, 2)``.
     """
     from .dice import ROLLS
 
@@ -118,6 +145,8 @@ __all__ = [
     "is_four_of_a_kind",
     "is_generala",
     "line_points",
+    "generala_scored",
+    "blocked_line",
     "points_table",
     "line_max",
     "roll_index",

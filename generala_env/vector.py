@@ -212,8 +212,8 @@ class GeneralaVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, N)
 
         # rule-set tables
-        self._gen, self._dbl = self._template._generala, self._template._double  # -1 where the sheet lacks the line
-        self._served_win = self._template._served_win
+        self._gen, self._dbl = self.rules.generala_line, self.rules.double_generala_line  # -1 where the sheet lacks the line
+        self._served_win = self.rules.served_generala_wins(P)
         self._points = points_table(self.rules)  # (L, 252, 2) int32
         self._points_now, self._points_obs = self.encoder.points_now, self.encoder.points_obs  # the single env's tables
         self._total_max = self.encoder.total_max

@@ -192,3 +192,14 @@ def test_presets_on_disk_are_the_ones_loaded():
     for name in preset_names():
         assert isinstance(load_rules(root / f"{name}.yaml"), RuleSet)
         assert load_rules(root / f"{name}.yaml") == load_rules(name)
+
+
+def test_line_indices_and_the_served_generala_win_are_on_the_rule_set():
+    classic, double = load_rules("classic"), load_rules("double")
+    assert (classic.generala_line, classic.double_generala_line) == (TEN.index("generala"), -1)
+    assert (double.generala_line, double.double_generala_line) == (ELEVEN.index("generala"), ELEVEN.index("double_generala"))
+    no_generala = load_rules({"lines": ["ones", "twos", "three_of_a_kind"]})
+    assert (no_generala.generala_line, no_generala.double_generala_line) == (-1, -1)
+    assert classic.served_generala_wins(2) and not classic.served_generala_wins(1)
+    assert not no_generala.served_generala_wins(2)  # nothing to claim without a generala line
+    assert not load_rules({"served_generala": "points", "served_generala_points": 80}).served_generala_wins(2)

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from generala_env import line_points, load_rules, points_table
+from generala_env import OPEN, line_points, load_rules, points_table
 from generala_env.dice import (
     FULL_ROLL_PROB,
     HOLD_KEEP,
@@ -238,3 +238,22 @@ def test_rolls_and_keeps():
         roll_index([1, 2, 3, 4])
     with pytest.raises(ValueError):
         roll_index([0, 2, 3, 4, 5])
+
+
+@pytest.mark.parametrize("spec", ["classic", "double", "sixty", {"lines": ["ones", "three_of_a_kind"]}])
+def test_blocked_line_in_python_and_in_the_numba_loops_agree(spec):
+    """``scoring.blocked_line`` is the home of "double generala needs a scored generala";
+    ``batched.blocked_line`` mirrors it for the compiled loops."""
+    from generala_env import batched
+    from generala_env.scoring import blocked_line, generala_scored
+
+    rules = load_rules(spec)
+    for held in (OPEN, 0, 50, 80):  # what the generala line holds: open, crossed out, scored
+        sheet = np.full(rules.num_lines, OPEN)
+        if rules.generala_line >= 0:
+            sheet[rules.generala_line] = held
+        scored = bool(generala_scored(rules, sheet))
+        assert scored == (rules.generala_line >= 0 and held > 0)
+        expected = rules.double_generala_line if not scored else -1
+        assert blocked_line(rules, scored) == expected
+        assert batched.blocked_line(rules.double_generala_line, sheet[rules.generala_line]) == expected

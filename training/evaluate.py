@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env.scoring import generala_scored
+
 from .harness import Interrupted, game_seed, play_many, signals_interrupt
 from .options import positive_int, require_extra, seed_int
 from .stats import mean_ci
@@ -104,8 +106,8 @@ def summarize(name: str, recs, rules, optimal: float) -> dict:
         "crossed_out": {line: float((sheets[:, l] == 0).mean()) for l, line in enumerate(rules.lines)},
         "served_per_game": float(np.mean([r.served_bonus_writes[0] for r in recs])),
     }
-    if "generala" in rules.lines:
-        out["generala_rate"] = float((sheets[:, rules.lines.index("generala")] > 0).mean())
+    if rules.generala_line >= 0:
+        out["generala_rate"] = float(generala_scored(rules, sheets).mean())
     return out
 
 

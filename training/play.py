@@ -30,6 +30,7 @@ from generala_env.env import make_info
 from generala_env.game import MAX_PLAYERS, OPEN, Game
 from generala_env.render import PIPS, line_label
 from generala_env.rules import NUMBER_LINES, RuleSet, load_rules
+from generala_env.scoring import generala_scored
 
 HUMAN = "human"
 YES = ("y", "yes", "yeah", "yep", "sure", "ok", "si", "sí")
@@ -517,7 +518,7 @@ class Table:
         opt = self.optimal()
         v = SeatView.from_info(make_info(g, g.player))
         s = opt.solver
-        values = s.action_values(v.filled_mask, s.gen >= 0 and v.sheet[s.gen] > 0, v.roll, v.rolls_left, v.locked)
+        values = s.action_values(v.filled_mask, generala_scored(self.rules, v.sheet), v.roll, v.rolls_left, v.locked)
         legal = g.legal_mask()
         total = float(g.totals()[g.player])
         best: dict[tuple, tuple[float, int]] = {}  # one entry per distinct move (masks that keep the same dice)

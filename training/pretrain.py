@@ -20,6 +20,7 @@ from generala_env.encoding import Encoder
 from generala_env.env import make_info
 from generala_env.game import Game
 from generala_env.rules import load_rules
+from generala_env.scoring import generala_scored
 
 from .config import Config, EnvConfig
 from .harness import game_seed
@@ -90,7 +91,7 @@ def _state(agent, info):
 
     v = SeatView.from_info(info)
     s = agent.solver
-    return v.filled_mask, (s.gen >= 0 and v.sheet[s.gen] > 0), v.roll, v.rolls_left, v.locked
+    return v.filled_mask, generala_scored(s.rules, v.sheet), v.roll, v.rolls_left, v.locked
 
 
 def behaviour_clone(model, cfg: Config, log=print) -> dict:
