@@ -340,7 +340,12 @@ def accepted(actions, masks):
 
 @njit(cache=True, error_model="numpy")
 def results(games, seat, sheets, served_winner, totals, winner, win_reward):
-    """Final totals, the winner (-1 on a shared win) and the agent's win reward (+1 / 0 / -1) of ended games."""
+    """Final totals, the winner (-1 on a shared win) and the agent's win reward of ended games.
+
+    A loop that mirrors two functions: the winners are those of ``Game.winners``, the reward
+    is :func:`generala_env.env.win_reward` (+1 / 0 / -1); ``tests/test_vector.py`` checks
+    that they agree.
+    """
     num_players, num_lines = sheets.shape[1], sheets.shape[2]
     for j in range(len(games)):
         g = games[j]

@@ -12,7 +12,7 @@ from gymnasium import spaces
 from . import opponents as opponents_registry
 from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .game import Game, IllegalActionError, prefilled_sheets
+from .game import Game, IllegalActionError, outcome_points, prefilled_sheets
 from .render import render_text
 from .rules import RuleSet, load_rules
 
@@ -55,6 +55,12 @@ def check_share(name: str, value) -> float:
     if not 0.0 <= v <= 1.0:
         raise ValueError(f"{name} must be from 0 to 1, got {value!r}")
     return v
+
+
+def win_reward(winners: tuple[int, ...], seat: int) -> float:
+    """The reward of ``reward="win"`` at the end of a game: +1 for a sole win, 0 for a shared
+    win, -1 for a loss (:func:`~generala_env.game.outcome_points` mapped onto -1 … 1)."""
+    return 2.0 * outcome_points(winners, seat) - 1.0
 
 
 def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list | None = None) -> dict[str, Any]:
@@ -359,12 +365,7 @@ class GeneralaEnv(gym.Env):
             self._last_opponent_moves.append((seat, out.action, out.points))
 
     def _final_reward(self) -> float:
-        if self.reward_mode != "win":
-            return 0.0
-        winners = self.game.winners()
-        if self.seat not in winners:
-            return -1.0
-        return 1.0 if len(winners) == 1 else 0.0
+        return win_reward(self.game.winners(), self.seat) if self.reward_mode == "win" else 0.0
 
     def _obs(self) -> np.ndarray:
         return self.encoder.encode(self.game, self.seat)

@@ -134,6 +134,14 @@ def _frozen(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mask, mask.view(np.int8)
 
 
+def outcome_points(winners: tuple[int, ...], seat: int) -> float:
+    """A seat's result of a finished game from its :meth:`Game.winners`: 1 for a sole win,
+    0.5 for a shared win, 0 for a loss (the points of a win rate)."""
+    if seat not in winners:
+        return 0.0
+    return 1.0 if len(winners) == 1 else 0.5
+
+
 class IllegalActionError(ValueError):
     """An action the game does not accept in the current state."""
 
@@ -408,7 +416,8 @@ class Game:
         return bool(self.sheets[self.player, self._generala] == OPEN)
 
     def winners(self) -> tuple[int, ...]:
-        """Seats that won (several on a shared win); empty while the game is on."""
+        """Seats that won (several on a shared win); empty while the game is on. A seat's
+        result as points: :func:`outcome_points`."""
         t = self._sheet_facts()[0]  # first: sheets written by hand may end the game
         if not self.over:
             return ()

@@ -27,7 +27,7 @@ from pettingzoo.utils import wrappers
 
 from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .env import NOT_RESET, REWARDS, check_finite, make_info
+from .env import NOT_RESET, REWARDS, check_finite, make_info, win_reward
 from .game import MAX_PLAYERS, Game, IllegalActionError
 from .render import render_text
 from .rules import RuleSet, load_rules
@@ -278,7 +278,7 @@ class raw_env(AECEnv, EzPickle):
             if self.reward_mode == "win":
                 winners = g.winners()
                 for a, s in self._seat.items():
-                    self.rewards[a] = (1.0 if len(winners) == 1 else 0.0) if s in winners else -1.0
+                    self.rewards[a] = win_reward(winners, s)
             self.terminations = dict.fromkeys(self.agents, True)
         self._accumulate_rewards()
         self._update_infos()

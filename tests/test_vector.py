@@ -308,3 +308,46 @@ def test_same_game_without_numba():
     res = subprocess.run(cmd, env=env, cwd=Path(__file__).parent.parent, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "1 passed" in res.stdout
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_the_results_kernel_mirrors_winners_and_win_reward(players):
+    """``batched.results`` keeps its own loop over ended games: its winner and reward must be
+    ``Game.winners`` and ``env.win_reward``, on ties and served generalas too."""
+    from generala_env import batched as K
+    from generala_env.env import win_reward
+    from generala_env.game import Game
+    from generala_env.rules import load_rules
+    from generala_env.scoring import points_table
+
+    rules = load_rules("double")
+    table, gen, dbl = points_table(rules), rules.generala_line, rules.double_generala_line
+    rng = np.random.default_rng(players)
+    n = 300
+    sheets = np.zeros((n, players, rules.num_lines), dtype=np.int32)
+    served = np.full(n, -1, dtype=np.int64)
+    for i in range(n):
+        for p in range(players):
+            for l in range(rules.num_lines):  # mostly crossed out, so that totals often tie
+                if rng.random() < 0.3:
+                    sheets[i, p, l] = table[l, rng.integers(252), 0]
+            if sheets[i, p, gen] == 0:
+                sheets[i, p, dbl] = 0
+        if i % 3 == 0:
+            sheets[i, 1] = sheets[i, 0]  # a tie for the lead, unless someone else leads
+        if i % 7 == 0:
+            sheets[i, i % players, gen] = table[gen, 0, 0]  # a served generala wins
+            served[i] = i % players
+    seat = rng.integers(players, size=n)
+    games = np.arange(n)
+    totals = np.empty((n, players), dtype=np.int64)
+    winner, reward = np.empty(n, dtype=np.int64), np.empty(n)
+    K.results(games, seat, sheets, served, totals, winner, reward)
+    game = Game(rules, players)
+    for i in range(n):
+        game.set_state(sheets=sheets[i], served_generala_winner=None if served[i] < 0 else int(served[i]))
+        w = game.winners()
+        assert totals[i].tolist() == game.totals().tolist()
+        assert winner[i] == (w[0] if len(w) == 1 else -1)
+        assert reward[i] == win_reward(w, int(seat[i]))
+    assert {-1.0, 0.0, 1.0} <= set(reward.tolist())  # every outcome came up

@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from generala_env.game import outcome_points
+
 from .harness import game_seed, play_many
 from .options import positive_int, seed_int
 from .stats import mean_ci, wilson
@@ -181,9 +183,9 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
         recs = play_many(lineups, ss, rules, desc=f"{name} vs {opp}")
         wins = draws = 0
         for lu, r in zip(lineups, recs):
-            seat = lu.index(str(dest))
-            wins += r.winners == (seat,)
-            draws += seat in r.winners and len(r.winners) > 1
+            points = outcome_points(r.winners, lu.index(str(dest)))
+            wins += points == 1.0
+            draws += points == 0.5
         n = len(recs)
         wr = wilson(wins, n)
         evaluation[f"vs_{opp}"] = {"games": n, "win_rate": wr, "draw_rate": draws / n, "command": f"generala tournament --agents {name},{opp} --players {players} --games {games} --seed {seed}"}

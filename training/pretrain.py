@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from generala_env.encoding import Encoder
-from generala_env.env import make_info
+from generala_env.env import make_info, win_reward
 from generala_env.game import Game
 from generala_env.rules import load_rules
 from generala_env.scoring import generala_scored
@@ -80,8 +80,7 @@ def _generate(job):
                 a = opps[(s - seat - 1) % P].act(obs, info)
             game.step(int(a), rng)
         if env_cfg.reward == "win":
-            w = game.winners()
-            r = -1.0 if seat not in w else (1.0 if len(w) == 1 else 0.0)
+            r = win_reward(game.winners(), seat)
             val_l[start:] = [r] * (len(val_l) - start)
     return np.array(obs_l, np.float32), np.array(mask_l, bool), np.array(act_l, np.int64), np.array(val_l, np.float32)
 

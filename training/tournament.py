@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env.game import outcome_points
+
 from .evaluate import check_agents, require_outputs, run_guarded
 from .harness import game_seed, play_many
 from .options import positive_int, seed_int
@@ -52,15 +54,13 @@ def _pair_stats(a: str, b: str, recs) -> dict:
     margins, served = [], 0
     for rec in recs:
         sa, sb = rec.seats.index(a), rec.seats.index(b)
-        win = rec.winners
-        if sa in win and sb in win:
-            d += 1
-        elif sa in win:
+        pa, pb = outcome_points(rec.winners, sa), outcome_points(rec.winners, sb)
+        if pa > pb:
             w += 1
-        elif sb in win:
+        elif pa < pb:
             l += 1
         else:
-            d += 1  # neither won (only with 3+ players): no result between them
+            d += 1  # a shared win, or (with 3+ players) neither won: no result between them
         margins.append(float(rec.totals[sa] - rec.totals[sb]))
         served += rec.served_generala_win
     n = w + d + l

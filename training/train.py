@@ -34,6 +34,8 @@ import numpy as np
 import yaml
 from stable_baselines3.common.callbacks import BaseCallback
 
+from generala_env.game import outcome_points
+
 from .config import Config, ConfigError, EnvConfig, load_config
 
 EVAL_SEED_BASE = 20_261_129  # evaluation games use fixed dice, the same for every run
@@ -229,8 +231,7 @@ class Evaluator:
                 lineup = [opp] * self.players
                 lineup[seat] = me
                 rec = play_game(lineup, self.rules, s, names=["x"] * self.players)
-                w = rec.winners
-                points.append(1.0 if w == (seat,) else (0.5 if seat in w else 0.0))
+                points.append(outcome_points(rec.winners, seat))
                 scores.append(rec.totals[seat])
         return {"mean_score": float(np.mean(scores)), "share_of_optimal": float(np.mean(scores)) / self.optimal, "win_rate": float(np.mean(points))}
 
