@@ -67,22 +67,18 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
     """The ``info`` dict of a seat (what agents may read besides the observation).
 
     Every array in it is the caller's own copy. An env step builds one of these, so it
-    reads the game's cached mask and sheet facts rather than recomputing them, and makes
-    the dict in one go (a dict grown key by key costs more).
+    reads the game's cached mask and sheet facts (:meth:`Game.views`) rather than
+    recomputing them, and makes the dict in one go (a dict grown key by key costs more).
     """
     player = game.player
-    filled = game._sheet_facts()[1]
-    if player == seat:
-        mask = game._legal_now_int8().copy()
-    else:
-        mask = np.zeros(game.num_actions, dtype=np.int8)
+    legal, totals, filled = game.views()
     info: dict[str, Any] = {
-        "action_mask": mask,
+        "action_mask": legal.copy() if player == seat else np.zeros(game.num_actions, dtype=np.int8),
         "dice": _ROLL_ROWS[game.roll].copy(),
         "rolls_left": int(game.rolls_left),
         "locked": list(_KEEP_FACES[game.locked]),
         "sheets": game.sheets.copy(),
-        "totals": game.totals(),
+        "totals": totals.copy(),
         "turn": filled[player],
         "player": int(player),
         "seat": int(seat),
@@ -98,10 +94,10 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
     return info
 
 
-def _who(seat: int, act: Callable) -> str:
-    """What to call an opponent in a message: its seat and its agent's name, else the callable's."""
-    owner = getattr(act, "__self__", None)
-    name = getattr(owner, "name", None) or getattr(act, "__name__", None) or type(act).__name__
+def _who(seat: int, agent: Any, act: Callable) -> str:
+    """What to call an opponent in a message: its seat and its agent's name, else the name of
+    ``act``, the callable the env calls (the agent's ``act``, or the agent itself)."""
+    name = (getattr(agent, "name", None) if act is not agent else None) or getattr(act, "__name__", None) or type(act).__name__
     return f"opponent in seat {seat} ({name})"
 
 
@@ -224,7 +220,9 @@ class GeneralaEnv(gym.Env):
         self.illegal_action = illegal_action
         self.illegal_penalty = check_finite("illegal_penalty", illegal_penalty)
         self.exploring_starts = check_share("exploring_starts", exploring_starts)
-        self.opponents = self._resolve_opponents(opponents)
+        self._opponent_agents = self._resolve_opponents(opponents)
+        # what the env calls for each opponent seat, in play order after the agent
+        self.opponents: list[Callable] = [getattr(a, "act", a) for a in self._opponent_agents]
 
         self.encoder = Encoder(self.rules, self.num_players)
         self.layout = observation_layout(self.rules, self.num_players)
@@ -240,7 +238,13 @@ class GeneralaEnv(gym.Env):
     def layout_version(self) -> int:
         return LAYOUT_VERSION
 
-    def _resolve_opponents(self, opponents) -> list[Callable]:
+    @property
+    def opponent_agents(self) -> tuple[Any, ...]:
+        """The opponents as given or built, in play order after the agent: an agent object
+        (with ``act``), or a callable ``(observation, info) -> action``."""
+        return tuple(self._opponent_agents)
+
+    def _resolve_opponents(self, opponents) -> list[Any]:
         n = self.num_players - 1
         if n == 0:
             if opponents not in (None, [], ()):
@@ -256,9 +260,7 @@ class GeneralaEnv(gym.Env):
         for opp in opponents:
             if isinstance(opp, str):
                 opp = opponents_registry.make(opp, rules=self.rules)
-            if hasattr(opp, "act"):
-                resolved.append(opp.act)
-            elif callable(opp):
+            if hasattr(opp, "act") or callable(opp):
                 resolved.append(opp)
             else:
                 raise ValueError(f"an opponent must be an agent name, an object with act(), or a callable, got {opp!r}")
@@ -273,10 +275,9 @@ class GeneralaEnv(gym.Env):
         self.game.reset(self._dice())
         if self.exploring_starts and self.np_random.random() < self.exploring_starts:
             self.game.set_state(sheets=prefilled_sheets(self.rules, self.num_players, self.np_random))
-        for opp in self.opponents:  # opponents' own randomness is seeded from the env's generator
-            owner = getattr(opp, "__self__", None)
-            if owner is not None and hasattr(owner, "reset"):
-                owner.reset(seed=int(self.np_random.integers(2**63)))
+        for opp in self._opponent_agents:  # opponents' own randomness is seeded from the env's generator
+            if hasattr(opp, "act") and hasattr(opp, "reset"):
+                opp.reset(seed=int(self.np_random.integers(2**63)))
         self._last_opponent_moves = []
         self._play_opponents()
         self._ended_before_move = self.game.over
@@ -347,20 +348,21 @@ class GeneralaEnv(gym.Env):
         g = self.game
         while not g.over and g.player != self.seat:
             seat = g.player
-            opp = self.opponents[(seat - self.seat - 1) % self.num_players]
+            k = (seat - self.seat - 1) % self.num_players
+            opp, act = self._opponent_agents[k], self.opponents[k]
             try:
-                action = opp(self.encoder.encode(g, seat), make_info(g, seat))
+                action = act(self.encoder.encode(g, seat), make_info(g, seat))
             except BaseException as err:
-                self._halt = f"{_who(seat, opp)} raised {type(err).__name__}: {err}; the game stopped in its turn: call reset()"
+                self._halt = f"{_who(seat, opp, act)} raised {type(err).__name__}: {err}; the game stopped in its turn: call reset()"
                 raise
             try:
                 out = g.step(action, self._dice())
             except IllegalActionError as err:
-                why = f"{_who(seat, opp)} played illegal action {action!r}: {err}"
+                why = f"{_who(seat, opp, act)} played illegal action {action!r}: {err}"
                 self._halt = f"{why}; the game stopped in its turn: call reset()"
                 raise IllegalActionError(why) from None
             except BaseException as err:  # the dice failed (a scripted generator ran out), or an interrupt
-                self._halt = f"{_who(seat, opp)}'s move failed with {type(err).__name__}: {err}; the game stopped in its turn: call reset()"
+                self._halt = f"{_who(seat, opp, act)}'s move failed with {type(err).__name__}: {err}; the game stopped in its turn: call reset()"
                 raise
             self._last_opponent_moves.append((seat, out.action, out.points))
 

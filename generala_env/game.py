@@ -164,14 +164,17 @@ _REROLLED = [[Outcome(player=p, action=a) for a in range(NUM_MASKS)] for p in ra
 class Game:
     """A game of Generala for 1–6 players under one rule set.
 
-    State (read it, don't write it): ``sheets`` ``(players, lines)`` int array with
-    :data:`OPEN` for open lines, ``roll`` (index into ``ROLLS``), ``rolls_left``
-    (2 after a turn's first roll, 0 after its third), ``player`` (whose move), ``locked``
-    (keep index of the dice that may not go back under ``locked_holds``), ``over``,
-    ``served_generala_winner`` (seat or ``None``). Set a state with :meth:`set_state`,
-    which checks every value and recomputes what the game derives (a line written by
-    hand into ``sheets`` is noticed too, but nothing checks it). Read-only views of
-    what it derives: :attr:`totals_view`, :attr:`filled_lines`, :attr:`legal_view`.
+    State: ``sheets`` ``(players, lines)`` int array with :data:`OPEN` for open lines,
+    ``roll`` (index into ``ROLLS``), ``rolls_left`` (2 after a turn's first roll, 0 after
+    its third), ``player`` (whose move), ``locked`` (keep index of the dice that may not
+    go back under ``locked_holds``), ``over``, ``served_generala_winner`` (seat or
+    ``None``). Set a state with :meth:`set_state`, which checks every value and
+    recomputes what the game derives. These attributes may also be assigned directly
+    (a copy of a batched game does): what the game derives follows them, since the
+    legal mask and the sheet facts are recomputed when their inputs change, but nothing
+    checks that the state is one the game could reach. Read-only views of what it
+    derives: :attr:`totals_view`, :attr:`filled_lines`, :attr:`legal_view`,
+    :attr:`legal_int8_view`, and :meth:`views` for what an observer reads at every step.
     """
 
     def __init__(self, rules="classic", num_players: int = 1):
@@ -360,10 +363,7 @@ class Game:
     def totals_view(self) -> np.ndarray:
         """Each player's total, read-only (int64; made once per write)."""
         totals = self._sheet_facts()[0]
-        if self._totals_of is not totals:
-            self._totals, self._totals_of = np.array(totals), totals  # int64 (NumPy 2's default integer)
-            self._totals.flags.writeable = False
-        return self._totals
+        return self._totals if self._totals_of is totals else self._totals_array(totals)
 
     @property
     def filled_lines(self) -> np.ndarray:
@@ -384,6 +384,20 @@ class Game:
         """:attr:`legal_view` as int8 (what the env's ``info["action_mask"]`` copies)."""
         self._legal_now()
         return self._legal_i8
+
+    def views(self) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+        """:attr:`legal_int8_view`, :attr:`totals_view` and the lines each player has filled
+        (a tuple of ints), in one call: what an observer reads at every step (the env's
+        ``info``), without a property's cost for each."""
+        facts = self._sheet_facts()
+        totals = self._totals if self._totals_of is facts[0] else self._totals_array(facts[0])
+        self._legal_now()
+        return self._legal_i8, totals, facts[1]
+
+    def _totals_array(self, totals: tuple[int, ...]) -> np.ndarray:
+        self._totals, self._totals_of = np.array(totals), totals  # int64 (NumPy 2's default integer)
+        self._totals.flags.writeable = False
+        return self._totals
 
     def _sheet_facts(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """Each player's total, filled lines and open lines (bit ``l`` set: line ``l`` open).
@@ -441,11 +455,6 @@ class Game:
             self._legal, self._legal_i8 = self._compute_legal_mask()
             self._legal_key = key
         return self._legal
-
-    def _legal_now_int8(self) -> np.ndarray:
-        """:meth:`_legal_now` as int8 (what the env's ``info["action_mask"]`` copies)."""
-        self._legal_now()
-        return self._legal_i8
 
     def _compute_legal_mask(self) -> tuple[np.ndarray, np.ndarray]:
         """The legal mask, read-only, as booleans and as an int8 view of them."""

@@ -89,6 +89,11 @@ def unregister(name: str) -> None:
     _names.pop(name, None)
 
 
+def unregister_prefix(prefix: str) -> None:
+    """Forget ``prefix`` (nothing happens if it is not registered)."""
+    _prefixes.pop(prefix, None)
+
+
 def load_entry_points() -> None:
     """Load the ``generala.agents`` entry points of the installed packages, once.
 
@@ -193,4 +198,5 @@ __all__ = [
     "register_prefix",
     "register_resolver",
     "unregister",
+    "unregister_prefix",
 ]

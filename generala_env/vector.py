@@ -242,6 +242,20 @@ class GeneralaVectorEnv(VectorEnv):
         self._opponents, self._opponent_of = self._resolve_opponents(opponents, opponent_mix)
 
     # -- opponents ----------------------------------------------------------------------
+    @property
+    def batched_opponents(self) -> tuple[BatchedOpponent, ...]:
+        """The opponents that play in these games, each once (a name or agent given for several
+        seats or games is one opponent)."""
+        return tuple(self._opponents)
+
+    @property
+    def opponent_of(self) -> np.ndarray:
+        """``opponent_of[i, k]``: the index in :attr:`batched_opponents` of the opponent in seat
+        ``k`` after the agent's (in play order) of game ``i``, ``(N, players - 1)``, read-only."""
+        view = self._opponent_of.view()
+        view.flags.writeable = False
+        return view
+
     def _resolve_opponents(self, opponents, mix):
         n = self.num_players - 1
         if mix is not None:

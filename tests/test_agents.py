@@ -46,8 +46,8 @@ def test_registry_lists_and_refuses_unknown_names():
 def test_env_accepts_agent_names_as_opponents():
     env = gym.make("Generala-v0", num_players=3, opponents=["greedy", "optimal"])
     obs, info = env.reset(seed=0)
-    obs, r, *_ = env.step(int(np.flatnonzero(info["action_mask"])[-1]))
-    assert {s for s, *_ in env.unwrapped._last_opponent_moves} <= {1, 2}
+    obs, r, *_, info = env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+    assert {s for s, *_ in info["opponent_moves"]} <= {1, 2}
 
 
 def test_greedy_takes_the_best_line_and_crosses_out_the_cheapest():

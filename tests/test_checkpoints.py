@@ -243,7 +243,7 @@ def test_a_pool_opponent_in_the_batched_env_picks_up_new_checkpoints(tiny_run_2p
     pool = tmp_path / "pool"
     pool.mkdir()
     venv = GeneralaVectorEnv(4, rules="classic", num_players=2, opponents=f"pool:{pool}")
-    (opp,) = venv._opponents
+    (opp,) = venv.batched_opponents
     obs, info = venv.reset(seed=0)
     assert opp.owner.current is None  # empty pool: the fallback plays
     shutil.copyfile(sorted((tiny_run_2p / "checkpoints").glob("step_*.zip"))[0], pool / "step_256.zip")

@@ -237,6 +237,16 @@ def test_read_only_views():
     assert np.array_equal(g.legal_view, g.legal_mask()) and np.array_equal(g.legal_int8_view, g.legal_mask().astype(np.int8))
 
 
+def test_views_in_one_call_are_the_views():
+    g = Game("double", 2)
+    g.reset(np.random.default_rng(0))
+    g.step(32, np.random.default_rng(0))
+    legal, totals, filled = g.views()
+    assert legal is g.legal_int8_view and totals is g.totals_view
+    assert filled == tuple(g.filled_lines.tolist()) == (1, 0) and all(type(n) is int for n in filled)
+    assert filled[g.player] == g.turn
+
+
 SHEET = np.full((1, 10), OPEN)
 
 

@@ -248,7 +248,7 @@ def test_refuses_bad_arguments():
 
 def test_opponent_mix_per_game():
     venv = GeneralaVectorEnv(4, num_players=2, opponent_mix=["greedy", "random"])
-    names = [venv._opponents[j].name for j in venv._opponent_of[:, 0]]
+    names = [venv.batched_opponents[j].name for j in venv.opponent_of[:, 0]]
     assert names == ["greedy", "random", "greedy", "random"]
 
 
