@@ -13,8 +13,7 @@ the same budget of environment steps:
 ``rollout steps/s`` counts only the time spent collecting rollouts (env + policy
 forward passes), the part the environment decides. Building the model and starting
 worker processes are not timed. Torch runs one thread by default (``--threads``): on a
-busy two-core machine a second thread made these small networks some 50 times slower,
-waiting on each other. Then the memory of a ``GeneralaVectorEnv`` of 4096 games (built,
+busy two-core machine more threads wait on each other (``docs/performance.md``). Then the memory of a ``GeneralaVectorEnv`` of 4096 games (built,
 reset and stepped 200 times in a fresh process) is reported.
 
     python benchmarks/train_speed.py            # 3 rollouts of 2048 steps per setup

@@ -7,19 +7,15 @@ indexed by game (agents that play batched, such as :mod:`agents.batched`, compil
 loops the same way with :func:`njit`). :class:`generala_env.vector.GeneralaVectorEnv`
 owns the arrays and calls these.
 
-Why numba: the first version of the vector env did each step as NumPy operations over
-all games (some 70 of them, each a pass over memory with fancy indexing). Measured side
-by side (same lean info, same action choice, 2-core machine), N = 4096 games took
-5.1 ms a step that way and 1.6 ms with these loops (0.53 against 0.16 ms at N = 64):
-about 3x, the difference between ~30x and ~100x pyhtzee's decisions per second in
-``benchmarks/env_speed.py``. Without numba (or with ``GENERALA_NUMBA=0``) the same
+Why numba: a step as NumPy operations over all games is some 70 passes over memory with
+fancy indexing; a compiled loop does each game's step in one pass (what that is worth is
+in ``docs/performance.md``). Without numba (or with ``GENERALA_NUMBA=0``) the same
 functions run as plain Python: correct, only slow.
 
 Four rules keep the loops fast: no array views or calls with array arguments per game
 (each costs about as much as the game's whole step); unsigned indices in the hot loops
-(numba then skips its fix-up of negative indices: ``encode`` 0.37 -> 0.17 ms at
-N = 4096); small integer tables; and NumPy's error model (no zero-division checks around
-every division, ~12% of ``encode``; no divisor here is ever zero).
+(numba then skips its fix-up of negative indices); small integer tables; and NumPy's
+error model (no zero-division checks around every division; no divisor here is ever zero).
 
 The rules come in as data (the points table, the generala and double generala lines,
 whether a served generala wins), as :class:`~generala_env.rules.RuleSet` and
@@ -207,7 +203,7 @@ def encode(games, seat, out, obs, sheets_seen, roll, rolls_left, locked, player,
     ``opponent_at[k - 1]``: opponent ``k``'s open, points and total starts.
 
     Indices are unsigned (``U``) where they can be: numba then skips the fix-up of
-    negative indices, which halves the time of these copy loops. Signed and unsigned
+    negative indices (``docs/performance.md``). Signed and unsigned
     must not mix in index arithmetic (the result would be a float).
     """
     num_players, num_lines, size = U(sheets.shape[1]), U(sheets.shape[2]), U(obs.shape[1])
@@ -273,11 +269,9 @@ def encode(games, seat, out, obs, sheets_seen, roll, rolls_left, locked, player,
 def encode_game(out, roll, rolls_left, locked, player, sheets, seat, points_now, points_obs, total_max, at, opponent_at, gen, dbl, served_win):
     """``Encoder.encode(game, seat)`` of one game into ``out`` (every entry written).
 
-    What the single env calls when numba is on: over 5,000 states of random classic
-    play, 4.0 µs a state against 11.8 µs for ``Encoder.encode_numpy`` (a dozen NumPy
-    operations on rows of ten, each about a microsecond), most of it numba's dispatch
-    of 13 arguments. With it the env went from 0.75x to about 1.5x pyhtzee (best
-    spells).
+    What the single env calls when numba is on, in place of ``Encoder.encode_numpy``
+    (a dozen NumPy operations on rows of ten); most of its time is numba's dispatch of
+    its arguments.
 
     ``player``: the seat to move; ``gen``, ``dbl``: the generala and double generala
     lines (-1 where the sheet has none); ``served_win``: whether a served generala wins in

@@ -127,10 +127,10 @@ def roll_dice(rng: np.random.Generator, n: int) -> np.ndarray:
 class DiceCup:
     """An environment's dice: faces drawn from its generator in blocks, handed out in order.
 
-    A numpy draw costs about as much as the rest of a game step, whatever its size, so
-    the cup draws ``block`` faces at once (one call per ~200 decisions). The faces are
-    still a function of the generator alone: same seed, same dice, same game, and a
-    pickled cup carries the faces it has not handed out yet.
+    A numpy draw has a fixed cost that a throw of a few dice does not repay, so the cup
+    draws ``block`` faces at once (``docs/performance.md``). The faces are still a
+    function of the generator alone: same seed, same dice, same game, and a pickled cup
+    carries the faces it has not handed out yet.
 
     A generator-like object that is not a ``numpy.random.Generator`` (a replay of
     recorded dice, a test's scripted faces) is asked for each throw as it comes, so it

@@ -315,7 +315,7 @@ class GeneralaEnv(gym.Env):
             reward = self._final_reward()
         if self.render_mode == "human":
             self.render()
-        # the obs and info directly (what _obs() and _info() do; a step is cheap enough for two calls to show)
+        # what _obs() and _info() make, made here directly: this is the step's hot path
         return (self.encoder.encode(game, self.seat), reward, terminated, False,
                 make_info(game, self.seat, False, self._last_opponent_moves))
 

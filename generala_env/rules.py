@@ -249,6 +249,11 @@ def load_rules(spec: "str | Path | Mapping[str, Any] | RuleSet | None" = None) -
 
     ``None`` means ``classic``. A mapping is overlaid on ``classic``, or on the preset
     its ``base:`` key names.
+
+    The rule set's :attr:`~RuleSet.name` (for messages and metadata; it takes no part in
+    comparisons or the fingerprint): a preset's name; a YAML file's stem; for a mapping,
+    its ``base:`` followed by ``+custom`` (``"sixty+custom"``), or ``"custom+custom"``
+    without a ``base:`` key, and ``"classic"`` for an empty one; a ``RuleSet`` keeps its own.
     """
     if spec is None:
         spec = "classic"
