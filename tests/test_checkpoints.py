@@ -175,6 +175,8 @@ def test_export_writes_tensors_that_play_like_the_model_and_replaces_atomically(
     assert sorted(p.name for p in (dest / "tiny").iterdir()) == [METADATA_FILE, WEIGHTS_FILE]
     first = read_metadata(dest / "tiny")
     assert first["training_steps"] >= 512 and first["evaluation"]["games"] == 4 and first["pretrain"] is None
+    assert 0 < first["training_seconds_to_model"] <= first["training_seconds"]  # best_model.zip is an evaluated step
+    assert (dest / "tiny").stat().st_mode & 0o777 == 0o755 and (dest / "tiny" / WEIGHTS_FILE).stat().st_mode & 0o777 == 0o644
     assert export_main([str(tiny_run), "--name", "tiny", "--games", "5", "--dest", str(dest)]) == 0
     assert read_metadata(dest / "tiny")["evaluation"]["games"] == 5
     assert sorted(p.name for p in dest.iterdir()) == ["tiny"]  # no temporary or old folders left

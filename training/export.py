@@ -121,6 +121,7 @@ def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: s
         "network": network_of(model),
         "training_steps": int(model.num_timesteps),
         "training_seconds": round(float(state.get("train_seconds", 0.0)), 1),
+        "training_seconds_to_model": _seconds_at(state, int(model.num_timesteps)),
         "pretrain": state.get("pretrain"),
         "solver_in_training": solver_ingredients(cfg),
         "from_scratch": not solver_ingredients(cfg),
@@ -193,8 +194,22 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
     return evaluation
 
 
+def _seconds_at(state: dict, step: int) -> float | None:
+    """Training wall-clock when the run reached ``step``, from its evaluations (``None`` if none was there)."""
+    for e in state.get("evaluations") or []:
+        if isinstance(e, dict) and e.get("step") == step and "wall_seconds" in e:
+            return round(float(e["wall_seconds"]), 1)
+    return None
+
+
 def put_in_place(tmp: Path, dest: Path) -> None:
-    """Replace ``dest`` by the finished folder ``tmp``: two renames on one file system."""
+    """Replace ``dest`` by the finished folder ``tmp``: two renames on one file system.
+
+    ``tmp`` comes from ``mkdtemp`` (owner-only); the checkpoint gets the usual modes first.
+    """
+    os.chmod(tmp, 0o755)
+    for f in tmp.iterdir():
+        os.chmod(f, 0o644)
     old = None
     if dest.exists():
         old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
