@@ -7,7 +7,7 @@ Each trial trains the base config with the sampled hyperparameters for ``--steps
 environment steps (``generala train``'s own loop: same envs, evaluations and run folder, under
 ``--run-dir``) and reports every evaluation's share of the optimal score to Optuna. The median
 pruner stops a trial whose evaluation falls below the median of earlier trials at the same
-step. The study lives in an SQLite file, so a cut study resumes where it stopped (Optuna
+step, from the middle of the trial on. The study lives in an SQLite file, so a cut study resumes where it stopped (Optuna
 re-queues nothing by itself: a trial cut while running stays RUNNING/FAIL and is not counted)
 and the file can be shared and opened with ``optuna-dashboard``. The objective is the best
 evaluation of the trial.
@@ -112,7 +112,8 @@ def main(argv=None) -> int:
         load_if_exists=True,
         direction="maximize",
         sampler=optuna.samplers.TPESampler(seed=args.seed),
-        pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=1),
+        # the first evaluation (a quarter of the steps) says little: prune from the second on
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=args.steps // 2),
     )
     run_dir = Path(args.run_dir) / args.study
     study.optimize(lambda t: objective(t, args.config, args.steps, run_dir, args.eval_games), n_trials=args.trials)
