@@ -52,8 +52,8 @@ SHIPPED = _shipped_dir()
 
 
 def checkpoint_names() -> list[str]:
-    """Names of the shipped checkpoints."""
-    return sorted(p.name for p in SHIPPED.glob("*") if (p / METADATA_FILE).is_file())
+    """Names of the shipped checkpoints (plain names only: an export's temporary folder is hidden)."""
+    return sorted(p.name for p in SHIPPED.glob("*") if is_plain_name(p.name) and (p / METADATA_FILE).is_file())
 
 
 def read_metadata(path: Path) -> dict:

@@ -335,3 +335,12 @@ def test_a_checkpoint_called_scratch_has_no_solver_in_its_training(name):
         assert not meta.get("pretrain")
     else:  # the imitation-trained agents say so
         assert solver_ingredients(meta["config"]) or meta.get("pretrain") or meta.get("lineage")
+
+
+def test_an_exports_temporary_folder_is_not_a_shipped_checkpoint(monkeypatch, tmp_path):
+    import agents.ppo as ppo
+
+    shutil.copytree(SHIPPED / "ppo-classic", tmp_path / "ppo-classic")
+    shutil.copytree(SHIPPED / "ppo-classic", tmp_path / ".ppo-classic.new-x1y2")
+    monkeypatch.setattr(ppo, "SHIPPED", tmp_path)
+    assert ppo.checkpoint_names() == ["ppo-classic"]

@@ -50,7 +50,6 @@ class Judged:
     def __init__(self, agent, solver, record: Decisions):
         self.agent, self.solver, self.rec = agent, solver, record
         self.name = getattr(agent, "name", "agent")
-        self.gen = solver.gen
 
     def reset(self, seed=None):
         if hasattr(self.agent, "reset"):
@@ -58,10 +57,11 @@ class Judged:
 
     def act(self, obs, info):
         from agents.base import SeatView
+        from generala_env.scoring import generala_scored
 
         a = int(self.agent.act(obs, info))
         v = SeatView.from_info(info)
-        scored = self.gen >= 0 and v.sheet[self.gen] > 0
+        scored = generala_scored(self.solver.rules, v.sheet)
         vals = self.solver.action_values(v.filled_mask, scored, v.roll, v.rolls_left, v.locked)
         vals = np.where(v.mask, vals, -np.inf)
         best = float(vals.max())
