@@ -252,15 +252,15 @@ def load_rules(spec: "str | Path | Mapping[str, Any] | RuleSet | None" = None) -
 
     The rule set's :attr:`~RuleSet.name` (for messages and metadata; it takes no part in
     comparisons or the fingerprint): a preset's name; a YAML file's stem; for a mapping,
-    its ``base:`` followed by ``+custom`` (``"sixty+custom"``), or ``"custom+custom"``
-    without a ``base:`` key, and ``"classic"`` for an empty one; a ``RuleSet`` keeps its own.
+    the preset it is overlaid on followed by ``+custom`` (``"sixty+custom"``; ``"classic+custom"``
+    without a ``base:`` key), and ``"classic"`` for an empty one; a ``RuleSet`` keeps its own.
     """
     if spec is None:
         spec = "classic"
     if isinstance(spec, RuleSet):
         return spec
     if isinstance(spec, Mapping):
-        return _build(_resolve(spec), name=str(spec.get("base", "custom")) + "+custom" if spec else "classic")
+        return _build(_resolve(spec), name=f"{spec.get('base') or 'classic'}+custom" if spec else "classic")
     if isinstance(spec, (str, Path)):
         s = str(spec)
         looks_like_path = isinstance(spec, Path) or s.endswith((".yaml", ".yml")) or "/" in s or "\\" in s

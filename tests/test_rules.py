@@ -203,3 +203,10 @@ def test_line_indices_and_the_served_generala_win_are_on_the_rule_set():
     assert classic.served_generala_wins(2) and not classic.served_generala_wins(1)
     assert not no_generala.served_generala_wins(2)  # nothing to claim without a generala line
     assert not load_rules({"served_generala": "points", "served_generala_points": 80}).served_generala_wins(2)
+
+
+def test_a_mapping_is_named_after_the_preset_it_overlays():
+    assert load_rules({"served_bonus": 0}).name == "classic+custom"
+    assert load_rules({"base": "sixty", "served_bonus": 0}).name == "sixty+custom"
+    assert load_rules({"base": None, "served_bonus": 0}).name == "classic+custom"
+    assert load_rules({}).name == "classic"
