@@ -45,9 +45,8 @@ from .dice import (
     throw,
 )
 from .rules import RuleSet, load_rules
-from .scoring import blocked_line, generala_scored, points_table
+from .scoring import SERVED_BONUS_LINES, blocked_line, generala_scored, points_table
 
-SERVED_LINES = ("straight", "full_house", "four_of_a_kind")
 OPEN = -1  # marker of an open line on a sheet
 ROLLS_PER_TURN = 3
 MAX_PLAYERS = 6
@@ -559,7 +558,7 @@ class Game:
         filled[me] += 1
         bits[me] &= ~(1 << line)
         self._facts, self._sheets_key = (tuple(totals), tuple(filled), tuple(bits)), self.sheets.tobytes()
-        bonus = self.rules.served_bonus if served and pts > 0 and self.rules.lines[line] in SERVED_LINES else 0
+        bonus = self.rules.served_bonus if served and pts > 0 and self.rules.lines[line] in SERVED_BONUS_LINES else 0
         out = Outcome(me, a, pts, True, served, bonus, served_win)
         if served_win:
             self.served_generala_winner = me

@@ -51,6 +51,10 @@ def is_generala(faces) -> bool:
     return max(_counts(faces)) == 5
 
 
+# the lines that take the served bonus when they are written right after the first roll
+SERVED_BONUS_LINES = ("straight", "full_house", "four_of_a_kind")
+
+
 def line_points(line: str, faces, rules: RuleSet, served: bool = False, generala_scored: bool = True) -> int:
     """Points written on ``line`` for five ``faces``.
 
@@ -67,7 +71,7 @@ def line_points(line: str, faces, rules: RuleSet, served: bool = False, generala
             if c[face - 1] >= 3:
                 return 3 * face
         return 0
-    bonus = rules.served_bonus if served else 0
+    bonus = rules.served_bonus if served and line in SERVED_BONUS_LINES else 0
     if line == "straight":
         return rules.value("straight") + bonus if is_straight(faces, rules) else 0
     if line == "full_house":
