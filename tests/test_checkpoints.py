@@ -27,13 +27,6 @@ TINY = str(ROOT / "configs" / "ppo_tiny.yaml")
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    runs = tmp_path_factory.mktemp("runs")
-    assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", "tiny"]) == 0
-    return runs / "tiny"
-
-
-@pytest.fixture(scope="module")
 def tiny_run_2p(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", "tiny2", "env.num_players=2", "env.opponents=random"]) == 0

@@ -20,13 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = str(ROOT / "configs" / "ppo_tiny.yaml")
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    runs = tmp_path_factory.mktemp("runs")
-    assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", "tiny"]) == 0
-    return runs / "tiny"
-
-
 def test_tiny_run_writes_everything_a_run_needs(tiny_run):
     for f in ("config.yaml", "command.txt", "latest.zip", "best_model.zip", "final_model.zip", "state.json", "evaluations.csv"):
         assert (tiny_run / f).is_file(), f

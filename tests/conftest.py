@@ -1,0 +1,17 @@
+"""Fixtures shared by test modules (helpers to import live in tests/helpers.py)."""
+
+from pathlib import Path
+
+import pytest
+
+TINY = str(Path(__file__).resolve().parent.parent / "configs" / "ppo_tiny.yaml")
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A run of the tiny training config (seconds), made once per test module that asks for it."""
+    from training.train import main as train_main
+
+    runs = tmp_path_factory.mktemp("runs")
+    assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", "tiny"]) == 0
+    return runs / "tiny"
