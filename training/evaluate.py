@@ -155,11 +155,12 @@ def plot(rows: list[dict], scores: dict, path: Path, title: str) -> None:
 def report(args, rules, rows: list[dict], scores: dict, optimal: float, out: Path, wall: float, command: str) -> None:
     """Print the table and write ``results.json``, ``results.md`` and ``scores.png`` into ``out``."""
     print(f"rules {rules.name}: {args.games} games per agent, seed {args.seed}, same dice for every agent; optimal expected score {optimal:.2f}")
-    print(f"{'agent':<16}{'mean':>8}  {'95% CI':<17}{'std':>6}{'% opt':>8}{'generala':>10}{'served':>8}  most crossed out")
+    w = max([16] + [len(r["agent"]) + 2 for r in rows])  # the agent column fits the longest name
+    print(f"{'agent':<{w}}{'mean':>8}  {'95% CI':<17}{'std':>6}{'% opt':>8}{'generala':>10}{'served':>8}  most crossed out")
     for r in rows:
         worst = max(r["crossed_out"].items(), key=lambda kv: kv[1])
         print(
-            f"{r['agent']:<16}{r['mean']:>8.2f}  {r['ci95'][0]:>7.2f}–{r['ci95'][1]:<8.2f}{r['std']:>6.1f}{100 * r['share_of_optimal']:>7.1f}%"
+            f"{r['agent']:<{w}}{r['mean']:>8.2f}  {r['ci95'][0]:>7.2f}–{r['ci95'][1]:<8.2f}{r['std']:>6.1f}{100 * r['share_of_optimal']:>7.1f}%"
             f"{r.get('generala_rate', float('nan')):>10.3f}{r['served_per_game']:>8.2f}  {worst[0]} {worst[1]:.0%}"
         )
     result = {"rules": rules.name, "rules_settings": rules.settings(), "games": args.games, "seed": args.seed, "optimal_expected": optimal, "wall_seconds": wall, "agents": rows, "command": command}
