@@ -203,14 +203,15 @@ class PolicyNet:
 
 
 KEEP_FEATURES = 7  # face counts of the kept dice / 5, and how many are kept / 5
-_HOLD_BITS = np.array([[(m >> i) & 1 for i in range(5)] for m in range(NUM_MASKS - 1)], dtype=np.float32)  # (31, 5)
+# (31, 5): bit i of hold mask m keeps die i (masks 0..30; 31, keep all, is never legal)
+HOLD_BITS = np.array([[(m >> i) & 1 for i in range(5)] for m in range(NUM_MASKS - 1)], dtype=np.float32)
 
 
 def keep_features(dice_obs: np.ndarray) -> np.ndarray:
     """``(..., 31, 7)``: for each hold mask but keep-all, the kept dice's face counts and size, / 5."""
     faces = np.clip(np.rint(dice_obs * 6.0), 1, 6).astype(np.int64) - 1
     onehot = np.eye(6, dtype=np.float32)[faces]  # (..., 5, 6)
-    kept = np.einsum("mi,...if->...mf", _HOLD_BITS, onehot)
+    kept = np.einsum("mi,...if->...mf", HOLD_BITS, onehot)
     return np.concatenate([kept, kept.sum(-1, keepdims=True)], axis=-1) / 5.0
 
 

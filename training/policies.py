@@ -16,6 +16,11 @@ import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
+from agents.ppo import (  # the NumPy side of the keep head: one definition
+    HOLD_BITS,
+    KEEP_FEATURES,
+)
+
 
 def _mlp(inputs: int, widths: list[int], activation: type[nn.Module]) -> tuple[nn.Sequential, int]:
     layers: list[nn.Module] = []
@@ -52,14 +57,6 @@ class LayerNormMaskablePolicy(MaskableActorCriticPolicy):
 
 
 # -- a structured action head: one shared scorer for every hold ---------------------------
-KEEP_FEATURES = 7  # counts of each face among the kept dice / 5, and how many are kept / 5
-
-
-def hold_bits() -> torch.Tensor:
-    """``(31, 5)``: bit ``i`` of hold mask ``m`` keeps die ``i`` (masks 0..30; 31, keep all, is never legal)."""
-    return torch.tensor([[(m >> i) & 1 for i in range(5)] for m in range(31)], dtype=torch.float32)
-
-
 class KeepHead(nn.Module):
     """Action logits from the trunk's output ``h`` and the observation.
 
@@ -73,7 +70,7 @@ class KeepHead(nn.Module):
     def __init__(self, hidden: int, dice_slice: slice, num_lines: int, width: int):
         super().__init__()
         self.hidden, self.dice = hidden, dice_slice
-        self.register_buffer("bits", hold_bits(), persistent=False)
+        self.register_buffer("bits", torch.as_tensor(HOLD_BITS), persistent=False)
         self.hold_state = nn.Linear(hidden, width)
         self.hold_keep = nn.Linear(KEEP_FEATURES, width)
         self.hold_mid = nn.Linear(width, width)
