@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from generala_env.dice import NUM_MASKS, keep_index, roll_index
+from generala_env.dice import FACES, KEEP_OF_KEY, KEY_WEIGHTS, NUM_MASKS, keep_index, roll_index
 from generala_env.game import OPEN
 from generala_env.rules import RuleSet, load_rules
 
@@ -47,12 +47,21 @@ class SeatView:
             dice=dice,
             roll=roll_index(dice),
             rolls_left=int(info["rolls_left"]),
-            locked=keep_index(info.get("locked", [])),
+            locked=locked_keep(info.get("locked", ())),
             sheet=sheets[seat],
             sheets=sheets,
             seat=seat,
             mask=np.asarray(info["action_mask"]).astype(bool),
         )
+
+
+def locked_keep(locked) -> int:
+    """The keep index of ``info["locked"]``: the env's count of locked dice per face, or a
+    list of the locked faces (what ``info`` held up to 0.2.0: at most four, never six)."""
+    a = np.asarray(locked, dtype=np.int64)
+    if a.shape == (FACES,):
+        return int(KEEP_OF_KEY[int(a @ KEY_WEIGHTS)])
+    return keep_index(a.tolist())
 
 
 class Agent:

@@ -7,16 +7,18 @@ from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
+from gymnasium import logger, spaces
 
 from . import opponents as opponents_registry
 from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .game import Game, IllegalActionError, outcome_points, prefilled_sheets
+from .game import ROLLS_PER_TURN, Game, IllegalActionError, outcome_points, prefilled_sheets
 from .render import render_text
 from .rules import RuleSet, load_rules
 
 REWARDS = ("score", "win")
+OBS_TYPES = ("flat", "dict")
+MAX_ILLEGAL_IN_A_ROW = 100  # the default cap: that many illegal actions in a row truncate the episode
 
 
 # why step() cannot go on as usual (GeneralaEnv._halt), besides an opponent's failure
@@ -24,22 +26,45 @@ NOT_RESET = "reset() has not been called yet: call reset() before step() or rend
 RESET_FAILED = "the last reset() did not complete: call reset() again"
 _ENDED_BEFORE_MOVE = "an opponent's served generala ended the game before the agent's first move"
 
-_KEEP_FACES = [tuple(f + 1 for f in range(6) for _ in range(int(c[f]))) for c in KEEP_COUNTS]
 _ROLL_ROWS = list(ROLLS)  # one array per roll: a list look-up is cheaper than numpy indexing
 
 
-def check_arguments(num_players: int, reward, agent_seat, render_mode, render_modes, illegal_action, illegal_penalty) -> None:
-    """Validate the env arguments shared by the single and the batched env (clear errors)."""
+def check_arguments(num_players: int, reward, agent_seat, render_mode, render_modes, illegal_action, illegal_penalty) -> str | None:
+    """Validate the env arguments shared by the single and the batched env (clear errors);
+    the render mode to use: ``render_mode``, or ``None`` with a warning for one the env lacks
+    (as Gymnasium's ``make`` warns: SB3's ``make_vec_env`` asks for ``"rgb_array"``)."""
     if reward not in REWARDS:
         raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
     seat_ok = isinstance(agent_seat, (int, np.integer)) and not isinstance(agent_seat, (bool, np.bool_)) and 0 <= agent_seat < num_players
     if not (isinstance(agent_seat, str) and agent_seat == "random") and not seat_ok:  # a bool is no seat
         raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {num_players - 1}, got {agent_seat!r}")
-    if render_mode is not None and render_mode not in render_modes:
-        raise ValueError(f"render_mode must be one of {render_modes} or None, got {render_mode!r}")
     if illegal_action not in ("penalize", "raise"):
         raise ValueError(f"illegal_action must be 'penalize' or 'raise', got {illegal_action!r}")
     check_finite("illegal_penalty", illegal_penalty)
+    return check_render_mode(render_mode, render_modes)
+
+
+def check_render_mode(render_mode, render_modes) -> str | None:
+    """``render_mode`` if the env has it (or ``None``); else a warning, and ``None``."""
+    if render_mode is not None and render_mode not in render_modes:
+        logger.warn(f"render_mode={render_mode!r} is not one of this env's render modes {list(render_modes)}: it renders as with render_mode=None")
+        return None
+    return render_mode
+
+
+def check_obs_type(obs_type) -> str:
+    if not isinstance(obs_type, str) or obs_type not in OBS_TYPES:
+        raise ValueError(f"obs_type must be one of {', '.join(OBS_TYPES)}, got {obs_type!r}")
+    return obs_type
+
+
+def check_max_illegal(value) -> int | None:
+    """``max_illegal_in_a_row`` as an int (a positive integer), or ``None`` (no cap)."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"max_illegal_in_a_row must be a positive integer or None, got {value!r}")
+    return int(value)
 
 
 def check_finite(name: str, value) -> float:
@@ -63,20 +88,44 @@ def win_reward(winners: tuple[int, ...], seat: int) -> float:
     return 2.0 * outcome_points(winners, seat) - 1.0
 
 
-def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list | None = None) -> dict[str, Any]:
+def opponent_move_rows(num_players: int) -> int:
+    """Rows of ``info["opponent_moves"]``: the most moves the others make between two of a
+    seat's moves (each plays one turn of at most three actions)."""
+    return ROLLS_PER_TURN * (num_players - 1)
+
+
+def opponent_moves(info: dict) -> list[tuple[int, int, int]]:
+    """The ``(seat, action, points)`` moves in ``info["opponent_moves"]``, without the padding rows."""
+    return [(int(s), int(a), int(p)) for s, a, p in np.asarray(info["opponent_moves"]).reshape(-1, 3) if s >= 0]
+
+
+def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list | None = None, illegal_reason: str = "") -> dict[str, Any]:
     """The ``info`` dict of a seat (what agents may read besides the observation).
 
+    Every key is there at every step, each with the same type and shape (replay buffers
+    store them): ``locked`` counts the locked dice of each face, ``opponent_moves`` is padded
+    with ``-1`` rows, ``winners`` flags seats, ``winner`` is ``-1`` unless one seat has won.
     Every array in it is the caller's own copy. An env step builds one of these, so it
     reads the game's cached mask and sheet facts (:meth:`Game.views`) rather than
     recomputing them, and makes the dict in one go (a dict grown key by key costs more).
     """
     player = game.player
     legal, totals, filled = game.views()
-    info: dict[str, Any] = {
+    over = bool(game.over)
+    moves = np.full((opponent_move_rows(game.num_players), 3), -1, dtype=np.int64)
+    if opponent_moves:
+        moves[: len(opponent_moves)] = opponent_moves
+    winners = np.zeros(game.num_players, dtype=bool)
+    winner = -1
+    if over:
+        won = game.winners()
+        winners[list(won)] = True
+        winner = won[0] if len(won) == 1 else -1
+    return {
         "action_mask": legal.copy() if player == seat else np.zeros(game.num_actions, dtype=np.int8),
         "dice": _ROLL_ROWS[game.roll].copy(),
         "rolls_left": int(game.rolls_left),
-        "locked": list(_KEEP_FACES[game.locked]),
+        "locked": KEEP_COUNTS[game.locked].copy(),
         "sheets": game.sheets.copy(),
         "totals": totals.copy(),
         "turn": filled[player],
@@ -84,14 +133,22 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
         "seat": int(seat),
         "served_generala_pending": game.served_generala_pending(),
         "illegal_action": illegal,
-        "opponent_moves": [] if not opponent_moves else list(opponent_moves),
+        "illegal_reason": illegal_reason,
+        "opponent_moves": moves,
+        "game_over": over,
+        "winners": winners,
+        "winner": int(winner),
+        "served_generala_win": game.served_generala_winner is not None,
     }
-    if game.over:
-        winners = game.winners()
-        info["winners"] = winners
-        info["winner"] = winners[0] if len(winners) == 1 else None
-        info["served_generala_win"] = game.served_generala_winner is not None
-    return info
+
+
+def observation_space(size: int, num_actions: int, obs_type: str) -> spaces.Space:
+    """The single env's observation space: the flat ``Box``, or with ``obs_type="dict"`` that
+    ``Box`` and the action mask (the PettingZoo env's spaces)."""
+    flat = spaces.Box(-1.0, 1.0, shape=(size,), dtype=np.float32)
+    if obs_type == "flat":
+        return flat
+    return spaces.Dict({"observation": flat, "action_mask": spaces.Box(0, 1, shape=(num_actions,), dtype=np.int8)})
 
 
 def _who(seat: int, agent: Any, act: Callable) -> str:
@@ -127,6 +184,9 @@ class GeneralaEnv(gym.Env):
     sheet, round, and with opponents their sheets and the score lead), all from the
     agent's seat so one policy can sit in any seat.
 
+    With `obs_type="dict"`: `Dict(observation=<that Box>, action_mask=Box(0, 1, (32 + L,),
+    int8))`, as the PettingZoo env gives; the mask is `action_masks()` as int8.
+
     ## Starting State
     Empty sheets; seat 0 rolls first. Opponents seated before the agent play their
     turns inside `reset()`, so the agent always has the move. With `exploring_starts=p`
@@ -142,12 +202,19 @@ class GeneralaEnv(gym.Env):
     - `reward="win"`: 0 until the end, then +1 for a win, 0 for a shared win, -1 for
       a loss.
     - An illegal action leaves the game unchanged and gives `illegal_penalty`
-      (default -1) with `info["illegal_action"]` set, or raises `IllegalActionError`
-      with `illegal_action="raise"`.
+      (default -1) with `info["illegal_action"]` set and `info["illegal_reason"]` saying
+      why, or raises `IllegalActionError` with `illegal_action="raise"`.
 
     ## Episode End
-    Terminated when the game ends (all sheets full, or a served generala). Never
-    truncated by the env itself; a legal episode lasts at most `3 L` steps. In the rare
+    Terminated when the game ends (all sheets full, or a served generala); a legal
+    episode lasts at most `3 L` steps. Truncated when the agent has played
+    `max_illegal_in_a_row` illegal actions in a row (default 100; `None`: never), so no
+    policy loops forever on an illegal action: an episode lasts at most
+    `3 L × max_illegal_in_a_row` steps. After the end, terminated or truncated, `step()`
+    raises `RuntimeError` until `reset()`. Once the game is over every action is marked
+    legal (`action_masks()`, `info["action_mask"]`), so that a masked policy evaluated on the
+    final observation (as vector envs with autoreset do) never sees an all-zero mask; no
+    action is applied after the end. In the rare
     case that an opponent's served generala ends the game before the agent's first move,
     `reset()` returns `info["game_over"] = True` with every action marked legal; the next
     step ends the episode as a loss. If an opponent fails inside `reset()` or `step()`
@@ -157,12 +224,17 @@ class GeneralaEnv(gym.Env):
     `RuntimeError` too.
 
     ## Information
-    `action_mask` (int8, same as `action_masks()`), `dice`, `rolls_left`, `locked`,
-    `sheets` (`players × L` ints, `-1` marks an open line), `totals`, `turn` (the round,
-    from 0), `player` (whose move), `seat` (the agent's seat), `served_generala_pending`,
-    `illegal_action`, `opponent_moves` (list of `(seat, action, points)` played since the
-    agent's last move) and, at the end, `winner` (seat, or `None` on a shared win),
-    `winners` and `served_generala_win`.
+    Every key at every step (`reset` and `step`), each with a fixed type and shape:
+    `action_mask` (`(32 + L,)` int8, same as `action_masks()`), `dice` (`(5,)` sorted
+    faces), `rolls_left` (int), `locked` (`(6,)` int8: locked dice of each face 1 … 6),
+    `sheets` (`players × L` ints, `-1` marks an open line), `totals` (`(players,)`),
+    `turn` (the round, from 0), `player` (whose move), `seat` (the agent's seat),
+    `served_generala_pending` (bool), `illegal_action` (bool), `illegal_reason` (str, `""`
+    after a legal action), `opponent_moves` (`(3 (players - 1), 3)` int64: the
+    `(seat, action, points)` moves played since the agent's last move, then `-1` rows;
+    `generala_env.env.opponent_moves(info)` lists them), `game_over` (bool), `winners`
+    (`(players,)` bool, all false while the game is on), `winner` (the seat of a sole
+    winner, else `-1`) and `served_generala_win` (bool).
 
     ## Arguments
     ```python
@@ -181,7 +253,11 @@ class GeneralaEnv(gym.Env):
     - `illegal_action`: `"penalize"` (default) or `"raise"`; `illegal_penalty`: a finite number.
     - `exploring_starts`: share of episodes (0 to 1, default 0) that start from partly filled
       sheets (see Starting State).
-    - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it).
+    - `obs_type`: `"flat"` (default, the Box) or `"dict"` (observation and action mask).
+    - `max_illegal_in_a_row`: illegal actions in a row that truncate the episode (default
+      100), or `None` for no cap.
+    - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it); another mode (SB3's
+      `make_vec_env` asks for `"rgb_array"`) gives a warning and renders as `None`.
 
     ## Seeding
     Every die comes from `np_random` (seeded by `reset(seed=...)`), drawn 1024 faces
@@ -192,11 +268,18 @@ class GeneralaEnv(gym.Env):
     as it comes.
 
     ## Version History
-    - v0: initial release (observation layout version 1).
+    - v0: initial release (observation layout version 1). After 0.2.0: `obs_type`, the cap
+      on illegal actions in a row (truncation), every `info` key at every step with a fixed
+      shape, every action marked legal once the game is over, and a warning instead of an
+      error for an unknown `render_mode`. Legal play gives the same games as before.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
-    _halt: str | None = None  # set per env in __init__; the class default serves envs pickled before it existed
+    # set per env in __init__; the class defaults serve envs pickled before they existed
+    _halt: str | None = None
+    obs_type, _dict_obs = "flat", False
+    max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW
+    _illegal_streak = 0
 
     def __init__(
         self,
@@ -209,14 +292,19 @@ class GeneralaEnv(gym.Env):
         illegal_action: str = "penalize",
         illegal_penalty: float = -1.0,
         exploring_starts: float = 0.0,
+        obs_type: str = "flat",
+        max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW,
     ):
         self.rules = load_rules(rules)
         self.game = Game(self.rules, num_players)
         self.num_players = self.game.num_players
-        check_arguments(self.num_players, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty)
+        self.obs_type = check_obs_type(obs_type)
+        self.max_illegal_in_a_row = check_max_illegal(max_illegal_in_a_row)
+        self.render_mode = check_arguments(
+            self.num_players, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty
+        )
         self.reward_mode = reward
         self.agent_seat_option = agent_seat
-        self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_penalty = check_finite("illegal_penalty", illegal_penalty)
         self.exploring_starts = check_share("exploring_starts", exploring_starts)
@@ -226,10 +314,12 @@ class GeneralaEnv(gym.Env):
 
         self.encoder = Encoder(self.rules, self.num_players)
         self.layout = observation_layout(self.rules, self.num_players)
-        self.observation_space = spaces.Box(-1.0, 1.0, shape=(self.encoder.size,), dtype=np.float32)
         self.action_space = spaces.Discrete(NUM_MASKS + self.rules.num_lines)
+        self.observation_space = observation_space(self.encoder.size, self.action_space.n, self.obs_type)
+        self._dict_obs = self.obs_type == "dict"
         self.seat = 0 if agent_seat == "random" else int(agent_seat)
         self._ended_before_move = False
+        self._illegal_streak = 0  # illegal actions in a row
         self._halt: str | None = NOT_RESET  # why step() cannot go on as usual; None while it can
         self._last_opponent_moves: list[tuple[int, int, int]] = []
         self._cup: DiceCup | None = None
@@ -279,20 +369,20 @@ class GeneralaEnv(gym.Env):
             if hasattr(opp, "act") and hasattr(opp, "reset"):
                 opp.reset(seed=int(self.np_random.integers(2**63)))
         self._last_opponent_moves = []
+        self._illegal_streak = 0
         self._play_opponents()
         self._ended_before_move = self.game.over
         self._halt = _ENDED_BEFORE_MOVE if self._ended_before_move else None
         info = self._info(illegal=False)
-        if self._ended_before_move:
-            info["game_over"] = True
-        return self._obs(), info
+        return self._obs(info["action_mask"]), info
 
     def step(self, action):
         if self._halt is not None:  # one check for every unusual case
             if not self._ended_before_move:
                 raise RuntimeError(f"step() cannot go on: {self._halt}")
             self._ended_before_move, self._halt = False, None
-            return self._obs(), self._final_reward(), True, False, self._info(illegal=False)
+            info = self._info(illegal=False)
+            return self._obs(info["action_mask"]), self._final_reward(), True, False, info
         game = self.game
         if game.over:
             raise RuntimeError("step() called after the episode ended; call reset()")
@@ -303,9 +393,13 @@ class GeneralaEnv(gym.Env):
         except IllegalActionError as err:  # the game changed nothing and says why
             if self.illegal_action == "raise":
                 raise
-            info = self._info(illegal=True)
-            info["illegal_reason"] = str(err)
-            return self._obs(), self.illegal_penalty, False, False, info
+            self._illegal_streak += 1
+            truncated = self.max_illegal_in_a_row is not None and self._illegal_streak >= self.max_illegal_in_a_row
+            if truncated:
+                self._halt = f"the episode was truncated after {self._illegal_streak} illegal actions in a row: call reset()"
+            info = self._info(illegal=True, reason=str(err))
+            return self._obs(info["action_mask"]), self.illegal_penalty, False, truncated, info
+        self._illegal_streak = 0
         reward = float(outcome.points) if self.reward_mode == "score" else 0.0
         if self.opponents:
             self._last_opponent_moves = []
@@ -316,12 +410,17 @@ class GeneralaEnv(gym.Env):
         if self.render_mode == "human":
             self.render()
         # what _obs() and _info() make, made here directly: this is the step's hot path
-        return (self.encoder.encode(game, self.seat), reward, terminated, False,
-                make_info(game, self.seat, False, self._last_opponent_moves))
+        obs, info = self.encoder.encode(game, self.seat), make_info(game, self.seat, False, self._last_opponent_moves)
+        if terminated:
+            info["action_mask"] = np.ones(self.action_space.n, dtype=np.int8)
+        if self._dict_obs:
+            obs = {"observation": obs, "action_mask": info["action_mask"].copy()}
+        return obs, reward, terminated, False, info
 
     def action_masks(self) -> np.ndarray:
-        """Boolean mask of legal actions (what sb3-contrib's MaskablePPO asks for)."""
-        if self._ended_before_move:
+        """Boolean mask of legal actions (what sb3-contrib's MaskablePPO asks for); every
+        action once the game is over (see Episode End)."""
+        if self._ended_before_move or self.game.over:
             return np.ones(self.action_space.n, dtype=bool)
         return self.game.legal_mask()
 
@@ -369,11 +468,14 @@ class GeneralaEnv(gym.Env):
     def _final_reward(self) -> float:
         return win_reward(self.game.winners(), self.seat) if self.reward_mode == "win" else 0.0
 
-    def _obs(self) -> np.ndarray:
-        return self.encoder.encode(self.game, self.seat)
+    def _obs(self, mask: np.ndarray):
+        """The observation; with ``obs_type="dict"`` together with (a copy of) ``mask``, the
+        int8 mask that ``info`` holds."""
+        obs = self.encoder.encode(self.game, self.seat)
+        return {"observation": obs, "action_mask": mask.copy()} if self._dict_obs else obs
 
-    def _info(self, illegal: bool) -> dict[str, Any]:
-        info = make_info(self.game, self.seat, illegal, self._last_opponent_moves)
-        if self._ended_before_move:
+    def _info(self, illegal: bool, reason: str = "") -> dict[str, Any]:
+        info = make_info(self.game, self.seat, illegal, self._last_opponent_moves, reason)
+        if self.game.over:  # also when an opponent's served generala ended it before the agent's move
             info["action_mask"] = np.ones(self.action_space.n, dtype=np.int8)
         return info

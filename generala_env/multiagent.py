@@ -27,12 +27,13 @@ from pettingzoo.utils import wrappers
 
 from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .env import NOT_RESET, REWARDS, check_finite, make_info, win_reward
+from .env import NOT_RESET, REWARDS, check_finite, check_render_mode, make_info, win_reward
 from .game import MAX_PLAYERS, Game, IllegalActionError
 from .render import render_text
 from .rules import RuleSet, load_rules
 
 MIN_PLAYERS = 2
+_NO_MOVE = (-1, -1, -1)  # last_move after reset
 
 
 def agent_name(seat: int) -> str:
@@ -108,9 +109,11 @@ class raw_env(AECEnv, EzPickle):
     `infos[agent]` is `make_info(game, seat)` of `Generala-v0`: `action_mask` (int8),
     `dice`, `rolls_left`, `locked`, `sheets` (`players × L` ints, `-1` marks an open line),
     `totals`, `turn` (the seat's round, from 0), `player` (seat to move), `seat`,
-    `served_generala_pending`, plus `last_move` (`(seat, action, points)` of the move
-    just played, `None` after reset) and, at the end, `winner` (seat, or `None` on a
-    shared win), `winners` and `served_generala_win`.
+    `served_generala_pending`, `illegal_action`, `illegal_reason`, `opponent_moves` (all
+    `-1` rows here), `game_over`, `winners` (`(players,)` bool), `winner` (seat of a sole
+    winner, else `-1`), `served_generala_win`, plus `last_move` (`(3,)` int64: `(seat,
+    action, points)` of the move just played, `-1`s after reset). Every key is there at
+    every step, each with a fixed type and shape.
 
     ## Arguments
     ```python
@@ -120,7 +123,8 @@ class raw_env(AECEnv, EzPickle):
     - `rules`: preset name (`classic`, `double`, `sixty`), YAML path, mapping or `RuleSet`.
     - `num_players`: 2–6 (default 2); for one player use `Generala-v0`.
     - `reward`: `"score"` or `"win"`.
-    - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it after every step).
+    - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it after every step);
+      another mode gives a warning and renders as `None`.
     - `env(illegal_reward=-1.0, ...)`: reward of an illegal action under the wrappers.
 
     There is no parallel version: PettingZoo's `aec_to_parallel` needs every agent to
@@ -158,10 +162,8 @@ class raw_env(AECEnv, EzPickle):
             raise ValueError(f"num_players must be an integer from {MIN_PLAYERS} to {MAX_PLAYERS} (one player: use Generala-v0), got {num_players!r}")
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         self.reward_mode = reward
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.game = Game(self.rules, int(num_players))
         self.num_players = self.game.num_players
         self.encoder = Encoder(self.rules, self.num_players)
@@ -184,7 +186,7 @@ class raw_env(AECEnv, EzPickle):
         self._np_random: np.random.Generator | None = None
         self._np_random_seed: int | None = None
         self._cup: DiceCup | None = None
-        self._last_move: tuple[int, int, int] | None = None
+        self._last_move: tuple[int, int, int] = _NO_MOVE
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
@@ -203,6 +205,8 @@ class raw_env(AECEnv, EzPickle):
             EzPickle.__setstate__(self, state)
             return
         self.__dict__.update(state)
+        if self._last_move is None:  # a pickle from before last_move had a fixed shape
+            self._last_move = _NO_MOVE
 
     @property
     def layout_version(self) -> int:
@@ -245,7 +249,7 @@ class raw_env(AECEnv, EzPickle):
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        self._last_move = None
+        self._last_move = _NO_MOVE
         self._update_infos()
         self.agent_selection = self.possible_agents[self.game.player]
 
@@ -309,5 +313,5 @@ class raw_env(AECEnv, EzPickle):
         self.infos = {}
         for a in self.agents:
             info: dict[str, Any] = make_info(self.game, self._seat[a])
-            info["last_move"] = self._last_move
+            info["last_move"] = np.array(self._last_move, dtype=np.int64)
             self.infos[a] = info

@@ -29,15 +29,26 @@ Gymnasium's ``SyncVectorEnv`` gives) and ``info["final_info"]``, flagged by
 ``info["_final_obs"]``. ``reset(options={"reset_mask": m})`` resets only the games where
 ``m`` is true.
 
+A game whose agent played ``max_illegal_in_a_row`` illegal actions in a row (default 100,
+as in the single env; ``None``: no cap) is truncated: ``truncated[i]`` is true and the game
+is reset the same way, its ``final_info`` winner ``-1``.
+
+## Observations
+``obs_type="flat"`` (default): ``(N, n)`` float32. ``obs_type="dict"``: ``{"observation":
+(N, n) float32, "action_mask": (N, 32 + L) int8}``, the single env's dict batched; each
+``final_obs`` row is then a dict too, whose mask marks every action if the game ended (as
+the single env's final mask does).
+
 ## Information
-Arrays over the N games (each with its ``_key`` flags, as Gymnasium's vector envs give):
-``illegal_action``, ``seat``, and ``game_over`` where an opponent's served generala ended
-a game before the agent's first move (its next step ends the episode, as in the single
-env). With ``full_info=True`` also the single env's ``action_mask`` (int8), ``dice``
-(sorted faces), ``rolls_left``, ``turn`` and ``totals`` (``N x players``); they cost time
-at every step, so they are off by default. ``final_info`` holds ``totals``, ``winner``
-(seat, ``-1`` on a shared win) and ``served_generala_win``. The single env's
-``opponent_moves`` and ``illegal_reason`` are not produced.
+Arrays over the N games, present at every step (each with its ``_key`` flags, as
+Gymnasium's vector envs give): ``illegal_action``, ``seat``, and ``game_over``, true where
+an opponent's served generala ended a game before the agent's first move (its next step
+ends the episode, as in the single env). With ``full_info=True`` also the single env's
+``action_mask`` (int8), ``dice`` (sorted faces), ``rolls_left``, ``turn`` and ``totals``
+(``N x players``); they cost time at every step, so they are off by default.
+``final_info`` holds ``totals``, ``winner`` (seat, ``-1`` on a shared win or a truncated
+game) and ``served_generala_win``. The single env's ``opponent_moves`` and
+``illegal_reason`` are not produced.
 
 ## Opponents
 Names are looked up in :mod:`generala_env.opponents`. A name registered with a batched
@@ -66,7 +77,18 @@ from . import batched as K
 from . import opponents as opponents_registry
 from .dice import DICE, EMPTY_KEEP, FACES, NUM_MASKS, ROLLS
 from .encoding import Encoder
-from .env import NOT_RESET, RESET_FAILED, check_arguments, check_finite, check_share, make_info
+from .env import (
+    MAX_ILLEGAL_IN_A_ROW,
+    NOT_RESET,
+    RESET_FAILED,
+    check_arguments,
+    check_finite,
+    check_max_illegal,
+    check_obs_type,
+    check_share,
+    make_info,
+    observation_space,
+)
 from .game import OPEN, Game, IllegalActionError, prefilled_sheets
 from .rules import RuleSet, load_rules
 from .scoring import points_table
@@ -149,7 +171,8 @@ class GeneralaVectorEnv(VectorEnv):
 
     ## Spaces
     ``single_action_space = Discrete(32 + L)``, ``action_space = MultiDiscrete([32 + L] * N)``;
-    ``single_observation_space`` is the single env's ``Box``, batched to ``(N, n)``.
+    ``single_observation_space`` is the single env's (the ``Box``, or the ``Dict`` with
+    ``obs_type="dict"``), batched over the N games.
     ``action_masks()`` gives the legal actions of every game, ``(N, 32 + L)`` bool.
 
     ## Arguments
@@ -186,6 +209,8 @@ class GeneralaVectorEnv(VectorEnv):
         dice_source: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
         full_info: bool = False,
         exploring_starts: float = 0.0,
+        obs_type: str = "flat",
+        max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -195,10 +220,11 @@ class GeneralaVectorEnv(VectorEnv):
         self.num_players = P = self._template.num_players
         self.num_lines = L = self.rules.num_lines
         self.num_actions = A = NUM_MASKS + L
-        check_arguments(P, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty)
+        self.obs_type = check_obs_type(obs_type)
+        self.max_illegal_in_a_row = check_max_illegal(max_illegal_in_a_row)
+        self.render_mode = check_arguments(P, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty)
         self.reward_mode = reward
         self.agent_seat_option = agent_seat
-        self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.illegal_penalty = check_finite("illegal_penalty", illegal_penalty)
         self.exploring_starts = check_share("exploring_starts", exploring_starts)
@@ -206,7 +232,8 @@ class GeneralaVectorEnv(VectorEnv):
         self.full_info = bool(full_info)
 
         self.encoder = Encoder(self.rules, P)
-        self.single_observation_space = spaces.Box(-1.0, 1.0, shape=(self.encoder.size,), dtype=np.float32)
+        self.single_observation_space = observation_space(self.encoder.size, A, self.obs_type)
+        self._dict_obs = self.obs_type == "dict"
         self.single_action_space = spaces.Discrete(A)
         self.observation_space = batch_space(self.single_observation_space, N)
         self.action_space = batch_space(self.single_action_space, N)
@@ -230,6 +257,7 @@ class GeneralaVectorEnv(VectorEnv):
         self.over = np.ones(N, dtype=bool)
         self.served_generala_winner = np.full(N, -1, dtype=np.int64)  # seat, or -1
         self.ended_before_move = np.zeros(N, dtype=bool)  # an opponent's served generala ended it
+        self.illegal_streak = np.zeros(N, dtype=np.int64)  # the agent's illegal actions in a row
         self._halt: str | None = NOT_RESET  # why step() cannot go on; None while it can
         # each game's observation slices that only the sheets decide, as of writes == _sheets_seen
         self._sheet_obs = np.zeros((N, self.encoder.size), dtype=np.float32)
@@ -393,6 +421,7 @@ class GeneralaVectorEnv(VectorEnv):
                 sheets = prefilled_sheets(self.rules, self.num_players, self.np_random)
                 self.sheets[g] = sheets
                 self.writes[g] = int((sheets != OPEN).sum())
+        self.illegal_streak[games] = 0
         for opp in self._opponents:
             opp.games_started(self, games)
         self._play_opponents(games)
@@ -417,6 +446,10 @@ class GeneralaVectorEnv(VectorEnv):
         )  # fmt: skip
         return out
 
+    def _observation(self, encoded: np.ndarray):
+        """What the agent observes of every game, from ``_encode`` of all games and ``_masks``."""
+        return {"observation": encoded, "action_mask": self._masks.astype(np.int8)} if self._dict_obs else encoded
+
     def _agent_masks(self) -> np.ndarray:
         m = self._legal_masks(self._all)
         if self.ended_before_move.any():
@@ -433,11 +466,9 @@ class GeneralaVectorEnv(VectorEnv):
                 turn=(self.sheets[self._all, self.player] != OPEN).sum(axis=1),
                 totals=np.where(self.sheets == OPEN, 0, self.sheets).sum(axis=2),
             )
+        info["game_over"] = self.ended_before_move.copy()
         for k in list(info):
             info["_" + k] = self._every
-        if self.ended_before_move.any():
-            info["game_over"] = self.ended_before_move.copy()
-            info["_game_over"] = info["game_over"]
         return info
 
     # -- Gymnasium VectorEnv API ----------------------------------------------------------
@@ -458,7 +489,7 @@ class GeneralaVectorEnv(VectorEnv):
         stuck = (self.over & ~self.ended_before_move) | (~self.over & (self.player != self.seat))
         self._halt = (previous or RESET_FAILED) if stuck.any() else None
         self._masks = self._agent_masks()
-        return self._encode(self._all), self._info(np.zeros(self.num_envs, dtype=bool))
+        return self._observation(self._encode(self._all)), self._info(np.zeros(self.num_envs, dtype=bool))
 
     def step(self, actions):
         if self._halt is not None:
@@ -478,6 +509,14 @@ class GeneralaVectorEnv(VectorEnv):
             raise IllegalActionError(f"game {j}: {why}")
 
         rewards = np.zeros(self.num_envs)
+        streak = self.illegal_streak
+        if illegal.any():
+            streak[illegal] += 1
+            streak[~illegal] = 0
+        else:
+            streak[:] = 0
+        cap = self.max_illegal_in_a_row
+        truncated = streak >= cap if cap is not None else np.zeros(self.num_envs, dtype=bool)
         if legal.all() and not ebm.any():  # the usual case: every game takes its action
             pts = self._apply(self._all, a)
             if self.reward_mode == "score":
@@ -492,29 +531,35 @@ class GeneralaVectorEnv(VectorEnv):
                     rewards[acting] = pts
                 self._play_opponents(acting)
         terminated = self.over.copy()  # games that ended now, and those that ended before the agent moved
-        ended = np.flatnonzero(terminated)
+        truncated &= ~terminated
+        done = terminated | truncated
+        ended = np.flatnonzero(done)
         final = None
         if ended.size:
+            over = terminated[ended]
             totals, winner, win_reward = self._results(ended)
             if self.reward_mode == "win":
-                rewards[ended] = win_reward
+                rewards[ended[over]] = win_reward[over]
             final_obs = np.empty(self.num_envs, dtype=object)  # None where the game goes on
-            for i, row in zip(ended.tolist(), self._encode(ended)):
+            for i, row, ended_now in zip(ended.tolist(), self._encode(ended), over.tolist()):
+                if self._dict_obs:  # a game that is over marks every action, as the single env's does
+                    mask = np.ones(self.num_actions, dtype=np.int8) if ended_now else self._masks[i].astype(np.int8)
+                    row = {"observation": row, "action_mask": mask}
                 final_obs[i] = row
             final_info = {"totals": np.zeros((self.num_envs, self.num_players), dtype=np.int64), "winner": np.full(self.num_envs, -1)}
-            final_info["totals"][ended], final_info["winner"][ended] = totals, winner
+            final_info["totals"][ended], final_info["winner"][ended] = totals, np.where(over, winner, -1)
             final_info["served_generala_win"] = terminated & (self.served_generala_winner >= 0)
             for k in list(final_info):
-                final_info["_" + k] = terminated
+                final_info["_" + k] = done
             final = (final_obs, final_info)
             self._reset_games(ended)
-        obs = self._encode(self._all)
+        encoded = self._encode(self._all)
         self._masks = self._agent_masks()
         info = self._info(illegal)
         if final is not None:
             info["final_obs"], info["final_info"] = final
-            info["_final_obs"] = info["_final_info"] = terminated
-        return obs, rewards, terminated, np.zeros(self.num_envs, dtype=bool), info
+            info["_final_obs"] = info["_final_info"] = done
+        return self._observation(encoded), rewards, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """Legal actions of every game, ``(N, 32 + L)`` bool (all true where a game ended before the agent's move)."""

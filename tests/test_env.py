@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import generala_env
 from generala_env import OPEN, IllegalActionError, load_rules, observation_layout, observation_size
-from generala_env.env import GeneralaEnv
+from generala_env.env import GeneralaEnv, opponent_moves
 from generala_env.render import render_text
 from generala_env.scoring import line_max, line_points
 from helpers import QUICK, ScriptedDice, write
@@ -109,7 +109,6 @@ def test_maskable_ppo_finds_the_masks_through_a_vec_env():
     [
         ({"reward": "points"}, "reward must be one of"),
         ({"num_players": 2, "agent_seat": 2}, "agent_seat"),
-        ({"render_mode": "rgb_array"}, "render_mode"),
         ({"illegal_action": "ignore"}, "illegal_action"),
         ({"opponents": "random"}, "num_players is 1"),
         ({"num_players": 3, "opponents": ["random"]}, "2 opponent"),
@@ -228,15 +227,15 @@ def test_illegal_action_changes_nothing_and_is_penalized():
         assert np.array_equal(obs2, obs)
         assert reward == -0.5 and not terminated and not truncated
         assert info2["illegal_action"] is True and isinstance(info2["illegal_reason"], str)
-        assert info2["opponent_moves"] == []
+        assert opponent_moves(info2) == []
         for k in info:
-            if k not in ("illegal_action", "opponent_moves"):
+            if k not in ("illegal_action", "illegal_reason", "opponent_moves"):
                 assert np.array_equal(info[k], info2[k]), k
     env.step(0)  # the third roll
     _, reward, _, _, info3 = env.step(5)  # no rolls left: holding is illegal
     assert reward == -0.5 and "no rolls left" in info3["illegal_reason"]
     _, reward, _, _, info4 = env.step(write(env.rules, "twos"))
-    assert info4["illegal_action"] is False and "illegal_reason" not in info4
+    assert info4["illegal_action"] is False and info4["illegal_reason"] == ""
 
 
 def test_default_penalty_is_minus_one():
@@ -284,7 +283,7 @@ def test_step_after_the_end_needs_a_reset():
     env = GeneralaEnv(rules={"lines": ["ones"]})
     env.reset(seed=0)
     _, _, terminated, _, info = env.step(32)
-    assert terminated and info["winners"] == (0,)
+    assert terminated and info["winners"].tolist() == [True]
     with pytest.raises(RuntimeError, match="reset"):
         env.step(32)
 
@@ -300,7 +299,7 @@ def test_score_reward_is_the_points_written():
     assert list(info["dice"]) == [1, 2, 3, 4, 6] and info["turn"] == 1
     _, r, _, _, info = env.step(0b01111)  # keep 1-2-3-4, reroll the 6 into a 6
     assert r == 0.0 and list(info["dice"]) == [1, 2, 3, 4, 6] and info["rolls_left"] == 1
-    assert info["locked"] == [1, 2, 3, 4]
+    assert info["locked"].tolist() == [1, 1, 1, 1, 0, 0]  # one each of 1, 2, 3, 4
     _, r, _, _, info = env.step(write(env.rules, "straight"))
     assert r == 0.0  # crossed out
     assert info["sheets"][0, env.rules.line_index("straight")] == 0
@@ -316,8 +315,8 @@ def test_agent_served_generala_wins_the_episode(reward, expected):
     assert obs[env.layout["served_generala"]][0] == 1.0
     _, r, terminated, truncated, info = env.step(write(env.rules, "generala"))
     assert (r, terminated, truncated) == (expected, True, False)
-    assert info["winner"] == 0 and info["winners"] == (0,) and info["served_generala_win"] is True
-    assert not info["action_mask"].any()
+    assert info["winner"] == 0 and info["winners"].tolist() == [True, False] and info["served_generala_win"] is True
+    assert info["action_mask"].all() and env.action_masks().all()  # the game is over: no action is applied
 
 
 @pytest.mark.parametrize("reward,expected", [("win", -1.0), ("score", 0.0)])
@@ -326,19 +325,19 @@ def test_opponent_served_generala_before_the_agent_moves(reward, expected):
     obs, info = env.reset()
     assert info["game_over"] is True and info["winner"] == 0 and info["served_generala_win"]
     assert info["action_mask"].all() and env.action_masks().all()  # any action ends the episode
-    assert info["opponent_moves"] == [(0, write(env.rules, "generala"), 50)]
+    assert opponent_moves(info) == [(0, write(env.rules, "generala"), 50)]
     _, r, terminated, _, info = env.step(0)
     assert (r, terminated) == (expected, True)
-    assert info["winners"] == (0,)
+    assert info["winners"].tolist() == [True, False]
 
 
 def test_opponents_play_inside_step_and_are_reported():
     env = scripted_env("12346" + "55555" + "12346" + "12345", num_players=2, opponents=last_legal, reward="win")
     obs, info = env.reset()
-    assert info["player"] == 0 and info["seat"] == 0 and info["opponent_moves"] == []
+    assert info["player"] == 0 and info["seat"] == 0 and opponent_moves(info) == []
     _, r, terminated, _, info = env.step(write(env.rules, "ones"))
     # seat 1 was served five fives: its only legal move is the generala, which wins
-    assert info["opponent_moves"] == [(1, write(env.rules, "generala"), 50)]
+    assert opponent_moves(info) == [(1, write(env.rules, "generala"), 50)]
     assert (r, terminated) == (-1.0, True)
     assert info["winner"] == 1 and info["served_generala_win"]
 
@@ -348,7 +347,7 @@ def test_shared_win_is_a_draw():
     env = scripted_env("12346" + "12346" + "12345", rules=rules, num_players=2, opponents=last_legal, reward="win")
     env.reset()
     _, r, terminated, _, info = env.step(32)
-    assert terminated and info["winners"] == (0, 1) and info["winner"] is None and r == 0.0
+    assert terminated and info["winners"].tolist() == [True, True] and info["winner"] == -1 and r == 0.0
     assert list(info["totals"]) == [1, 1]
 
 
@@ -403,10 +402,10 @@ def test_win_reward_agrees_with_the_winners(kwargs, seed):
         if done:
             break
     assert all(r == 0.0 for r in rewards[:-1])
-    seat, winners = info["seat"], info["winners"]
+    seat, winners = info["seat"], tuple(np.flatnonzero(info["winners"]).tolist())
     expected = (1.0 if len(winners) == 1 else 0.0) if seat in winners else -1.0
     assert rewards[-1] == expected
-    assert info["winner"] == (winners[0] if len(winners) == 1 else None)
+    assert info["winner"] == (winners[0] if len(winners) == 1 else -1)
     totals = info["totals"]
     if not info["served_generala_win"]:
         assert set(winners) == set(np.flatnonzero(totals == totals.max()).tolist())
@@ -433,7 +432,7 @@ def check_observation(env, obs, info):
     assert list(obs[lay["rolls_left"]]) == [float(i == info["rolls_left"]) for i in range(3)]
     first = info["rolls_left"] == 2
     assert obs[lay["first_roll"]][0] == float(first)
-    close(obs[lay["locked_counts"]] * 5, np.bincount(np.array(info["locked"], dtype=int), minlength=7)[1:])
+    close(obs[lay["locked_counts"]] * 5, info["locked"])
     assert obs[lay["served_generala"]][0] == float(info["served_generala_pending"])
 
     own = sheets[seat]
@@ -475,7 +474,7 @@ def test_observation_slices_hold_what_they_claim(rules, players, seat):
     while not done:
         obs, _, done, _, info = env.step(random_legal(env, rng))
         check_observation(env, obs, info)
-        seen_locked |= bool(info["locked"])
+        seen_locked |= bool(info["locked"].any())
         seen_filled_opponent |= players > 1 and (info["sheets"][(seat + 1) % players] != OPEN).any()
     assert seen_locked and (players == 1 or seen_filled_opponent)
 
@@ -532,7 +531,7 @@ def test_opponent_slices_from_seat_one_show_seat_zero():
     lay = env.layout
     g = env.rules.line_index("generala")
     assert info["seat"] == 1 and info["player"] == 1
-    assert info["opponent_moves"] == [(0, write(env.rules, "generala"), 0)]  # seat 0 crossed out generala
+    assert opponent_moves(info) == [(0, write(env.rules, "generala"), 0)]  # seat 0 crossed out generala
     opp_open = obs[lay["opponent_1_open"]]
     assert opp_open[g] == 0.0 and opp_open.sum() == env.rules.num_lines - 1
     assert obs[lay["own_open"]].all()

@@ -49,6 +49,7 @@ def _play_random_cmd(args) -> int:
     import gymnasium as gym
 
     from generala_env import ENV_ID  # registers the env
+    from generala_env.env import opponent_moves
 
     env = gym.make(ENV_ID, rules=args.rules, num_players=args.players, opponents="random" if args.players > 1 else None, render_mode="ansi")
     rng = np.random.default_rng(args.seed)
@@ -61,11 +62,11 @@ def _play_random_cmd(args) -> int:
         a = int(legal[rng.integers(len(legal))])
         obs, r, done, _, info = env.step(a)
         ret += r
-        for seat, oa, pts in info["opponent_moves"]:
+        for seat, oa, pts in opponent_moves(info):
             print(f"-- P{seat} (random) action {oa}" + (f": wrote {pts}" if oa >= 32 else ""))
         print(f"\n-- P{env.unwrapped.seat} (you, random) action {a}: {describe_action(env.unwrapped.rules, dice, a)} -> reward {r:g}")
         print(env.render())
-    print(f"\nreturn {ret:g}; winner(s): {info.get('winners')}")
+    print(f"\nreturn {ret:g}; winner(s): {tuple(np.flatnonzero(info['winners']).tolist())}")
     return 0
 
 
