@@ -20,10 +20,10 @@ from generala_env import __version__, opponents
 
 from .base import Agent, AgentError, SeatView
 from .baselines import GreedyAgent, RandomAgent, RulesOfThumbAgent, TurnOptimalAgent
-from .optimal import OptimalAgent
+from .optimal import OptimalAgent, OptimalTwoPlayerAgent
 
 BUILTIN = {
-    cls.name: cls for cls in (RandomAgent, GreedyAgent, TurnOptimalAgent, RulesOfThumbAgent, OptimalAgent)
+    cls.name: cls for cls in (RandomAgent, GreedyAgent, TurnOptimalAgent, RulesOfThumbAgent, OptimalAgent, OptimalTwoPlayerAgent)
 }
 
 

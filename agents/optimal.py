@@ -1,10 +1,14 @@
-"""The exact optimal player: maximises the expected final total of a one-player game."""
+"""The exact optimal players: the score-maximiser of one-player games (``optimal``) and the
+win-maximiser of two-player games (``optimal-2p``)."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from generala_env.game import OPEN
 from generala_env.scoring import generala_scored
 
-from .base import Agent, best_legal
+from .base import Agent, AgentError, SeatView, best_legal
 from .solver import load_or_solve
 
 
@@ -29,3 +33,44 @@ class OptimalAgent(Agent):
         v = self.view(info)
         values = self.solver.action_values(v.filled_mask, generala_scored(self.rules, v.sheet), v.roll, v.rolls_left, v.locked)
         return best_legal(values, v.mask)
+
+
+class OptimalTwoPlayerAgent(Agent):
+    """Maximises its chance to win a two-player game, from the exact two-player solution.
+
+    It plays either seat: P(win) + ½·P(draw) of every action comes from
+    :class:`agents.solver2p.TwoPlayerSolver` (solved once per rule set, then read from the
+    disk cache), given both sheets and the score difference read from ``info``.
+    """
+
+    name = "optimal-2p"
+
+    def __init__(self, rules="classic", seed: int | None = None, use_cache: bool = True):
+        super().__init__(rules, seed)
+        from .solver2p import load_or_solve_2p
+
+        self.solver, self.source = load_or_solve_2p(self.rules, use_cache=use_cache)
+
+    @property
+    def first_player_value(self) -> float:
+        return self.solver.first_player_value
+
+    def state(self, info) -> tuple[SeatView, int, int, int]:
+        """The seat's view, and the solver's state: the mover's sheet id, the opponent's, and
+        the score difference (mover's total minus the opponent's)."""
+        v = self.view(info)
+        if v.sheets.shape[0] != 2:
+            raise AgentError(f"{self.name} plays two-player games only; this game has {v.sheets.shape[0]} seat(s)")
+        opp = 1 - v.seat
+        totals = np.where(v.sheets == OPEN, 0, v.sheets).sum(axis=1)
+        a = self.solver.sheet_id(self.rules, v.sheets[v.seat])
+        b = self.solver.sheet_id(self.rules, v.sheets[opp])
+        return v, a, b, int(totals[v.seat] - totals[opp])
+
+    def action_values(self, info) -> np.ndarray:
+        """P(win) + ½·P(draw) after each action (``-inf`` where not allowed)."""
+        v, a, b, d = self.state(info)
+        return self.solver.action_values(a, b, d, v.roll, v.rolls_left, v.locked)
+
+    def act(self, observation, info) -> int:
+        return best_legal(self.action_values(info), np.asarray(info["action_mask"]).astype(bool))

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from .options import MissingExtra, require_extra, seed_int
+from .options import MissingExtra, positive_float, positive_int, require_extra, seed_int
 
 
 def _rules_cmd(args) -> int:
@@ -86,30 +86,78 @@ def _agents_cmd(args) -> int:
     return 0
 
 
+def _peak_memory_mib() -> float:
+    """This process's peak resident memory so far (Linux and macOS report different units)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024.0
+
+
+def _solve_progress():
+    """A progress bar over the values solved (tqdm if installed, else a line now and then
+    on stderr), and a function that closes it."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is not None:
+        bar = tqdm(total=None, unit="value", unit_scale=True, desc="solving", file=sys.stderr, leave=False)
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        return progress, bar.close
+    import time
+
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        if time.monotonic() - last[0] > 5 or done == total:
+            last[0] = time.monotonic()
+            print(f"solving: {done / total:6.1%} of {total:,} values", file=sys.stderr, flush=True)
+
+    return progress, lambda: None
+
+
 def _solve_cmd(args) -> int:
-    from agents.solver import load_or_solve
     from generala_env.rules import load_rules
 
     rules = load_rules(args.rules)
+    if args.players > 2:
+        raise SystemExit(f"generala solve: only one and two players are solved exactly, got --players {args.players}")
     import time
 
     t0 = time.perf_counter()
-    solver, source = load_or_solve(rules, use_cache=not args.no_cache)
+    out = {"rules": rules.name, "fingerprint": rules.fingerprint(), "players": args.players}
+    if args.players == 1:
+        from agents.solver import load_or_solve
+
+        solver, source = load_or_solve(rules, use_cache=not args.no_cache)
+        out["expected_score"] = solver.expected_score
+    else:
+        from agents.solver2p import SolveTooBigError, load_or_solve_2p
+
+        progress, close = _solve_progress() if not args.json else (None, lambda: None)
+        try:
+            solver, source = load_or_solve_2p(rules, use_cache=not args.no_cache, progress=progress, max_memory=int(args.max_memory * 2**30))
+        except SolveTooBigError as e:
+            raise SystemExit(f"generala solve: {e}") from None
+        finally:
+            close()
+        out["first_player_value"] = solver.first_player_value
     wall = time.perf_counter() - t0
-    out = {
-        "rules": rules.name,
-        "fingerprint": rules.fingerprint(),
-        "expected_score": solver.expected_score,
-        "solve_seconds": solver.solve_seconds,
-        "source": source,
-        "load_seconds": wall,
-    }
+    out.update(solve_seconds=solver.solve_seconds, source=source, load_seconds=wall, peak_memory_mib=_peak_memory_mib())
     if args.json:
         print(json.dumps(out, indent=2))
-    else:
+        return 0
+    if args.players == 1:
         print(f"rules {rules.name}: optimal expected score {solver.expected_score:.4f}")
-        how = "read from cache" if source == "cache" else "solved"
-        print(f"{how} in {wall:.3f} s (exact solve took {solver.solve_seconds:.3f} s)")
+    else:
+        print(f"rules {rules.name}, two players: seat 0's P(win) + 1/2 P(draw) under optimal play by both {solver.first_player_value:.6f}")
+    how = "read from cache" if source == "cache" else "solved"
+    print(f"{how} in {wall:.3f} s (exact solve took {solver.solve_seconds:.3f} s); peak memory {out['peak_memory_mib']:.0f} MiB")
     return 0
 
 
@@ -131,8 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("agents", help="list the agents by name")
     a.set_defaults(func=_agents_cmd)
 
-    s = sub.add_parser("solve", help="solve a rule set exactly: the optimal expected one-player score")
+    s = sub.add_parser("solve", help="solve a rule set exactly: the optimal one-player score, or the two-player chance to win")
     s.add_argument("--rules", default="classic")
+    s.add_argument("--players", type=positive_int, default=1, help="1: the best expected score; 2: both maximise P(win) + 1/2 P(draw)")
+    s.add_argument("--max-memory", type=positive_float, default=2.0, metavar="GIB", help="two players: refuse a table bigger than this (default 2 GiB)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--no-cache", action="store_true", help="solve anew and do not write the cache")
     s.set_defaults(func=_solve_cmd)

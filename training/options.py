@@ -20,6 +20,17 @@ def positive_int(text: str) -> int:
     return n
 
 
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number above 0 (``--max-memory``)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (x > 0 and x != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return x
+
+
 def seed_int(text: str) -> int:
     """An argparse type: a seed, a whole number of 0 or more (numpy takes no negative seeds)."""
     n = _whole(text)

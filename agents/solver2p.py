@@ -1,0 +1,435 @@
+"""Exact dynamic programming for two-player Generala: the chance to win.
+
+Both players maximise P(win) + ½·P(draw), the expectation of the env's ``reward="win"``
+mapped to [0, 1]. Seat 0 moves first in each round.
+
+A state at a turn start is (mover's sheet, opponent's sheet, score difference ``d`` =
+mover's total − opponent's total). A sheet is its set of filled lines plus, when the
+rule set has a double_generala line, whether the generala line holds points (as in the
+one-player solver). ``V(a, b, d)`` is the mover's value under optimal play by both. The
+turn inside is solved exactly with the 252 rolls and 462 keeps, as in
+:mod:`agents.solver`, except that a write's value is ``1 − V(b, a + line, −(d + points))``
+(the opponent moves next), a finished game is worth 1, ½ or 0, and a served generala
+wins on the spot where the rule set says so.
+
+Only score differences that can still matter are kept. With ``M(s)`` the most points a
+sheet can still gain and ``F(s)`` the most its filled lines can hold:
+
+* ``d > M(b)``: the opponent cannot catch up on points, and ``V`` no longer depends on
+  ``d`` (only a served generala can change the result); likewise ``d < −M(a) − 1``.
+* ``−F(b) ≤ d ≤ F(a)``: no other difference can be reached.
+
+So each pair of sheets stores ``V`` for ``d`` from ``max(−M(a) − 1, −F(b))`` to
+``min(M(b) + 1, F(a))``, and a look-up outside that range takes its nearest end. Pairs
+are solved a layer at a time (by the number of filled lines), every turn vectorised
+over the score differences in numba. The values are float32, cached on disk like the
+one-player table (rule-set fingerprint, solver version and a checksum).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+import warnings
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from generala_env.dice import (
+    FACES,
+    FULL_ROLL_PROB,
+    HOLD_KEEP,
+    KEEP_COUNTS,
+    KEEP_OF_KEY,
+    KEEP_SIZE,
+    KEY_WEIGHTS,
+    NUM_KEEPS,
+    NUM_MASKS,
+    NUM_ROLLS,
+    ROLL_COUNTS,
+)
+from generala_env.rules import RuleSet, load_rules
+from generala_env.scoring import generala_scored, points_table
+
+from .solver import NEG, _locked_pairs, cache_dir
+
+SOLVER2P_VERSION = 1
+DEFAULT_MAX_MEMORY = 2 * 2**30  # bytes a solve may allocate unless told otherwise
+
+
+class SolveTooBigError(ValueError):
+    """A rule set whose two-player table does not fit the memory allowed."""
+
+
+# -- the dice tables the turn recursion needs ------------------------------------------------
+def _keep_of(counts) -> int:
+    return int(KEEP_OF_KEY[int(np.asarray(counts, dtype=np.int64) @ KEY_WEIGHTS)])
+
+
+@lru_cache(maxsize=1)
+def _dice_tables():
+    """Keeps ordered by size; a keep plus or minus one face; each roll as a keep."""
+    add = np.full((NUM_KEEPS, FACES), -1, dtype=np.int32)
+    sub = np.full((NUM_KEEPS, FACES), -1, dtype=np.int32)
+    for k in range(NUM_KEEPS):
+        c = KEEP_COUNTS[k].astype(np.int64)
+        for f in range(FACES):
+            if KEEP_SIZE[k] < 5:
+                c2 = c.copy()
+                c2[f] += 1
+                add[k, f] = _keep_of(c2)
+            if c[f] > 0:
+                c2 = c.copy()
+                c2[f] -= 1
+                sub[k, f] = _keep_of(c2)
+    roll_keep = np.array([_keep_of(ROLL_COUNTS[r]) for r in range(NUM_ROLLS)], dtype=np.int32)
+    keep_roll = np.full(NUM_KEEPS, -1, dtype=np.int32)
+    keep_roll[roll_keep] = np.arange(NUM_ROLLS, dtype=np.int32)
+    by_size = np.argsort(KEEP_SIZE, kind="stable").astype(np.int32)
+    return add, sub, roll_keep, keep_roll, by_size, KEEP_SIZE.astype(np.int32)
+
+
+# -- layout of the table -----------------------------------------------------------------------
+class Layout:
+    """Which (mover sheet, opponent sheet) pairs exist, and where each one's values lie."""
+
+    def __init__(self, rules: RuleSet):
+        L = rules.num_lines
+        self.L = L
+        self.full = (1 << L) - 1
+        gen, dbl = rules.generala_line, rules.double_generala_line
+        line_max = points_table(rules).max(axis=(1, 2)).astype(np.int64)
+        S = 2 << L  # sheet id = filled mask * 2 + flag (generala holds points, double_generala only)
+        sheets = [[] for _ in range(L + 1)]
+        for m in range(1 << L):
+            sheets[bin(m).count("1")].append(2 * m)
+            if dbl >= 0 and (m >> gen) & 1:
+                sheets[bin(m).count("1")].append(2 * m + 1)
+        gain = np.zeros(S, dtype=np.int64)  # M: the most points a sheet can still gain
+        held = np.zeros(S, dtype=np.int64)  # F: the most points its filled lines can hold
+        for n in range(L + 1):
+            for s in sheets[n]:
+                m, flag = s >> 1, s & 1
+                for l in range(L):
+                    if (m >> l) & 1:
+                        held[s] += line_max[l]
+                    elif not (l == dbl and (m >> gen) & 1 and not flag):  # a blocked double gains nothing
+                        gain[s] += line_max[l]
+        self.gain, self.held, self.sheets = gain, held, sheets
+        # pairs, a layer (filled lines of both) at a time; the mover is seat 0 when both
+        # have filled as many lines, seat 1 when the opponent has filled one more
+        layers: list[tuple[np.ndarray, np.ndarray]] = [None] * (2 * L)  # type: ignore[list-item]
+        for nA in range(L):
+            for nB in (nA, nA + 1):
+                A = np.repeat(np.array(sheets[nA], dtype=np.int64), len(sheets[nB]))
+                B = np.tile(np.array(sheets[nB], dtype=np.int64), len(sheets[nA]))
+                layers[nA + nB] = (A, B)
+        self.pair_a = np.concatenate([x[0] for x in layers]).astype(np.int32)
+        self.pair_b = np.concatenate([x[1] for x in layers]).astype(np.int32)
+        bounds = np.cumsum([0] + [len(x[0]) for x in layers])
+        self.layers = [np.arange(bounds[n], bounds[n + 1], dtype=np.int64) for n in range(2 * L)]
+        a, b = self.pair_a.astype(np.int64), self.pair_b.astype(np.int64)
+        self.lo = np.maximum(-gain[a] - 1, -held[b])
+        hi = np.minimum(gain[b] + 1, held[a])
+        self.size = hi - self.lo + 1
+        self.off = np.concatenate([[0], np.cumsum(self.size)[:-1]]).astype(np.int64)
+        self.num_values = int(self.size.sum())
+        self.num_pairs = len(self.pair_a)
+        self.S = S
+
+    @staticmethod
+    def bytes_needed(rules: RuleSet) -> int:
+        """What a solve allocates (the float32 values, the pair index and per-pair arrays),
+        counted from the rule set alone before anything big is allocated."""
+        L = rules.num_lines
+        line_max = points_table(rules).max(axis=(1, 2)).astype(np.int64)
+        gen, dbl = rules.generala_line, rules.double_generala_line
+        # per (filled count, gain, held) the number of sheets: enough to count pairs and values
+        from collections import Counter
+
+        per_n = [Counter() for _ in range(L + 1)]
+        for m in range(1 << L):
+            n = bin(m).count("1")
+            flags = (0, 1) if dbl >= 0 and (m >> gen) & 1 else (0,)
+            for flag in flags:
+                held = sum(int(line_max[l]) for l in range(L) if (m >> l) & 1)
+                gain = sum(int(line_max[l]) for l in range(L) if not (m >> l) & 1 and not (l == dbl and (m >> gen) & 1 and not flag))
+                per_n[n][(gain, held)] += 1
+        values = pairs = 0
+        for nA in range(L):
+            for nB in (nA, nA + 1):
+                ga, ha, ca = (np.array(x) for x in zip(*[(g, h, c) for (g, h), c in per_n[nA].items()]))
+                gb, hb, cb = (np.array(x) for x in zip(*[(g, h, c) for (g, h), c in per_n[nB].items()]))
+                lo = np.maximum(-ga[:, None] - 1, -hb[None, :])
+                hi = np.minimum(gb[None, :] + 1, ha[:, None])
+                w = ca[:, None] * cb[None, :]
+                values += int(((hi - lo + 1) * w).sum())
+                pairs += int(w.sum())
+        S = 2 << L
+        return values * 4 + pairs * (4 + 4 + 8 + 8 + 8) + S * S * 4
+
+    def pair(self, a: int, b: int) -> int:
+        return int(self.pair_of[a, b])
+
+    def index_pairs(self) -> None:
+        self.pair_of = np.full((self.S, self.S), -1, dtype=np.int32)
+        self.pair_of[self.pair_a, self.pair_b] = np.arange(self.num_pairs, dtype=np.int32)
+
+
+def _line_codes(rules: RuleSet):
+    """Each line's distinct points (0 always among them) and each (line, roll, served)'s code."""
+    P = points_table(rules)
+    L = rules.num_lines
+    distinct = [sorted(set(P[l].ravel().tolist()) | {0}) for l in range(L)]
+    C = max(map(len, distinct))
+    code_pts = np.full((L, C), -1, dtype=np.int64)
+    codes = np.zeros((L, NUM_ROLLS, 2), dtype=np.int32)
+    zero_code = np.zeros(L, dtype=np.int32)
+    for l in range(L):
+        code_pts[l, : len(distinct[l])] = distinct[l]
+        lookup = {v: i for i, v in enumerate(distinct[l])}
+        codes[l] = np.vectorize(lookup.__getitem__)(P[l])
+        zero_code[l] = lookup[0]
+    return code_pts, codes, zero_code
+
+
+@lru_cache(maxsize=1)
+def _locked_lists():
+    """The (first keep, roll) pairs of locked holds as flat arrays for the kernel: each pair's
+    roll, first keep, probability and the second keeps allowed (a slice of one flat list)."""
+    from generala_env.dice import KEEP_ROLL_PROB, ROLL_CONTAINS_KEEP
+
+    roll_of_pair, idx, _, _ = _locked_pairs()
+    keep_of_pair, rolls = np.nonzero(ROLL_CONTAINS_KEEP.T)  # the order _locked_pairs uses
+    assert (rolls == roll_of_pair).all()
+    prob = KEEP_ROLL_PROB[keep_of_pair, roll_of_pair]
+    lists = [row[row >= 0] for row in idx]
+    start = np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64)
+    flat = np.concatenate(lists).astype(np.int32)
+    return roll_of_pair.astype(np.int32), keep_of_pair.astype(np.int32), prob.astype(np.float64), start, flat
+
+
+class TwoPlayerSolver:
+    """P(win) + ½·P(draw) under optimal play by both players of a two-player game."""
+
+    def __init__(self, rules, values: np.ndarray | None = None):
+        self.rules: RuleSet = load_rules(rules)
+        if self.rules.num_lines < 1:
+            raise ValueError("a rule set with no lines has no game to solve")
+        self.L = self.rules.num_lines
+        self.gen, self.dbl = self.rules.generala_line, self.rules.double_generala_line
+        self.served_win = self.rules.served_generala_wins(2)
+        self.layout: Layout | None = None
+        self.V = values
+        self.solve_seconds = 0.0
+        if values is not None:
+            self._index()
+            if values.shape != (self.layout.num_values,):
+                raise ValueError(f"a two-player table for {self.rules.name!r} holds {self.layout.num_values} values, got {values.shape}")
+
+    def _index(self) -> Layout:
+        if self.layout is None:
+            self.layout = Layout(self.rules)
+            self.layout.index_pairs()
+        return self.layout
+
+    # -- solving -----------------------------------------------------------------------------
+    def solve(self, progress: Callable[[int, int], None] | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> "TwoPlayerSolver":
+        """Solve every pair; ``progress(values done, values in all)`` after each batch.
+        Raises :class:`SolveTooBigError` before allocating when the table needs more than
+        ``max_memory`` bytes (``None``: no limit)."""
+        need = Layout.bytes_needed(self.rules)
+        if max_memory is not None and need > max_memory:
+            raise SolveTooBigError(
+                f"the two-player table of rules {self.rules.name!r} needs about {need / 2**30:.2f} GiB, "
+                f"more than the {max_memory / 2**30:.2f} GiB allowed; allow more memory (generala solve --max-memory GIB) "
+                "or solve a smaller sheet"
+            )
+        t0 = time.perf_counter()
+        lay = self._index()
+        V = np.zeros(lay.num_values, dtype=np.float32)
+        code_pts, codes, zero_code = _line_codes(self.rules)
+        add, sub, roll_keep, keep_roll, by_size, keep_size = _dice_tables()
+        lp = _locked_lists() if self.rules.locked_holds else (
+            np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(1, np.int64), np.zeros(0, np.int32))
+        five_alike = ROLL_COUNTS.max(axis=1) == 5
+        import numba
+
+        from .solver2p_kernel import solve_pairs
+
+        nthreads = numba.get_num_threads()
+        done = 0
+        for n in range(2 * self.L - 1, -1, -1):  # a layer's successors lie in the layer above
+            pairs = lay.layers[n]
+            dmax = int(lay.size[pairs].max())
+            for s in range(0, len(pairs), 4096):
+                batch = pairs[s : s + 4096]
+                solve_pairs(batch, lay.pair_a, lay.pair_b, lay.lo, lay.size, lay.off, lay.pair_of, V, codes, code_pts, zero_code,
+                            self.gen, self.dbl, self.served_win, lay.full, add, sub, roll_keep, keep_roll, by_size, keep_size,
+                            FULL_ROLL_PROB, five_alike, self.rules.locked_holds, *lp, dmax, nthreads)
+                done += int(lay.size[batch].sum())
+                if progress is not None:
+                    progress(done, lay.num_values)
+        self.V = V
+        self.solve_seconds = time.perf_counter() - t0
+        return self
+
+    # -- reading the table ------------------------------------------------------------------------
+    @staticmethod
+    def sheet_id(rules: RuleSet, sheet) -> int:
+        """A seat's sheet (line values, ``OPEN`` = -1 for open lines) as the solver's sheet id."""
+        sheet = np.asarray(sheet)
+        mask = int(sum(1 << i for i, v in enumerate(sheet.tolist()) if v >= 0))
+        flag = int(rules.double_generala_line >= 0 and bool(generala_scored(rules, sheet)))
+        return 2 * mask + flag
+
+    def value(self, a: int, b: int, d: int) -> float:
+        """``V(a, b, d)`` for sheet ids ``a`` (mover) and ``b``; a finished game's result when
+        both sheets are full."""
+        lay = self._index()
+        if (a >> 1) == lay.full and (b >> 1) == lay.full:
+            return 1.0 if d > 0 else (0.5 if d == 0 else 0.0)
+        p = lay.pair_of[a, b]
+        if p < 0:
+            raise ValueError(f"no turn starts with sheets {a} (mover) and {b}: seat 0 moves first, so the opponent has filled as many lines or one more")
+        x = min(max(int(d) - int(lay.lo[p]), 0), int(lay.size[p]) - 1)
+        return float(self.V[lay.off[p] + x])
+
+    @property
+    def first_player_value(self) -> float:
+        """Seat 0's P(win) + ½·P(draw) at the start of the game, both playing optimally."""
+        return self.value(0, 0, 0)
+
+    def write_values(self, a: int, b: int, d: int) -> np.ndarray:
+        """``W[l, r, served]``: the mover's value after writing roll ``r`` on line ``l`` (``-inf``
+        for a filled line); a served generala that wins is worth 1, and is the only write."""
+        lay = self._index()
+        L = self.L
+        P = points_table(self.rules).astype(np.int64)
+        mask, flag = a >> 1, a & 1
+        W = np.full((L, NUM_ROLLS, 2), NEG)
+        blocked = self.dbl if (self.dbl >= 0 and not flag) else -1
+        for l in range(L):
+            if (mask >> l) & 1:
+                continue
+            pts = np.zeros((NUM_ROLLS, 2), dtype=np.int64) if l == blocked else P[l]
+            total = d + pts
+            if l == self.gen and self.dbl >= 0:
+                nflags = (pts > 0).astype(np.int64)
+            else:
+                nflags = np.full(pts.shape, flag, dtype=np.int64)
+            na = ((mask | (1 << l)) << 1) | nflags
+            if (mask | (1 << l)) == lay.full and (b >> 1) == lay.full:  # the game's last write
+                W[l] = np.where(total > 0, 1.0, np.where(total == 0, 0.5, 0.0))
+                continue
+            q = lay.pair_of[b, na]
+            x = np.clip(-total - lay.lo[q], 0, lay.size[q] - 1)
+            W[l] = 1.0 - self.V[lay.off[q] + x].astype(np.float64)
+        if self.served_win and self.gen >= 0 and not (mask >> self.gen) & 1:
+            five = ROLL_COUNTS.max(axis=1) == 5
+            W[:, five, 1] = NEG
+            W[self.gen, five, 1] = 1.0
+        return W
+
+    def turn(self, a: int, b: int, d: int) -> dict[str, np.ndarray]:
+        """The values within the mover's turn (``E3``, ``K2``, ``K1``, ``E1``, ``value``),
+        computed by the one-player solver's array code from :meth:`write_values`."""
+        return self._turn_cached(a, b, d)[1]
+
+    def action_values(self, a: int, b: int, d: int, roll: int, rolls_left: int, locked_keep: int) -> np.ndarray:
+        """The mover's P(win) + ½·P(draw) after each action (``-inf`` where not allowed):
+        hold masks 0..31, then writes ``32 + l``."""
+        W, t = self._turn_cached(a, b, d)
+        vals = np.full(NUM_MASKS + self.L, NEG)
+        vals[NUM_MASKS:] = W[:, roll, 1 if rolls_left == 2 else 0]
+        if rolls_left > 0:
+            keeps = HOLD_KEEP[roll, : NUM_MASKS - 1]
+            vals[: NUM_MASKS - 1] = (t["K1"] if rolls_left == 2 else t["K2"])[keeps]
+        return vals
+
+    @lru_cache(maxsize=64)
+    def _turn_cached(self, a: int, b: int, d: int):
+        W = self.write_values(a, b, d)
+        return W, _turn_arrays(self.rules, W)
+
+
+def _turn_arrays(rules: RuleSet, W: np.ndarray) -> dict[str, np.ndarray]:
+    """:meth:`agents.solver.Solver.turn` for one state: it needs only the locked-holds setting."""
+    from .solver import Solver
+
+    s = Solver.__new__(Solver)
+    s.locked = rules.locked_holds
+    t = s.turn(W[None])
+    return {k: v[0] for k, v in t.items()}
+
+
+# -- disk cache ---------------------------------------------------------------------------------
+def _cache_path(rules: RuleSet) -> Path:
+    return cache_dir() / f"solve2p-{rules.fingerprint()}-v{SOLVER2P_VERSION}.npy"
+
+
+def _checksum(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
+    """The values as ``path`` (``.npy``) and their metadata beside it (``.json``), each
+    written whole or not at all (a temp file renamed over the target)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for target, write in ((path, lambda f: np.save(f, V, allow_pickle=False)), (path.with_suffix(".json"), lambda f: f.write(json.dumps(meta, indent=1).encode()))):
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def load_or_solve_2p(rules, use_cache: bool = True, progress: Callable[[int, int], None] | None = None,
+                     max_memory: int | None = DEFAULT_MAX_MEMORY) -> tuple[TwoPlayerSolver, str]:
+    """A solved :class:`TwoPlayerSolver` and where its values came from (``"cache"`` or
+    ``"solved"``). The cache lies in :func:`agents.solver.cache_dir` as ``solve2p-*.npy``
+    with a ``.json`` beside it (fingerprint, solver version, checksum); a file that does not
+    match is ignored and rewritten. A cache that cannot be written costs a warning only."""
+    rules = load_rules(rules)
+    path = _cache_path(rules)
+    if use_cache and path.is_file():
+        try:
+            meta = json.loads(path.with_suffix(".json").read_text())
+            V = np.load(path, allow_pickle=False)
+            ok = (
+                meta.get("fingerprint") == rules.fingerprint()
+                and meta.get("solver_version") == SOLVER2P_VERSION
+                and meta.get("checksum") == _checksum(V)
+                and V.dtype == np.float32
+            )
+            if ok:
+                s = TwoPlayerSolver(rules, V)
+                s.solve_seconds = float(meta.get("solve_seconds", 0.0))
+                return s, "cache"
+        except Exception:  # unreadable, truncated, wrong shape: rebuild below
+            pass
+    s = TwoPlayerSolver(rules).solve(progress=progress, max_memory=max_memory)
+    if use_cache:
+        meta = {
+            "fingerprint": rules.fingerprint(),
+            "solver_version": SOLVER2P_VERSION,
+            "checksum": _checksum(s.V),
+            "rules": rules.settings(),
+            "solve_seconds": s.solve_seconds,
+            "first_player_value": s.first_player_value,
+        }
+        try:
+            _write_cache(path, s.V, meta)
+        except OSError as err:
+            warnings.warn(f"cannot write the two-player solver cache {path}: {err}; the values are kept in memory only", RuntimeWarning, stacklevel=2)
+    return s, "solved"

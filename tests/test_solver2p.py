@@ -1,0 +1,217 @@
+"""The exact two-player solver: closed forms, an untrimmed reference, consistency, simulated
+play of the optimal-2p agent, the cache, and bad input."""
+
+import json
+import subprocess
+import sys
+from functools import lru_cache
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agents
+from agents.solver import Solver
+from agents.solver2p import SOLVER2P_VERSION, Layout, SolveTooBigError, TwoPlayerSolver, _cache_path, _turn_arrays, load_or_solve_2p
+from generala_env.dice import NUM_ROLLS, ROLL_COUNTS
+from generala_env.rules import load_rules
+from generala_env.scoring import points_table
+from training.harness import game_seed, play_many
+
+SERVED = 6 / 6**5  # five alike on a turn's first roll
+SMALL = {"lines": ["ones", "fives", "sixes", "full_house", "generala"]}
+
+
+@lru_cache(maxsize=None)
+def solved(spec_json: str) -> TwoPlayerSolver:
+    return TwoPlayerSolver(load_rules(json.loads(spec_json))).solve()
+
+
+def solve(spec) -> TwoPlayerSolver:
+    return solved(json.dumps(spec, sort_keys=True))
+
+
+def test_one_generala_line_has_a_closed_form():
+    # Seat 0 wins at once with a served generala (q). Otherwise, whatever seat 0 wrote, seat 1
+    # wins with a served generala and else ties with seat 0's result or beats it by exactly the
+    # chance seat 0 had: the value is q + (1 - q)^2 / 2, for any chance g of a generala.
+    assert solve({"lines": ["generala"]}).first_player_value == pytest.approx(SERVED + (1 - SERVED) ** 2 / 2, abs=1e-6)
+    # with no instant win the game is symmetric: each seat's generala is as likely, 1/2
+    points = {"lines": ["generala"], "served_generala": "points", "served_generala_points": 50}
+    assert solve(points).first_player_value == pytest.approx(0.5, abs=1e-6)
+
+
+def test_one_number_line_is_a_fair_game():
+    # sixes alone: both seats keep every six (each die ends a six with chance 1 - (5/6)^3,
+    # whatever the target), so the totals are independent and alike: 1/2
+    assert solve({"lines": ["sixes"]}).first_player_value == pytest.approx(0.5, abs=1e-6)
+
+
+def reference_value(rules):
+    """V(a, b, d) by plain recursion with no trimming of d, each turn by the one-player
+    solver's array code: the untrimmed definition the kernel must agree with."""
+    P = points_table(rules).astype(np.int64)
+    L = rules.num_lines
+    full = (1 << L) - 1
+    gen, dbl = rules.generala_line, rules.double_generala_line
+    five = ROLL_COUNTS.max(axis=1) == 5
+
+    @lru_cache(maxsize=None)
+    def V(a, b, d):
+        mask, flag = a >> 1, a & 1
+        W = np.full((L, NUM_ROLLS, 2), -np.inf)
+        for l in range(L):
+            if (mask >> l) & 1:
+                continue
+            for r in range(NUM_ROLLS):
+                for s in (0, 1):
+                    pt = 0 if (l == dbl and not flag) else int(P[l, r, s])
+                    nflag = int(pt > 0) if (l == gen and dbl >= 0) else flag
+                    na = ((mask | 1 << l) << 1) | nflag
+                    if (na >> 1) == full and (b >> 1) == full:
+                        t = d + pt
+                        W[l, r, s] = 1.0 if t > 0 else 0.5 if t == 0 else 0.0
+                    else:
+                        W[l, r, s] = 1.0 - V(b, na, -(d + pt))
+        if rules.served_generala_wins(2) and gen >= 0 and not (mask >> gen) & 1:
+            W[:, five, 1] = -np.inf
+            W[gen, five, 1] = 1.0
+        return float(_turn_arrays(rules, W)["value"])
+
+    return V
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"lines": ["ones", "generala"]},
+        {"lines": ["twos", "generala", "double_generala"], "values": {"generala": 5, "double_generala": 7}},
+        {"lines": ["ones", "full_house"], "locked_holds": True, "served_bonus": 3, "values": {"full_house": 4}},
+    ],
+)
+def test_trimmed_table_equals_the_untrimmed_recursion(spec):
+    rules = load_rules(spec)
+    s = solve(spec)
+    ref = reference_value(rules)
+    lay = s.layout
+    for p in range(lay.num_pairs):
+        a, b = int(lay.pair_a[p]), int(lay.pair_b[p])
+        for d in range(int(lay.lo[p]) - 3, int(lay.lo[p] + lay.size[p]) + 3):  # past both ends too
+            if -lay.held[b] <= d <= lay.held[a]:  # differences that can be reached
+                assert s.value(a, b, d) == pytest.approx(ref(a, b, d), abs=1e-6), (a, b, d)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [SMALL, {**SMALL, "locked_holds": True}, {"lines": ["ones", "straight", "generala", "double_generala"], "served_generala": "points", "served_generala_points": 80}],
+)
+def test_values_are_probabilities_rising_with_the_lead_and_match_the_array_code(spec):
+    s = solve(spec)
+    lay = s.layout
+    assert np.all(s.V >= -1e-6) and np.all(s.V <= 1 + 1e-6)
+    for p in range(lay.num_pairs):  # a bigger lead is never worse
+        v = s.V[lay.off[p] : lay.off[p] + lay.size[p]]
+        assert np.all(np.diff(v) >= -1e-6)
+    rng = np.random.default_rng(0)
+    for p in rng.integers(0, lay.num_pairs, 25):  # the kernel against the agent's NumPy turn
+        a, b = int(lay.pair_a[p]), int(lay.pair_b[p])
+        d = int(lay.lo[p] + rng.integers(lay.size[p]))
+        assert s.value(a, b, d) == pytest.approx(s.turn(a, b, d)["value"], abs=1e-6)
+
+
+def test_the_first_player_value_is_the_mean_result_of_optimal_play(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    rules = load_rules(SMALL)
+    value = load_or_solve_2p(rules)[0].first_player_value
+    games = 2000
+    recs = play_many([("optimal-2p", "optimal-2p")] * games, [game_seed(7, i) for i in range(games)], rules, workers=2, progress=False)
+    seat0 = np.array([1.0 if r.winners == (0,) else 0.5 if len(r.winners) == 2 else 0.0 for r in recs])
+    se = seat0.std(ddof=1) / np.sqrt(games)
+    assert abs(seat0.mean() - value) < 4 * se, (seat0.mean(), value, se)
+
+
+def test_optimal_2p_beats_the_score_maximiser(tmp_path, monkeypatch):
+    # the score-maximiser is one of the strategies the solver ranks: against it optimal-2p
+    # wins at least as often as it would against itself, seats swapped on the same dice
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    rules = load_rules(SMALL)
+    n = 1500
+    seeds = [game_seed(11, i) for i in range(n)]
+    a = play_many([("optimal-2p", "optimal")] * n, seeds, rules, workers=2, progress=False)
+    b = play_many([("optimal", "optimal-2p")] * n, seeds, rules, workers=2, progress=False)
+    pts = [1.0 if r.winners == (0,) else 0.5 if len(r.winners) == 2 else 0.0 for r in a]
+    pts += [1.0 if r.winners == (1,) else 0.5 if len(r.winners) == 2 else 0.0 for r in b]
+    pts = np.array(pts)
+    assert pts.mean() - 0.5 > 2 * pts.std(ddof=1) / np.sqrt(len(pts)), pts.mean()
+
+
+def test_agent_plays_either_seat_through_the_env_and_refuses_other_games(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    ag = agents.load("optimal-2p", rules=SMALL)
+    assert ag.first_player_value == pytest.approx(solve(SMALL).first_player_value, abs=1e-7)
+    env = gym.make("Generala-v0", rules=SMALL, num_players=2, opponents="optimal-2p", reward="win")
+    for seed in range(6):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            obs, r, term, trunc, info = env.step(ag.act(obs, info))
+            done = term or trunc
+    one = gym.make("Generala-v0", rules=SMALL)
+    obs, info = one.reset(seed=0)
+    with pytest.raises(agents.AgentError, match="two-player games only"):
+        ag.act(obs, info)
+
+
+def test_cache_is_used_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    rules = load_rules({"lines": ["ones", "twos", "generala"]})
+    s1, src1 = load_or_solve_2p(rules)
+    s2, src2 = load_or_solve_2p(rules)
+    assert (src1, src2) == ("solved", "cache") and np.array_equal(s1.V, s2.V)
+    path = _cache_path(rules)
+    V = np.load(path)
+    V[0] += 0.5
+    np.save(path, V)  # tampered: the checksum no longer matches
+    assert load_or_solve_2p(rules)[1] == "solved"
+    path.write_bytes(path.read_bytes()[:64])  # truncated
+    assert load_or_solve_2p(rules)[1] == "solved"
+    meta = json.loads(path.with_suffix(".json").read_text())
+    meta["solver_version"] = SOLVER2P_VERSION + 1
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    assert load_or_solve_2p(rules)[1] == "solved"
+    assert load_or_solve_2p(rules)[1] == "cache"
+
+
+def test_a_table_too_big_is_refused_before_anything_is_allocated():
+    need = Layout.bytes_needed(load_rules("double"))
+    assert need > 2 * 2**30  # the 11-line sheets with a double generala
+    with pytest.raises(SolveTooBigError, match="GiB"):
+        TwoPlayerSolver("double").solve(max_memory=2 * 2**30)
+    with pytest.raises(SolveTooBigError, match="needs about"):
+        TwoPlayerSolver(SMALL).solve(max_memory=1000)
+    # the estimate is what the solve holds: the values and the pair arrays
+    lay = Layout(load_rules(SMALL))
+    assert Layout.bytes_needed(load_rules(SMALL)) >= lay.num_values * 4
+
+
+def run_cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "training.cli", *args], capture_output=True, text=True, env=env)
+
+
+def test_cli_solves_two_players_as_json_and_refuses_three(tmp_path):
+    import os
+
+    env = {**os.environ, "GENERALA_CACHE": str(tmp_path)}
+    rules_file = tmp_path / "five.yaml"
+    rules_file.write_text("lines: [ones, fives, sixes, full_house, generala]\n")
+    out = run_cli("solve", "--rules", str(rules_file), "--players", "2", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    assert res["first_player_value"] == pytest.approx(solve(SMALL).first_player_value, abs=1e-7)
+    assert res["source"] == "solved" and res["peak_memory_mib"] > 0 and res["solve_seconds"] > 0
+    text = run_cli("solve", "--rules", str(rules_file), "--players", "2", env=env)
+    assert text.returncode == 0 and "read from cache" in text.stdout and "peak memory" in text.stdout
+    three = run_cli("solve", "--players", "3", env=env)
+    assert three.returncode != 0 and "only one and two players are solved exactly" in three.stderr
+    big = run_cli("solve", "--rules", "double", "--players", "2", env=env)
+    assert big.returncode != 0 and "GiB" in big.stderr and "Traceback" not in big.stderr
