@@ -482,3 +482,24 @@ def test_any_text_is_a_legal_move_a_command_or_an_explanation(seed, steps, rules
         assert str(e)
         return
     assert got in ("help", "hint", "quit", "show") if isinstance(got, str) else g.legal_mask()[got.action]
+
+
+def test_two_player_hint_gives_the_chance_to_win(monkeypatch, capsys, tmp_path):
+    import agents
+    from training.harness import make_info
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    rules_file = tmp_path / "five.yaml"
+    rules_file.write_text("lines: [ones, fives, sixes, full_house, generala]\n")
+    rc, out, _, t = run(monkeypatch, capsys, ["--rules", str(rules_file), "--opponents", "optimal-2p", "--seed", "3"], "hint\nquit\n", dice=[[5, 5, 5, 6, 1]])
+    assert rc == 0
+    m = re.search(r"to win, the two-player optimum would (.+): chance to win ([0-9.]+)%", out)
+    assert m, out
+    # the chance shown is optimal-2p's best value at that state, and the move it names is that move
+    best = agents.load("optimal-2p", rules=t.rules).action_values(make_info(t.game, 0))
+    best[~t.game.legal_mask()] = -np.inf
+    assert float(m.group(2)) == pytest.approx(100 * best.max(), abs=0.051)
+    assert m.group(1) == play.describe(t.game, int(np.argmax(best)))
+    assert "next best for winning:" in out
+    one = run(monkeypatch, capsys, ["--rules", str(rules_file), "--opponents", "none", "--seed", "3"], "hint\nquit\n", dice=[[5, 5, 5, 6, 1]])[1]
+    assert "chance to win" not in one  # one player: there is no one to beat

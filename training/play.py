@@ -379,6 +379,7 @@ class Table:
                 self.labels.append(who)
         self.agents: dict[int, object] = {}
         self._optimal = None
+        self._optimal_2p = None  # the win-maximiser, loaded at the first hint of a two-player game
 
     # -- output ---------------------------------------------------------------------
     @property
@@ -532,7 +533,36 @@ class Table:
         if len(ranked) > 1:
             msg.append("next best: " + "; ".join(f"{describe(g, a)} ({total + v:.1f})" for v, a in ranked[1:3]))
         msg.append(self.style.dim("(the optimal player maximises its own expected total, as if playing alone)"))
+        if self.n == 2:
+            msg.extend(self.win_hint(best))
         return "\n  ".join(msg)
+
+    def win_hint(self, moves: dict[tuple, tuple[float, int]]) -> list[str]:
+        """The best moves by the chance to win (P(win) + 1/2 P(draw)) from the exact
+        two-player solution, for the distinct legal ``moves``."""
+        from agents.solver2p import SolveTooBigError
+
+        g = self.game
+        if self._optimal_2p is None:
+            import agents
+
+            try:
+                from agents.solver2p import _cache_path
+
+                if not _cache_path(self.rules).is_file():
+                    self.say(self.style.dim("  (solving the two-player game for these rules once; classic takes a few minutes)"))
+                self._optimal_2p = agents.load("optimal-2p", rules=self.rules)
+            except SolveTooBigError as e:
+                self._optimal_2p = str(e)
+        if isinstance(self._optimal_2p, str):
+            return [self.style.dim(f"(no chance-to-win hint: {self._optimal_2p})")]
+        values = self._optimal_2p.action_values(make_info(g, g.player))
+        ranked = sorted(((float(values[a]), a) for _, a in moves.values()), key=lambda x: -x[0])
+        out = [f"to win, the two-player optimum would {describe(g, ranked[0][1])}: chance to win {ranked[0][0]:.1%}"]
+        if len(ranked) > 1:
+            out.append("next best for winning: " + "; ".join(f"{describe(g, a)} ({v:.1%})" for v, a in ranked[1:3]))
+        out.append(self.style.dim("(chance to win: P(win) + 1/2 P(draw), both players playing to win from here)"))
+        return out
 
     def help(self) -> str:
         """The legal moves now, in the words the parser takes."""

@@ -6,7 +6,8 @@ With ``--players 2`` every pair of agents meets: each of ``--games`` dice seeds 
 twice, once with each agent in seat 0 ("duplicate" play), so neither seat nor dice luck
 favours one side. With more players the listed agents (exactly ``--players`` of them) play
 every rotation of the seats on each seed. Reports win/draw/loss with Wilson 95% intervals,
-mean margins and games ended by a served generala; writes ``results.json``,
+mean margins, games ended by a served generala and the first seat's points (1 a win,
+1/2 a draw) a game; writes ``results.json``,
 ``results.md`` and ``winrates.png`` into ``--out``. Ctrl-C or SIGTERM stops the workers
 and writes nothing (exit status 130 or 143).
 """
@@ -65,6 +66,8 @@ def _pair_stats(a: str, b: str, recs) -> dict:
         served += rec.served_generala_win
     n = w + d + l
     m, lo, hi = mean_ci(margins)
+    # the first seat's result (1, 1/2 or 0 a game): each agent sits there on half the games
+    first = mean_ci([outcome_points(rec.winners, 0) for rec in recs]) if n else (float("nan"),) * 3
     return {
         "agent": a,
         "opponent": b,
@@ -78,6 +81,7 @@ def _pair_stats(a: str, b: str, recs) -> dict:
         "points_rate": (w + 0.5 * d) / n if n else float("nan"),
         "mean_margin": [m, lo, hi],
         "served_generala_endings": served,
+        "seat_0_points_rate": list(first),
     }
 
 
@@ -133,14 +137,15 @@ def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, co
     md = [
         f"# Tournament on `{rules.name}`: {args.players} players, {args.games} seeds per matchup, seats swapped on the same dice",
         "",
-        "| agent | opponent | games | win | 95% CI (Wilson) | draw | loss | mean margin (95% CI) | served-generala endings |",
-        "|---|---|---:|---:|---|---:|---:|---|---:|",
+        "| agent | opponent | games | win | 95% CI (Wilson) | draw | loss | mean margin (95% CI) | served-generala endings | seat 0's points (95% CI) |",
+        "|---|---|---:|---:|---|---:|---:|---|---:|---|",
     ]
     for r in rows:
         wr, mm = r["win_rate"], r["mean_margin"]
         md.append(
             f"| {r['agent']} | {r['opponent']} | {r['games']} | {wr[0]:.1%} | {wr[1]:.1%} – {wr[2]:.1%} | {r['draw_rate'][0]:.1%} | "
-            f"{r['loss_rate'][0]:.1%} | {mm[0]:+.2f} ({mm[1]:+.2f} … {mm[2]:+.2f}) | {r['served_generala_endings']} |"
+            f"{r['loss_rate'][0]:.1%} | {mm[0]:+.2f} ({mm[1]:+.2f} … {mm[2]:+.2f}) | {r['served_generala_endings']} | "
+            f"{r['seat_0_points_rate'][0]:.1%} ({r['seat_0_points_rate'][1]:.1%} … {r['seat_0_points_rate'][2]:.1%}) |"
         )
     (out / "results.md").write_text("\n".join(md) + "\n")
     plot_matrix(names, matrix, out / "winrates.png", f"Win rate, {rules.name}, {args.players} players")
