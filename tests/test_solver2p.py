@@ -215,3 +215,20 @@ def test_cli_solves_two_players_as_json_and_refuses_three(tmp_path):
     assert three.returncode != 0 and "only one and two players are solved exactly" in three.stderr
     big = run_cli("solve", "--rules", "double", "--players", "2", env=env)
     assert big.returncode != 0 and "GiB" in big.stderr and "Traceback" not in big.stderr
+
+
+def test_behaviour_cloning_from_optimal_2p_learns_its_exact_chances(tmp_path, monkeypatch):
+    from training.config import EnvConfig
+    from training.export import solver_ingredients
+    from training.pretrain import _generate
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    env_cfg = EnvConfig(rules=SMALL, num_players=2, reward="win", reward_scale=0.5, agent_seat=0, opponents="self-play")
+    obs, masks, acts, vals = _generate((env_cfg, 3, [0, 1, 2, 3], 0.0, "optimal-2p"))
+    assert len(acts) == len(vals) >= 4 * len(SMALL["lines"])  # at least one decision a turn
+    assert masks[np.arange(len(acts)), acts].all()
+    # targets are the teacher's exact chance to win as a reward (2p - 1), times the reward scale:
+    # inside [-0.5, 0.5], and not only the game results (+-0.5 or 0)
+    assert np.all(np.abs(vals) <= 0.5 + 1e-6)
+    assert np.mean(~np.isin(np.round(vals, 6), [-0.5, 0.0, 0.5])) > 0.5
+    assert solver_ingredients({"pretrain": {"games": 10, "teacher": "optimal-2p"}})[0].endswith("(behaviour cloning from the optimal-2p player)")

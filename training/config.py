@@ -127,6 +127,8 @@ class PretrainConfig:
     """share of random legal moves mixed into the imitated games"""
     learning_rate: float = 1.0e-3
     """Adam's step size while imitating"""
+    teacher: str = "optimal"
+    """whom to imitate: optimal (the score-maximiser) or optimal-2p (the two-player win-maximiser)"""
 
 
 @dataclass
@@ -225,6 +227,7 @@ CHOICES = {
     ("policy", "head"): ("mlp", "keep"),
     ("algo", "lr_schedule"): ("constant", "linear"),
     ("env", "reward"): ("score", "win"),
+    ("pretrain", "teacher"): ("optimal", "optimal-2p"),
 }
 
 # key -> (test, what a value must be); checked after the types, so a number here is a finite number
@@ -307,6 +310,9 @@ def _validate(cfg: Config) -> None:
         names = lambda e: e if isinstance(e, list) else [e]  # noqa: E731
         if not entries or not all(names(e) and all(isinstance(n, str) and n.strip() for n in names(e)) for e in entries):
             raise _fail(("env", "opponents"), "null, an agent name, or a non-empty list of agent names (or of lists of them, one per seat)", opp)
+
+    if cfg.pretrain.teacher == "optimal-2p" and (env.num_players != 2 or env.reward != "win"):
+        raise _fail(("pretrain", "teacher"), "optimal (optimal-2p teaches two-player games with env.reward: win)", cfg.pretrain.teacher)
 
     # a rollout of n_steps x n_envs samples is cut into minibatches; a last one of a single
     # sample has no spread, and normalizing its advantage gives NaN

@@ -90,7 +90,8 @@ def solver_ingredients(cfg: dict) -> list[str]:
     """
     out = []
     if (cfg.get("pretrain") or {}).get("games", 0):
-        out.append(f"pretrain.games = {cfg['pretrain']['games']} (behaviour cloning from the optimal player)")
+        teacher = cfg["pretrain"].get("teacher", "optimal")
+        out.append(f"pretrain.games = {cfg['pretrain']['games']} (behaviour cloning from the {teacher} player)")
     if cfg.get("init_from"):
         out.append(f"init_from = {cfg['init_from']!r}")
     opp = (cfg.get("env") or {}).get("opponents")

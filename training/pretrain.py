@@ -1,11 +1,17 @@
-"""Behaviour cloning from the exact optimal player: an optional warm start for PPO.
+"""Behaviour cloning from an exact optimal player: an optional warm start for PPO.
 
 With ``pretrain.games > 0`` in a training config, a fresh policy first learns to imitate
-the ``optimal`` agent on states it visits (with ``pretrain.epsilon`` of random legal
-moves mixed in, so that the policy also sees states optimal play rarely reaches), and its
-value head learns the value of those states: with ``reward: score`` the exact expected
-points still to come (from the solver), with ``reward: win`` the game's final result.
-PPO then trains on from there. The run's config records that this was done.
+``pretrain.teacher`` on states it visits (with ``pretrain.epsilon`` of random legal moves
+mixed in, so that the policy also sees states optimal play rarely reaches), and its value
+head learns the value of those states:
+
+* teacher ``optimal`` (the score-maximiser): with ``reward: score`` the exact expected
+  points still to come, with ``reward: win`` the game's final result;
+* teacher ``optimal-2p`` (the two-player win-maximiser, ``reward: win``): the exact
+  expected reward, ``2 (P(win) + ½ P(draw)) - 1``.
+
+Value targets are in the env's reward units (times ``env.reward_scale``). PPO then trains
+on from there. The run's config records that this was done, and whom it imitated.
 """
 
 from __future__ import annotations
@@ -26,32 +32,33 @@ from .config import Config, EnvConfig
 from .harness import game_seed
 
 
-def _opponent_names(env_cfg: EnvConfig, game_index: int) -> list[str]:
+def _opponent_names(env_cfg: EnvConfig, game_index: int, teacher: str = "optimal") -> list[str]:
     opp = env_cfg.opponents or "greedy"
     if isinstance(opp, list):
         opp = opp[game_index % len(opp)]
     n = env_cfg.num_players - 1
     names = list(opp) if isinstance(opp, list) else [opp] * n
-    # the run's own checkpoints don't exist yet: imitated games meet the optimal player instead
-    return ["optimal" if o == "self-play" else o for o in names]
+    # the run's own checkpoints don't exist yet: imitated games meet the teacher instead
+    return [teacher if o == "self-play" else o for o in names]
 
 
 def _generate(job):
     """Play games; return observations, masks, teacher actions and value targets at the learner's seat."""
     import agents
 
-    env_cfg, seed, indices, epsilon = job
+    env_cfg, seed, indices, epsilon, teacher_name = job
     rules = load_rules(env_cfg.rules)
     P = env_cfg.num_players
     enc = Encoder(rules, P)
-    teacher = agents.load("optimal", rules=rules)
-    cache: dict = {}
+    teacher = agents.load(teacher_name, rules=rules)
+    cache: dict = {teacher_name: teacher}
+    scale = env_cfg.reward_scale
     obs_l, mask_l, act_l, val_l = [], [], [], []
     for gi in indices:
         rng = np.random.default_rng(game_seed(seed, gi))
         seat = int(rng.integers(P)) if env_cfg.agent_seat == "random" else int(env_cfg.agent_seat)
         opps = []
-        for name in _opponent_names(env_cfg, gi):
+        for name in _opponent_names(env_cfg, gi, teacher_name):
             if name not in cache:
                 cache[name] = agents.load(name, rules=rules)
             opps.append(cache[name])
@@ -68,9 +75,13 @@ def _generate(job):
                 obs_l.append(obs)
                 mask_l.append(info["action_mask"].astype(bool))
                 act_l.append(a)
-                if env_cfg.reward == "score":
+                legal_now = info["action_mask"].astype(bool)
+                if teacher_name == "optimal-2p":  # the exact chance to win, as an expected reward
+                    v = teacher.action_values(info)
+                    val_l.append((2.0 * float(np.max(np.where(legal_now, v, -np.inf))) - 1.0) * scale)
+                elif env_cfg.reward == "score":
                     v = teacher.solver.action_values(*_state(teacher, info))
-                    val_l.append(float(np.max(np.where(info["action_mask"].astype(bool), v, -np.inf))) * env_cfg.reward_scale)
+                    val_l.append(float(np.max(np.where(legal_now, v, -np.inf))) * scale)
                 else:
                     val_l.append(np.nan)
                 if rng.random() < epsilon:
@@ -79,8 +90,8 @@ def _generate(job):
             else:
                 a = opps[(s - seat - 1) % P].act(obs, info)
             game.step(int(a), rng)
-        if env_cfg.reward == "win":
-            r = win_reward(game.winners(), seat)
+        if env_cfg.reward == "win" and teacher_name != "optimal-2p":
+            r = win_reward(game.winners(), seat) * scale
             val_l[start:] = [r] * (len(val_l) - start)
     return np.array(obs_l, np.float32), np.array(mask_l, bool), np.array(act_l, np.int64), np.array(val_l, np.float32)
 
@@ -94,7 +105,7 @@ def _state(agent, info):
 
 
 def behaviour_clone(model, cfg: Config, log=print) -> dict:
-    """Train ``model.policy`` to imitate the optimal player; returns what it measured."""
+    """Train ``model.policy`` to imitate ``cfg.pretrain.teacher``; returns what it measured."""
     import torch
 
     p = cfg.pretrain
@@ -102,7 +113,7 @@ def behaviour_clone(model, cfg: Config, log=print) -> dict:
     games = p.games
     workers = max(1, min(os.cpu_count() or 1, games))
     chunks = [list(range(i, games, workers * 8)) for i in range(workers * 8)]
-    jobs = [(cfg.env, cfg.seed + 7_000_001, c, p.epsilon) for c in chunks if c]
+    jobs = [(cfg.env, cfg.seed + 7_000_001, c, p.epsilon, p.teacher) for c in chunks if c]
     if workers == 1:
         parts = [_generate(j) for j in jobs]
     else:
@@ -111,7 +122,7 @@ def behaviour_clone(model, cfg: Config, log=print) -> dict:
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
             parts = list(pool.map(_generate, jobs))
     obs, masks, acts, vals = (np.concatenate([x[i] for x in parts]) for i in range(4))
-    log(f"behaviour cloning: {len(acts):,} decisions from {games:,} games of the optimal player in {time.time() - t0:.0f} s")
+    log(f"behaviour cloning: {len(acts):,} decisions from {games:,} games of the {p.teacher} player in {time.time() - t0:.0f} s")
 
     policy = model.policy
     policy.set_training_mode(True)
@@ -139,4 +150,4 @@ def behaviour_clone(model, cfg: Config, log=print) -> dict:
                 correct += (logp > np.log(0.5)).sum().item()
         log(f"  epoch {epoch + 1}/{p.epochs}: policy loss {tot_pi / n:.4f}, value loss {tot_v / n:.5f}, teacher action prob>0.5 on {correct / n:.1%}")
     policy.set_training_mode(False)
-    return {"decisions": int(n), "games": games, "epochs": p.epochs, "seconds": time.time() - t0, "final_policy_loss": tot_pi / n}
+    return {"teacher": p.teacher, "decisions": int(n), "games": games, "epochs": p.epochs, "seconds": time.time() - t0, "final_policy_loss": tot_pi / n}
