@@ -27,6 +27,8 @@ RESET_FAILED = "the last reset() did not complete: call reset() again"
 _ENDED_BEFORE_MOVE = "an opponent's served generala ended the game before the agent's first move"
 
 _ROLL_ROWS = list(ROLLS)  # one array per roll: a list look-up is cheaper than numpy indexing
+_LOCKED_ROWS = list(KEEP_COUNTS)  # the dice of each keep, counted per face
+_NO_MOVES: dict[int, np.ndarray] = {}  # players -> info["opponent_moves"] with no move: -1 rows
 
 
 def check_arguments(num_players: int, reward, agent_seat, render_mode, render_modes, illegal_action, illegal_penalty) -> str | None:
@@ -112,7 +114,10 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
     player = game.player
     legal, totals, filled = game.views()
     over = bool(game.over)
-    moves = np.full((opponent_move_rows(game.num_players), 3), -1, dtype=np.int64)
+    blank = _NO_MOVES.get(game.num_players)
+    if blank is None:
+        blank = _NO_MOVES[game.num_players] = np.full((opponent_move_rows(game.num_players), 3), -1, dtype=np.int64)
+    moves = blank.copy()
     if opponent_moves:
         moves[: len(opponent_moves)] = opponent_moves
     winners = np.zeros(game.num_players, dtype=bool)
@@ -125,7 +130,7 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
         "action_mask": legal.copy() if player == seat else np.zeros(game.num_actions, dtype=np.int8),
         "dice": _ROLL_ROWS[game.roll].copy(),
         "rolls_left": int(game.rolls_left),
-        "locked": KEEP_COUNTS[game.locked].copy(),
+        "locked": _LOCKED_ROWS[game.locked].copy(),
         "sheets": game.sheets.copy(),
         "totals": totals.copy(),
         "turn": filled[player],

@@ -12,7 +12,9 @@ MaskablePPO reads the masks with ``env_method("action_masks")``; the adapter ans
 for all games from one call to :meth:`GeneralaVectorEnv.action_masks`. An ending game's
 last observation is in ``infos[i]["terminal_observation"]`` (with ``winner``, ``totals``
 and the agent's ``seat`` in that game), as SB3 expects; the next observation already
-belongs to the new game.
+belongs to the new game. With ``obs_type="dict"`` the observations are dicts (SB3's
+``MultiInputPolicy``), as :class:`GeneralaVectorEnv` gives them; a game truncated by the
+cap on illegal actions in a row is done with ``TimeLimit.truncated`` set.
 """
 
 from __future__ import annotations
