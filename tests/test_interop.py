@@ -247,7 +247,7 @@ def test_every_info_key_at_every_step_with_one_shape(kwargs):
     rng = np.random.default_rng(1)
     _, info = env.reset(seed=1)
     first = signature(info)
-    P, L = env.num_players, env.rules.num_lines
+    P = env.num_players
     assert first["locked"][1:] == ((6,), np.int8) and first["opponent_moves"][1:] == ((3 * (P - 1), 3), np.int64)
     assert first["winners"][1:] == ((P,), np.bool_) and first["illegal_reason"][0] is str
     seen = {"illegal": 0, "truncated": 0, "ended": 0, "locked": 0}
