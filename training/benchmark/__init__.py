@@ -1,0 +1,312 @@
+"""``generala benchmark``: RL algorithms on Generala's task suite, scored against the exact optimum.
+
+    generala benchmark --algos ppo_mask,ppo,a2c,dqn,qrdqn,trpo --tasks classic --seeds 3 --steps 300000 --out runs/bench
+    generala benchmark ... --backend ray [--ray-address ADDRESS]      # the same grid through Ray Tune
+
+A grid is every (algorithm, task, seed). Algorithm ids are rl-zoo3's names plus ``ppo_mask``
+(sb3-contrib's MaskablePPO, the one that reads the legal-action mask); each has its
+hyperparameters in ``configs/benchmark/ALGO.yaml``. Tasks are the versioned suite of
+``configs/benchmark/tasks.yaml``. Each run trains in its own folder
+(``OUT/runs/TASK/ALGO/seedN``, see :mod:`training.benchmark.run`), is evaluated on the
+suite's shared dice along the way, and can be cut and resumed: a finished run is skipped,
+a cut one goes on from its last evaluation as if it had never stopped. When every run is
+done, ``OUT`` gets ``results.json``, ``results.md`` and the plots
+(:mod:`training.benchmark.report`).
+
+Runs go to local worker processes (``--workers``, default every core; one torch thread
+each), or with ``--backend ray`` to Ray Tune trials of one CPU each, on a local Ray instance
+or the cluster at ``--ray-address``. A run's result depends only on its spec, so both
+backends give the same results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from ..options import MissingExtra, positive_int, require_extra
+from .suite import ALGOS, BenchmarkError, RunSpec, check_hyperparams_build, check_task, default_config_dir, load_algo, load_suite, run_folder
+
+TRAIN_MODULES = ("torch", "stable_baselines3", "sb3_contrib")
+REPORT_MODULES = ("rliable", "matplotlib")
+DEFAULT_ALGOS = tuple(ALGOS)
+
+
+def _ids(text: str, known, what: str) -> list[str]:
+    ids = [x.strip() for x in text.split(",") if x.strip()]
+    if not ids:
+        raise BenchmarkError(f"--{what} names no {what}; known: {', '.join(known)}")
+    unknown = [x for x in ids if x not in known]
+    if unknown:
+        raise BenchmarkError(f"unknown {what[:-1]} id(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    if len(set(ids)) != len(ids):
+        raise BenchmarkError(f"--{what} names an id twice: {text}")
+    return ids
+
+
+def plan(algos: list[str], tasks: list[str], seeds: int, steps: int, out: Path, config_dir: Path | None = None) -> list[RunSpec]:
+    """The grid's runs, every input checked and every existing run folder matched against its
+    spec, before anything is written or trained (a :class:`BenchmarkError` says what is wrong)."""
+    if out.exists() and not out.is_dir():
+        raise BenchmarkError(f"--out {out} is a file, not a folder")
+    suite = load_suite(config_dir)
+    tasks_known = list(suite.tasks)
+    for t in tasks:
+        if t not in suite.tasks:
+            raise BenchmarkError(f"unknown task id {t}; known: {', '.join(tasks_known)}")
+    for t in tasks:
+        check_task(suite.tasks[t])
+    configs = {a: load_algo(a, config_dir) for a in algos}
+    for a in algos:
+        check_hyperparams_build(a, configs[a], suite.tasks[tasks[0]])
+    ev = suite.evaluation
+    evaluation = {"seed": ev.seed, "games": ev.games, "final_games": ev.final_games, "points": ev.points}
+    specs = []
+    for seed in range(seeds):
+        for t in tasks:
+            for a in algos:
+                specs.append(
+                    RunSpec(a, t, seed, steps, suite.name, suite.version, suite.tasks[t].to_dict(), configs[a].to_dict(), evaluation, str(run_folder(out.resolve(), a, t, seed)))
+                )
+    from .run import check_folder
+
+    for s in specs:
+        check_folder(s)
+    return specs
+
+
+@contextlib.contextmanager
+def _lock(out: Path):
+    """Hold ``OUT/.lock``: two benchmarks writing the same runs would spoil both."""
+    import fcntl
+
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BenchmarkError(f"another generala benchmark is using {out}") from None
+        yield
+
+
+def _line(spec: RunSpec, state: dict) -> str:
+    f = state["final"]
+    return f"{spec.algo} on {spec.task}, seed {spec.seed}: normalised score {f['normalized_score']:.3f} after {f['step']:,} steps ({state['train_seconds']:.0f} s training)"
+
+
+def run_local(specs: list[RunSpec], workers: int, log=print) -> list[tuple[RunSpec, str]]:
+    """Run ``specs`` in this process (one worker) or in ``workers`` processes; the failures."""
+    from .run import run_one
+
+    failures = []
+    if workers <= 1 or len(specs) <= 1:
+        for i, s in enumerate(specs, 1):
+            try:
+                log(f"[{i}/{len(specs)}] {_line(s, run_one(s))}")
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except Exception as e:  # noqa: BLE001 - one run's failure must not end the others
+                failures.append((s, f"{type(e).__name__}: {e}"))
+                log(f"[{i}/{len(specs)}] {s.algo} on {s.task}, seed {s.seed} failed: {type(e).__name__}: {e}")
+        return failures
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from ..harness import _stop_workers
+
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(specs)), mp_context=mp.get_context("spawn"))
+    try:
+        futures = {pool.submit(run_one, s): s for s in specs}
+        for i, f in enumerate(as_completed(futures), 1):
+            s = futures[f]
+            try:
+                log(f"[{i}/{len(specs)}] {_line(s, f.result())}")
+            except Exception as e:  # noqa: BLE001
+                failures.append((s, f"{type(e).__name__}: {e}"))
+                log(f"[{i}/{len(specs)}] {s.algo} on {s.task}, seed {s.seed} failed: {type(e).__name__}: {e}")
+    except BaseException:
+        _stop_workers(pool)
+        raise
+    pool.shutdown()
+    return failures
+
+
+def _ray_trial(config: dict) -> None:
+    """One Ray Tune trial: one run, reporting each evaluation to Tune."""
+    from ray import tune
+
+    from .run import run_one
+
+    numeric = lambda d: {k: v for k, v in d.items() if isinstance(v, (int, float))}  # noqa: E731
+    state = run_one(RunSpec.from_dict(config["spec"]), report=lambda point: tune.report(numeric(point)))
+    tune.report({**numeric(state["final"]), "done": 1})
+
+
+def run_ray(specs: list[RunSpec], workers: int, out: Path, address: str | None = None, log=print) -> list[tuple[RunSpec, str]]:
+    """Run ``specs`` as Ray Tune trials of one CPU each (at most ``workers`` at once); the failures.
+
+    Without ``address`` a local Ray instance of ``workers`` CPUs is started (and stopped after).
+    """
+    import ray
+    from ray import tune
+
+    started = False
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+        started = True
+    try:
+        tuner = tune.Tuner(
+            tune.with_resources(_ray_trial, {"cpu": 1}),
+            param_space={"spec": tune.grid_search([s.to_dict() for s in specs])},
+            tune_config=tune.TuneConfig(
+                max_concurrent_trials=workers,
+                trial_name_creator=lambda t: f"{t.config['spec']['task']}__{t.config['spec']['algo']}__seed{t.config['spec']['seed']}",
+                trial_dirname_creator=lambda t: f"{t.config['spec']['task']}__{t.config['spec']['algo']}__seed{t.config['spec']['seed']}__{t.trial_id}",
+            ),
+            run_config=tune.RunConfig(name=f"benchmark_{time.strftime('%Y%m%d-%H%M%S')}", storage_path=str((out / "ray").resolve()), verbose=0),
+        )
+        grid = tuner.fit()
+        failures = []
+        for r in grid:
+            s = RunSpec.from_dict(r.config["spec"])
+            if r.error is not None:
+                failures.append((s, f"{type(r.error).__name__}: {r.error}"))
+                log(f"{s.algo} on {s.task}, seed {s.seed} failed in Ray: {r.error}")
+        return failures
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def collect(specs: list[RunSpec]) -> tuple[list[dict], dict]:
+    """The finished runs' records and learning curves, read from their folders."""
+    import numpy as np
+
+    from .run import read_state
+
+    runs, curves = [], {}
+    for s in specs:
+        state = read_state(Path(s.folder))
+        f = state["final"]
+        runs.append(
+            {
+                "algo": s.algo,
+                "task": s.task,
+                "seed": s.seed,
+                "steps": f["step"],
+                "score": f["score"],
+                "normalized_score": f["normalized_score"],
+                "mean_total": f["mean_total"],
+                "illegal_stops": f["illegal_stops"],
+                "train_seconds": state["train_seconds"],
+                "eval_seconds": state["eval_seconds"],
+                "folder": s.folder,
+            }
+        )
+        curves.setdefault(s.task, {}).setdefault(s.algo, []).append(state["evaluations"])
+    out = {}
+    for t, by_algo in curves.items():
+        out[t] = {}
+        for a, evs in by_algo.items():
+            steps = [e["step"] for e in evs[0]]
+            if any([e["step"] for e in ev] != steps for ev in evs):
+                raise BenchmarkError(f"the runs of {a} on {t} were evaluated at different steps: their curves cannot be aggregated")
+            out[t][a] = (steps, np.array([[e["normalized_score"] for e in ev] for ev in evs], dtype=float))
+    return runs, out
+
+
+def results(specs: list[RunSpec], algos: list[str], tasks: list[str], seeds: int, steps: int, reps: int, command: str) -> dict:
+    """``results.json``'s content for the finished grid of ``specs``."""
+    from .report import aggregate
+    from .run import task_optimum
+    from .suite import Task
+
+    runs, curves = collect(specs)
+    first = {s.task: s for s in specs}
+    tasks_def = {t: Task(t, **first[t].task_def) for t in tasks}
+    return {
+        "suite": {"name": specs[0].suite, "version": specs[0].suite_version},
+        "algos": algos,
+        "tasks": tasks,
+        "seeds": list(range(seeds)),
+        "steps": steps,
+        "command": command,
+        "evaluation": specs[0].evaluation,
+        "task_definitions": {t: tasks_def[t].to_dict() for t in tasks},
+        "num_players": {t: tasks_def[t].num_players for t in tasks},
+        "optimum": {t: (task_optimum(tasks_def[t]) if tasks_def[t].num_players == 1 else None) for t in tasks},
+        "hyperparameters": {a: next(s.algo_config for s in specs if s.algo == a) for a in algos},
+        "wall_seconds_this_call": None,
+        "run_seconds_total": round(sum(r["train_seconds"] + r["eval_seconds"] for r in runs), 1),
+        "runs": runs,
+        "aggregates": aggregate(runs, curves, algos, tasks, reps),
+    }
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="generala benchmark", description="Train RL algorithms on Generala's task suite and score them with rliable.")
+    p.add_argument("--algos", default=",".join(DEFAULT_ALGOS), help=f"comma-separated algorithm ids (default all: {','.join(DEFAULT_ALGOS)})")
+    p.add_argument("--tasks", default="classic", help="comma-separated task ids of the suite (default classic)")
+    p.add_argument("--seeds", type=positive_int, default=3, help="runs per algorithm and task, seeds 0 … N-1 (default 3)")
+    p.add_argument("--steps", type=positive_int, required=True, help="environment steps per run")
+    p.add_argument("--out", required=True, help="the grid's folder: run folders, results.json, results.md, plots")
+    p.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: every core)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local", help="local processes, or Ray Tune trials (extra [ray])")
+    p.add_argument("--ray-address", help="a running Ray cluster to use (default: start a local instance)")
+    p.add_argument("--configs", help="a folder with tasks.yaml and ALGO.yaml files to use instead of the shipped configs/benchmark")
+    p.add_argument("--reps", type=positive_int, default=2000, help="bootstrap resamples of each interval (default 2000)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    command = "generala benchmark " + " ".join(shlex.quote(a) for a in argv)
+    try:
+        require_extra("benchmark", TRAIN_MODULES + REPORT_MODULES, "generala benchmark")
+        if args.backend == "ray":
+            require_extra("ray", ("ray", "ray.tune"), "generala benchmark --backend ray")
+        elif args.ray_address:
+            raise BenchmarkError("--ray-address is for --backend ray")
+        algos = _ids(args.algos, list(ALGOS), "algos")
+        config_dir = Path(args.configs) if args.configs else default_config_dir()
+        if not config_dir.is_dir():
+            raise BenchmarkError(f"--configs {config_dir} is not a folder")
+        tasks = _ids(args.tasks, list(load_suite(config_dir).tasks), "tasks")
+        out = Path(args.out)
+        specs = plan(algos, tasks, args.seeds, args.steps, out, config_dir)
+        with _lock(out):
+            from .run import check_folder
+
+            pending = [s for s in specs if check_folder(s) != "done"]
+            print(f"{len(specs)} runs ({len(algos)} algorithm(s) x {len(tasks)} task(s) x {args.seeds} seed(s)); {len(specs) - len(pending)} already done; output in {out}")
+            t0 = time.perf_counter()
+            if pending:
+                failures = run_ray(pending, args.workers, out, args.ray_address) if args.backend == "ray" else run_local(pending, args.workers)
+                if failures:
+                    print(f"generala benchmark: {len(failures)} run(s) failed; run the same command again to retry them:", file=sys.stderr)
+                    for s, why in failures:
+                        print(f"  {s.algo} on {s.task}, seed {s.seed} ({s.folder}): {why}", file=sys.stderr)
+                    return 1
+            wall = time.perf_counter() - t0
+            res = results(specs, algos, tasks, args.seeds, args.steps, args.reps, command)
+            res["wall_seconds_this_call"] = round(wall, 1)
+            from .report import write
+
+            for path in write(res, out):
+                print(f"wrote {path}")
+    except (BenchmarkError, MissingExtra) as e:
+        print(f"generala benchmark: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished runs are kept, cut ones resume from their last evaluation; run the same command again", file=sys.stderr)
+        return 130
+    return 0

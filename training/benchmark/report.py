@@ -1,0 +1,231 @@
+"""A finished grid's results: rliable's aggregates, ``results.json``, ``results.md`` and the plots.
+
+Aggregates follow Agarwal et al. (2021), "Deep RL at the edge of the statistical precipice",
+through their library ``rliable``: the interquartile mean (IQM) of the normalised scores with
+95% stratified-bootstrap confidence intervals (runs resampled within each task), the mean,
+median and optimality gap (how far below the optimum, 1.0, on average), performance
+profiles (the share of runs scoring above each threshold) and the probability that one
+algorithm's run beats another's on a task. Every bootstrap is seeded, so the same runs give
+the same file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+METRICS = ("IQM", "Mean", "Median", "Optimality gap")
+BOOTSTRAP_SEED = 0
+TAUS = np.linspace(0.0, 1.05, 106)  # performance-profile thresholds on the normalised score
+
+
+def _estimates(score_dict: dict, func, reps: int):
+    """rliable's stratified-bootstrap point estimates and 95% intervals, seeded."""
+    from rliable import library as rly
+
+    with warnings.catch_warnings():  # arch's notice that random_state will become generator=
+        warnings.simplefilter("ignore", FutureWarning)
+        return rly.get_interval_estimates(score_dict, func, reps=reps, random_state=np.random.RandomState(BOOTSTRAP_SEED))
+
+
+# rliable.metrics' statistics, computed in NumPy: the bootstrap calls them thousands of times,
+# and scipy's trim_mean and mannwhitneyu, which rliable calls, cost a millisecond a call.
+# tests/test_benchmark.py checks they equal rliable's.
+def iqm(scores: np.ndarray, axis=None) -> np.ndarray:
+    """The interquartile mean of all ``scores`` (``axis=None``, as rliable.metrics.aggregate_iqm:
+    scipy's ``trim_mean(x, 0.25)``), or along ``axis``."""
+    a = np.sort(np.ravel(scores) if axis is None else np.moveaxis(scores, axis, 0), axis=0)
+    cut = int(0.25 * a.shape[0])
+    return a[cut : a.shape[0] - cut].mean(axis=0)
+
+
+def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
+    """P(X > Y) averaged over tasks, ties counting half (rliable's Mann-Whitney U / (n_x n_y))."""
+    xs, ys = x[:, None, :], y[None, :, :]
+    return float(np.mean(np.mean((xs > ys) + 0.5 * (xs == ys), axis=(0, 1))))
+
+
+def score_distribution(scores: np.ndarray, taus: np.ndarray = TAUS) -> np.ndarray:
+    """The share of runs (all tasks together) scoring above each threshold (rliable.library.score_distributions)."""
+    return np.mean(np.asarray(scores)[..., None] > taus, axis=tuple(range(np.ndim(scores))))
+
+
+def metrics(x: np.ndarray) -> np.ndarray:
+    """IQM, mean, median and optimality gap of a runs x tasks matrix (rliable.metrics' aggregate_*:
+    the mean and median are over the tasks' mean scores, the gap is below 1, the optimum)."""
+    task_means = x.mean(axis=0)
+    return np.array([iqm(x), task_means.mean(), np.median(task_means), 1.0 - np.minimum(x, 1.0).mean()])
+
+
+def _summary(point, ci) -> dict:
+    return {m.lower().replace(" ", "_"): {"value": float(point[i]), "ci": [float(ci[0, i]), float(ci[1, i])]} for i, m in enumerate(METRICS)}
+
+
+def aggregate(runs: list[dict], curves: dict, algos: list[str], tasks: list[str], reps: int) -> dict:
+    """The aggregates of ``runs`` (one per algorithm, task and seed, every combination present).
+
+    ``curves[task][algo]`` is ``(steps, scores)``: the evaluation steps and a runs x points
+    matrix of normalised scores.
+    """
+    seeds = sorted({r["seed"] for r in runs})
+    by = {(r["algo"], r["task"], r["seed"]): r["normalized_score"] for r in runs}
+    matrix = {a: np.array([[by[(a, t, s)] for t in tasks] for s in seeds], dtype=float) for a in algos}  # runs x tasks
+
+    point, ci = _estimates(matrix, metrics, reps)
+    overall = {a: _summary(point[a], ci[a]) for a in algos}
+    per_task = {}
+    for j, t in enumerate(tasks):
+        sub = {a: matrix[a][:, j : j + 1] for a in algos}
+        p, c = _estimates(sub, metrics, reps)
+        per_task[t] = {a: _summary(p[a], c[a]) for a in algos}
+
+    pairs = list(itertools.combinations(algos, 2))  # P(y > x) is 1 - P(x > y): ties count half
+    poi = []
+    if pairs:
+        pair_dict = {f"{x},{y}": (matrix[x], matrix[y]) for x, y in pairs}
+        p, c = _estimates(pair_dict, probability_of_improvement, reps)
+        poi = [{"x": x, "y": y, "probability": float(np.ravel(p[f"{x},{y}"])[0]), "ci": [float(v) for v in np.ravel(c[f"{x},{y}"])]} for x, y in pairs]
+
+    # rliable.library.create_performance_profile's score distributions, through the same
+    # get_interval_estimates but seeded (it takes no random_state) and vectorised over tau
+    profiles, profile_ci = _estimates(matrix, score_distribution, reps)
+
+    curve_out = {}
+    for t in tasks:
+        curve_out[t] = {}
+        for a in algos:
+            steps, scores = curves[t][a]  # runs x points
+            p, c = _estimates({a: scores}, lambda x: iqm(x, axis=0), reps)
+            curve_out[t][a] = {"steps": [int(s) for s in steps], "iqm": p[a].tolist(), "ci_low": c[a][0].tolist(), "ci_high": c[a][1].tolist()}
+
+    return {
+        "overall": overall,
+        "per_task": per_task,
+        "probability_of_improvement": poi,
+        "performance_profile": {
+            "tau": [round(float(x), 4) for x in TAUS],
+            "share_above": {a: profiles[a].tolist() for a in algos},
+            "ci_low": {a: profile_ci[a][0].tolist() for a in algos},
+            "ci_high": {a: profile_ci[a][1].tolist() for a in algos},
+        },
+        "curves": curve_out,
+        "bootstrap": {"method": "stratified bootstrap, percentile intervals (rliable)", "reps": reps, "confidence": 0.95, "seed": BOOTSTRAP_SEED},
+    }
+
+
+def _ci(x: dict, pct: bool = True) -> str:
+    f = (lambda v: f"{100 * v:.1f}") if pct else (lambda v: f"{v:.3f}")
+    return f"{f(x['value'])} [{f(x['ci'][0])}–{f(x['ci'][1])}]"
+
+
+def markdown(results: dict) -> str:
+    """``results.md``: the tables of ``results.json``."""
+    agg, algos, tasks = results["aggregates"], results["algos"], results["tasks"]
+    n = len(results["seeds"])
+    lines = [
+        f"# Benchmark results: {results['suite']['name']} v{results['suite']['version']}",
+        "",
+        f"{len(algos)} algorithm(s) x {len(tasks)} task(s) x {n} seed(s), {results['steps']:,} steps a run. "
+        "Normalised score, in % (one player: mean final total / exact optimum; with opponents: win rate). "
+        f"IQM and 95% stratified-bootstrap intervals ({agg['bootstrap']['reps']:,} resamples, rliable).",
+        "",
+        f"Command: `{results['command']}`",
+        "",
+    ]
+    order = sorted(algos, key=lambda a: -agg["overall"][a]["iqm"]["value"])
+    if len(tasks) > 1:
+        lines += [f"## All tasks ({', '.join(tasks)})", "", "| algorithm | IQM % | mean % | median % | optimality gap % |", "|---|---|---|---|---|"]
+        for a in order:
+            o = agg["overall"][a]
+            lines.append(f"| {a} | {_ci(o['iqm'])} | {_ci(o['mean'])} | {_ci(o['median'])} | {_ci(o['optimality_gap'])} |")
+        lines.append("")
+    for t in tasks:
+        opt = results["optimum"].get(t)
+        what = f"optimum {opt:.2f}" if results["num_players"][t] == 1 else "win rate"
+        lines += [f"## {t} ({what})", "", "| algorithm | IQM % | mean % | score per seed | illegal stops | train s per run |", "|---|---|---|---|---|---:|"]
+        for a in sorted(algos, key=lambda a: -agg["per_task"][t][a]["iqm"]["value"]):
+            rs = sorted((r for r in results["runs"] if r["algo"] == a and r["task"] == t), key=lambda r: r["seed"])
+            scores = ", ".join(f"{r['score']:.3f}" if results["num_players"][t] > 1 else f"{r['score']:.1f}" for r in rs)
+            stops = max(r["illegal_stops"] for r in rs)
+            secs = np.mean([r["train_seconds"] for r in rs])
+            lines.append(f"| {a} | {_ci(agg['per_task'][t][a]['iqm'])} | {_ci(agg['per_task'][t][a]['mean'])} | {scores} | {stops:.1%} max | {secs:,.0f} |")
+        lines.append("")
+    if agg["probability_of_improvement"]:
+        lines += ["## Probability of improvement", "", "P(a run of X beats a run of Y on a task), with 95% intervals.", "", "| X | Y | P(X > Y) |", "|---|---|---|"]
+        for p in agg["probability_of_improvement"]:
+            x, y, prob, lo, hi = p["x"], p["y"], p["probability"], *p["ci"]
+            if order.index(x) > order.index(y):  # the better one first
+                x, y, prob, lo, hi = y, x, 1 - prob, 1 - hi, 1 - lo
+            lines.append(f"| {x} | {y} | {prob:.2f} [{lo:.2f}–{hi:.2f}] |")
+        lines.append("")
+    lines += ["Illegal stops: the share of evaluation games an illegal action ended (unmasked algorithms only).", ""]
+    return "\n".join(lines)
+
+
+def plot(results: dict, out: Path) -> list[Path]:
+    """The learning curves, the aggregate intervals and the performance profiles, as PNG files."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from rliable import plot_utils
+
+    agg, algos, tasks = results["aggregates"], results["algos"], results["tasks"]
+    colors = dict(zip(algos, plt.get_cmap("tab10").colors))
+    written = []
+
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.5 * len(tasks), 3.6), squeeze=False)
+    for ax, t in zip(axes[0], tasks):
+        for a in algos:
+            c = agg["curves"][t][a]
+            ax.plot(c["steps"], c["iqm"], label=a, color=colors[a])
+            ax.fill_between(c["steps"], c["ci_low"], c["ci_high"], color=colors[a], alpha=0.2)
+        ax.set_title(t)
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel("normalised score (IQM, 95% CI)")
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    written.append(out / "learning_curves.png")
+    fig.savefig(written[-1], dpi=110)
+    plt.close(fig)
+
+    point = {a: np.array([agg["overall"][a][m.lower().replace(" ", "_")]["value"] for m in METRICS]) for a in algos}
+    interval = {a: np.array([[agg["overall"][a][m.lower().replace(" ", "_")]["ci"][k] for m in METRICS] for k in (0, 1)]) for a in algos}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fig, _ = plot_utils.plot_interval_estimates(point, interval, metric_names=list(METRICS), algorithms=algos, colors=colors, xlabel="normalised score")
+    fig.suptitle(f"{', '.join(tasks)}: {results['steps']:,} steps, {len(results['seeds'])} seeds", y=1.08, fontsize=10)
+    written.append(out / "aggregates.png")
+    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+    pp = agg["performance_profile"]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plot_utils.plot_performance_profiles(
+            {a: np.array(pp["share_above"][a]) for a in algos},
+            np.array(pp["tau"]),
+            performance_profile_cis={a: np.array([pp["ci_low"][a], pp["ci_high"][a]]) for a in algos},
+            colors=colors,
+            xlabel=r"normalised score ($\tau$)",
+            ax=ax,
+        )
+    ax.legend([plt.Line2D([0], [0], color=colors[a]) for a in algos], algos, fontsize=8, loc="lower left")
+    fig.tight_layout()
+    written.append(out / "performance_profile.png")
+    fig.savefig(written[-1], dpi=110)
+    plt.close(fig)
+    return written
+
+
+def write(results: dict, out: Path) -> list[Path]:
+    """``results.json``, ``results.md`` and the plots in ``out``; the paths written."""
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out / "results.md").write_text(markdown(results))
+    return [out / "results.json", out / "results.md", *plot(results, out)]

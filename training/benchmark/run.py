@@ -1,0 +1,344 @@
+"""One benchmark run: an algorithm trained on a task from a seed, evaluated along the way.
+
+A run trains in chunks, one per evaluation point. Every chunk starts from the run's saved
+checkpoint (``model.zip``, and the replay buffer of DQN and QR-DQN), on freshly made games,
+with every random generator seeded from ``(seed, chunk)``; the chunk ends at the next
+evaluation point, where the run evaluates the policy and saves its checkpoint and
+``state.json``. An interrupted run therefore resumes at its last evaluation point and goes
+on exactly as an uninterrupted one: both start each chunk from the same file and seeds.
+
+A run folder holds ``spec.json`` (what decides its results), ``state.json`` (steps,
+evaluations, times; ``done`` once finished), ``curve.csv`` (the learning curve), the current
+checkpoint in ``ckpt_STEPS/`` while it trains, and ``final_model.zip`` once done.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .suite import ALGOS, AlgoConfig, BenchmarkError, RunSpec, Task, algo_class
+
+SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL = "spec.json", "state.json", "curve.csv", "final_model.zip"
+
+
+# -- the games -------------------------------------------------------------------------------
+def make_venv(task: Task, cfg: AlgoConfig, seed: int, n_envs: int | None = None):
+    """The task's training games: ``n_envs`` games of the batched env, rewards scaled, seeded."""
+    from generala_env.sb3 import make_sb3_vec_env
+
+    env = dict(task.env)
+    return make_sb3_vec_env(
+        n_envs or cfg.n_envs,
+        seed=seed,
+        monitor=False,
+        reward_scale=task.reward_scale,
+        illegal_action="penalize",
+        illegal_penalty=task.illegal_penalty,
+        max_illegal_in_a_row=task.max_illegal_in_a_row,
+        **env,
+    )
+
+
+def task_optimum(task: Task) -> float:
+    """The exact optimal expected one-player total of the task's rules (solved once, then cached)."""
+    from agents.solver import load_or_solve
+    from generala_env.rules import load_rules
+
+    return float(load_or_solve(load_rules(task.env.get("rules", "classic")))[0].expected_score)
+
+
+class Evaluator:
+    """The task's evaluation games on shared dice: the same games for every algorithm and run.
+
+    Game ``i`` is played on the dice of ``training.harness.game_seed(seed, i)``; with
+    opponents, from every seat. The policy decides for all unfinished games at once. An
+    illegal action ends its game where it stands (the game would not change, and a
+    deterministic policy would repeat the action for ever): its points so far count, and
+    with opponents it is a loss.
+    """
+
+    def __init__(self, task: Task, seed: int, games: int):
+        from generala_env.rules import load_rules
+
+        from ..harness import game_seed
+
+        self.task = task
+        self.rules = load_rules(task.env.get("rules", "classic"))
+        self.players = task.num_players
+        self.seeds = [game_seed(seed, i) for i in range(games)]
+        self.optimum = task_optimum(task)
+        self.opponent = None
+        if self.players > 1:
+            import agents
+
+            self.opponent = agents.load(task.env.get("opponents", "greedy"), rules=self.rules)
+
+    def __call__(self, act_batch: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> dict:
+        """Play every game with ``act_batch(observations, masks) -> actions``; the mean total,
+        the normalised score, the win rate (with opponents) and the share of games an illegal
+        action ended."""
+        from generala_env.encoding import Encoder
+        from generala_env.env import make_info
+        from generala_env.game import Game, outcome_points
+
+        from ..harness import SharedDice, _Faces, game_seed
+
+        P = self.players
+        enc = Encoder(self.rules, P)
+        games, seats, dice, opponents = [], [], [], []
+        for s in self.seeds:
+            for seat in range(P):
+                g = Game(self.rules, P)
+                d = SharedDice(s, P, self.rules.num_lines)
+                g.reset(_Faces(d.table[0, 0, 0]))
+                opp = []
+                for other in range(P):  # each game its own copy: what reset() sets is the copy's
+                    o = copy.copy(self.opponent) if other != seat else None
+                    if o is not None and hasattr(o, "reset"):
+                        o.reset(seed=game_seed(s, other))
+                    opp.append(o)
+                games.append(g)
+                seats.append(seat)
+                dice.append(d)
+                opponents.append(opp)
+        stopped = np.zeros(len(games), dtype=bool)
+
+        def opponents_move(i: int) -> None:
+            g = games[i]
+            while not g.over and g.player != seats[i]:
+                who = g.player
+                a = int(opponents[i][who].act(enc.encode(g, who), make_info(g, who)))
+                why = g.why_illegal(a)
+                if why is not None:
+                    raise RuntimeError(f"the opponent in seat {who} played illegal action {a}: {why}")
+                g.apply(a, dice[i].faces_for(g, a))
+
+        for i in range(len(games)):
+            opponents_move(i)
+        active = [i for i in range(len(games)) if not games[i].over]
+        while active:
+            obs = np.stack([enc.encode(games[i], seats[i]) for i in active])
+            masks = np.stack([games[i].legal_mask() for i in active])
+            actions = np.asarray(act_batch(obs, masks)).reshape(len(active))
+            still = []
+            for i, a, m in zip(active, actions, masks):
+                a = int(a)
+                if not (0 <= a < len(m) and m[a]):
+                    stopped[i] = True
+                    continue
+                games[i].apply(a, dice[i].faces_for(games[i], a))
+                opponents_move(i)
+                if not games[i].over:
+                    still.append(i)
+            active = still
+        totals = np.array([g.totals()[s] for g, s in zip(games, seats)], dtype=float)
+        out = {"score": float(totals.mean()), "mean_total": float(totals.mean()), "illegal_stops": float(stopped.mean())}
+        if P == 1:
+            out["normalized_score"] = out["score"] / self.optimum
+        else:
+            points = [0.0 if stop else outcome_points(g.winners(), s) for g, s, stop in zip(games, seats, stopped)]
+            out["score"] = out["win_rate"] = out["normalized_score"] = float(np.mean(points))
+        return out
+
+
+def policy_actions(model, masked: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``act_batch`` for :class:`Evaluator`: the model's deterministic actions, masked if the algorithm is."""
+    if masked:
+        return lambda obs, masks: model.predict(obs, action_masks=masks, deterministic=True)[0]
+    return lambda obs, masks: model.predict(obs, deterministic=True)[0]
+
+
+# -- the model -------------------------------------------------------------------------------
+_BUDGETED: dict = {}
+
+
+def budgeted_class(algo: str):
+    """The algorithm's class with its schedules tied to the run's whole budget.
+
+    SB3 computes learning-rate and exploration schedules from the progress of the current
+    ``learn()`` call; a run calls ``learn()`` once per chunk, so the progress is taken
+    against the run's ``budget_steps`` instead.
+    """
+    if algo not in _BUDGETED:
+        base = algo_class(algo)
+
+        def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
+            base._update_current_progress_remaining(self, num_timesteps, self.budget_steps)
+
+        _BUDGETED[algo] = type(base.__name__, (base,), {"_update_current_progress_remaining": _update_current_progress_remaining, "budget_steps": 1})
+    return _BUDGETED[algo]
+
+
+def _policy_kwargs(cfg: AlgoConfig) -> dict:
+    import torch
+
+    pk = dict(cfg.policy_kwargs)
+    pk["activation_fn"] = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[pk.get("activation_fn", "relu")]
+    return pk
+
+
+def build_model(algo: str, cfg: AlgoConfig, venv, seed: int, steps: int):
+    """A fresh model of ``algo`` on ``venv`` (CPU, no logging)."""
+    model = budgeted_class(algo)("MlpPolicy", venv, policy_kwargs=_policy_kwargs(cfg), seed=seed, device="cpu", verbose=0, **cfg.hyperparams)
+    model.budget_steps = steps
+    return model
+
+
+# -- the run folder --------------------------------------------------------------------------
+def _write_json(path: Path, data) -> None:
+    """Write through a temporary file: a cut write leaves the old file whole."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def read_state(folder: Path) -> dict | None:
+    path = folder / STATE_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def check_folder(spec: RunSpec) -> str:
+    """What the run folder holds for ``spec``: ``"new"``, ``"partial"`` or ``"done"``; a
+    :class:`BenchmarkError` if it holds something else (another spec, a file)."""
+    folder = Path(spec.folder)
+    if folder.exists() and not folder.is_dir():
+        raise BenchmarkError(f"run folder {folder} is a file")
+    if not (folder / SPEC_FILE).is_file():
+        if folder.is_dir() and any(folder.iterdir()):
+            raise BenchmarkError(f"run folder {folder} holds files but no {SPEC_FILE}: not a benchmark run; move it away or use another --out")
+        return "new"
+    try:
+        held = json.loads((folder / SPEC_FILE).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise BenchmarkError(f"run folder {folder}: cannot read {SPEC_FILE}: {e}") from None
+    want = spec.identity()
+    if held != want:
+        diff = sorted(k for k in set(held) | set(want) if held.get(k) != want.get(k))
+        raise BenchmarkError(
+            f"run folder {folder} holds a run with other settings ({', '.join(diff)} differ): "
+            "its results would not belong to this grid; use another --out, or remove the folder"
+        )
+    state = read_state(folder)
+    return "done" if state and state.get("done") else "partial"
+
+
+def _chunk_seed(seed: int, chunk: int) -> int:
+    from ..harness import game_seed
+
+    return game_seed(seed, chunk) % 2**31  # SB3 seeds torch, numpy and random: 31 bits suit all
+
+
+def _targets(steps: int, points: int) -> list[int]:
+    """The evaluation points: ``points`` step counts spread evenly up to ``steps``."""
+    return sorted({max(1, round(k * steps / points)) for k in range(1, points + 1)})
+
+
+def _save_checkpoint(model, folder: Path, off_policy: bool) -> str:
+    name = f"ckpt_{model.num_timesteps}"
+    ck = folder / name
+    if ck.exists():
+        shutil.rmtree(ck)
+    ck.mkdir()
+    model.save(ck / "model.zip")
+    if off_policy:
+        model.save_replay_buffer(ck / "replay_buffer.pkl")
+    return name
+
+
+def _drop_checkpoints(folder: Path, keep: str | None) -> None:
+    for p in folder.glob("ckpt_*"):
+        if p.name != keep:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _write_curve(folder: Path, evaluations: list[dict]) -> None:
+    keys = ["step", "score", "normalized_score", "illegal_stops", "train_seconds"]
+    lines = [",".join(keys)] + [",".join(f"{e[k]:.6g}" if isinstance(e[k], float) else str(e[k]) for k in keys) for e in evaluations]
+    tmp = folder / (CURVE_FILE + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, folder / CURVE_FILE)
+
+
+def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads: int = 1) -> dict:
+    """Train and evaluate the run of ``spec`` in its folder, resuming it if it was cut;
+    a finished run is left as it is. Returns its final state. ``report(evaluation)`` is
+    called after each evaluation (Ray Tune's progress)."""
+    import torch
+
+    from .suite import AlgoConfig as _AC
+    from .suite import Task as _T
+
+    folder = Path(spec.folder)
+    status = check_folder(spec)
+    if status == "done":
+        return read_state(folder)
+    torch.set_num_threads(threads)
+    task = _T(spec.task, **spec.task_def)
+    cfg = _AC(spec.algo, **spec.algo_config)
+    algo = ALGOS[spec.algo]
+    ev = spec.evaluation
+    evaluator = Evaluator(task, ev["seed"], ev["games"])
+    folder.mkdir(parents=True, exist_ok=True)
+    state = read_state(folder) if status == "partial" else None
+    if state is None:  # a new run: the untrained policy is the curve's first point
+        _write_json(folder / SPEC_FILE, spec.identity())
+        venv = make_venv(task, cfg, seed=spec.seed)
+        model = build_model(spec.algo, cfg, venv, spec.seed, spec.steps)
+        t0 = time.perf_counter()
+        first = {"step": 0, **evaluator(policy_actions(model, algo.masked)), "train_seconds": 0.0}
+        state = {"steps": 0, "checkpoint": _save_checkpoint(model, folder, algo.off_policy), "evaluations": [first], "train_seconds": 0.0, "eval_seconds": time.perf_counter() - t0, "done": False}
+        venv.close()
+        _write_json(folder / STATE_FILE, state)
+        _write_curve(folder, state["evaluations"])
+        if report:
+            report(first)
+    _drop_checkpoints(folder, state["checkpoint"])  # one a cut save left behind
+    cls = budgeted_class(spec.algo)
+    for target in _targets(spec.steps, ev["points"]):
+        if state["steps"] >= target:
+            continue
+        chunk = len(state["evaluations"])
+        seed = _chunk_seed(spec.seed, chunk)
+        venv = make_venv(task, cfg, seed=seed)
+        ck = folder / state["checkpoint"]
+        model = cls.load(ck / "model.zip", env=venv, device="cpu")
+        model.budget_steps = spec.steps
+        if algo.off_policy:
+            model.load_replay_buffer(ck / "replay_buffer.pkl")
+        model.set_random_seed(seed)  # numpy, torch, random, the action space, and the games' next reset
+        model._last_obs = None  # the saved model's last observation belongs to games that are gone: start new ones
+        t0 = time.perf_counter()
+        model.learn(total_timesteps=target - model.num_timesteps, reset_num_timesteps=False)
+        t1 = time.perf_counter()
+        venv.close()
+        state["train_seconds"] += t1 - t0
+        point = {"step": int(model.num_timesteps), **evaluator(policy_actions(model, algo.masked)), "train_seconds": state["train_seconds"]}
+        state["eval_seconds"] += time.perf_counter() - t1
+        state["evaluations"].append(point)
+        state["steps"] = int(model.num_timesteps)
+        state["checkpoint"] = _save_checkpoint(model, folder, algo.off_policy)
+        _write_json(folder / STATE_FILE, state)
+        _drop_checkpoints(folder, state["checkpoint"])
+        _write_curve(folder, state["evaluations"])
+        if report:
+            report(point)
+    # the run's score: the final policy on the evaluation's longer set of games
+    ck = folder / state["checkpoint"]
+    model = cls.load(ck / "model.zip", device="cpu")
+    t0 = time.perf_counter()
+    state["final"] = {"step": state["steps"], **Evaluator(task, ev["seed"], ev["final_games"])(policy_actions(model, algo.masked))}
+    state["eval_seconds"] += time.perf_counter() - t0
+    shutil.copyfile(ck / "model.zip", folder / (FINAL_MODEL + ".tmp"))
+    os.replace(folder / (FINAL_MODEL + ".tmp"), folder / FINAL_MODEL)
+    state["done"], state["checkpoint"] = True, None
+    _write_json(folder / STATE_FILE, state)
+    _drop_checkpoints(folder, None)
+    return state

@@ -1,0 +1,296 @@
+"""What a benchmark grid is made of: the algorithms, the task suite, their YAML files, one run's spec.
+
+The YAML files live in the repository's ``configs/benchmark/`` folder, which a wheel carries
+as ``training/benchmark/configs/`` (package data), so an installed ``generala benchmark``
+finds them as a checkout does.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class BenchmarkError(ValueError):
+    """A benchmark that cannot run as asked (bad ids, files or numbers); nothing was trained."""
+
+
+@dataclass(frozen=True)
+class Algo:
+    """An algorithm id: the class that trains it and whether its policy reads the legal-action mask."""
+
+    module: str
+    cls: str
+    masked: bool
+    off_policy: bool
+
+
+# rl-zoo3's names, plus ppo_mask for sb3-contrib's MaskablePPO (the zoo has none)
+ALGOS = {
+    "ppo_mask": Algo("sb3_contrib", "MaskablePPO", masked=True, off_policy=False),
+    "ppo": Algo("stable_baselines3", "PPO", masked=False, off_policy=False),
+    "a2c": Algo("stable_baselines3", "A2C", masked=False, off_policy=False),
+    "trpo": Algo("sb3_contrib", "TRPO", masked=False, off_policy=False),
+    "dqn": Algo("stable_baselines3", "DQN", masked=False, off_policy=True),
+    "qrdqn": Algo("sb3_contrib", "QRDQN", masked=False, off_policy=True),
+}
+
+TASKS_FILE = "tasks.yaml"
+# what a task's env may set: Generala-v0's arguments that define the game and its reward
+TASK_ENV_KEYS = ("rules", "num_players", "opponents", "reward", "agent_seat")
+# constructor arguments the benchmark sets itself, never an algorithm file
+RESERVED_HYPERPARAMS = ("policy", "env", "seed", "device", "verbose", "tensorboard_log", "policy_kwargs", "_init_setup_model")
+ACTIVATIONS = ("relu", "tanh")
+
+
+def default_config_dir() -> Path:
+    """The shipped ``configs/benchmark`` folder: package data in a wheel, else the checkout's."""
+    here = Path(__file__).resolve().parent
+    installed = here / "configs"
+    return installed if installed.is_dir() else here.parent.parent / "configs" / "benchmark"
+
+
+def _read_yaml(path: Path, what: str) -> dict:
+    if not path.is_file():
+        raise BenchmarkError(f"{what}: {path} is not a file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise BenchmarkError(f"{what}: {path} is not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise BenchmarkError(f"{what}: {path} must hold a mapping of keys, got {type(data).__name__}")
+    return data
+
+
+def _keys(data: dict, allowed: tuple[str, ...], where: str, required: tuple[str, ...] = ()) -> None:
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise BenchmarkError(f"{where}: unknown key(s) {', '.join(map(str, unknown))}; known: {', '.join(allowed)}")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise BenchmarkError(f"{where}: missing key(s) {', '.join(missing)}")
+
+
+def _positive_int(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BenchmarkError(f"{where} must be a whole number of at least 1, got {value!r}")
+    return value
+
+
+def _finite(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BenchmarkError(f"{where} must be a finite number, got {value!r}")
+    return float(value)
+
+
+# -- the task suite -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Task:
+    """A task of the suite: the game (Generala-v0 keyword arguments) and its training reward scale."""
+
+    name: str
+    env: dict
+    reward_scale: float
+    illegal_penalty: float
+    max_illegal_in_a_row: int
+    summary: str = ""
+
+    @property
+    def num_players(self) -> int:
+        return int(self.env.get("num_players", 1))
+
+    def to_dict(self) -> dict:
+        return {
+            "env": copy.deepcopy(self.env),
+            "reward_scale": self.reward_scale,
+            "illegal_penalty": self.illegal_penalty,
+            "max_illegal_in_a_row": self.max_illegal_in_a_row,
+            "summary": self.summary,
+        }
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The suite's evaluation protocol (``evaluation:`` of tasks.yaml)."""
+
+    seed: int
+    games: int
+    final_games: int
+    points: int
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    version: int
+    evaluation: Evaluation
+    tasks: dict[str, Task]
+
+
+def load_suite(config_dir: Path | None = None) -> Suite:
+    """The task suite of ``config_dir/tasks.yaml`` (default: the shipped one), checked."""
+    path = Path(config_dir or default_config_dir()) / TASKS_FILE
+    data = _read_yaml(path, "task suite")
+    _keys(data, ("name", "version", "evaluation", "tasks"), str(path), required=("name", "version", "evaluation", "tasks"))
+    version = _positive_int(data["version"], f"{path}: version")
+    ev = data["evaluation"]
+    if not isinstance(ev, dict):
+        raise BenchmarkError(f"{path}: evaluation must be a mapping")
+    _keys(ev, ("seed", "games", "final_games", "points"), f"{path}: evaluation", required=("seed", "games", "final_games", "points"))
+    if isinstance(ev["seed"], bool) or not isinstance(ev["seed"], int) or ev["seed"] < 0:
+        raise BenchmarkError(f"{path}: evaluation.seed must be a whole number of 0 or more, got {ev['seed']!r}")
+    evaluation = Evaluation(ev["seed"], *(_positive_int(ev[k], f"{path}: evaluation.{k}") for k in ("games", "final_games", "points")))
+    if not isinstance(data["tasks"], dict) or not data["tasks"]:
+        raise BenchmarkError(f"{path}: tasks must be a non-empty mapping of task names")
+    tasks = {}
+    for name, t in data["tasks"].items():
+        where = f"{path}: task {name!r}"
+        if not isinstance(t, dict):
+            raise BenchmarkError(f"{where} must be a mapping")
+        _keys(t, ("env", "reward_scale", "illegal_penalty", "max_illegal_in_a_row", "summary"), where, required=("env", "reward_scale", "illegal_penalty", "max_illegal_in_a_row"))
+        if not isinstance(t["env"], dict):
+            raise BenchmarkError(f"{where}: env must be a mapping of Generala-v0 arguments")
+        _keys(t["env"], TASK_ENV_KEYS, f"{where}: env")
+        scale = _finite(t["reward_scale"], f"{where}: reward_scale")
+        if scale <= 0:
+            raise BenchmarkError(f"{where}: reward_scale must be above 0, got {scale}")
+        penalty = _finite(t["illegal_penalty"], f"{where}: illegal_penalty")
+        cap = _positive_int(t["max_illegal_in_a_row"], f"{where}: max_illegal_in_a_row")
+        tasks[str(name)] = Task(str(name), dict(t["env"]), scale, penalty, cap, str(t.get("summary", "")))
+    return Suite(str(data["name"]), version, evaluation, tasks)
+
+
+def check_task(task: Task) -> None:
+    """Build the task's game once (one batched game) so that bad rules or opponents fail now."""
+    from generala_env.rules import RulesError
+    from generala_env.vector import GeneralaVectorEnv
+
+    try:
+        GeneralaVectorEnv(1, illegal_penalty=task.illegal_penalty, max_illegal_in_a_row=task.max_illegal_in_a_row, **task.env).close()
+    except (RulesError, ValueError, TypeError) as e:
+        raise BenchmarkError(f"task {task.name!r}: its env cannot be made: {e}") from None
+
+
+# -- algorithm files ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AlgoConfig:
+    """One algorithm file: how many games it steps together, its network and its hyperparameters."""
+
+    algo: str
+    n_envs: int
+    policy_kwargs: dict
+    hyperparams: dict
+
+    def to_dict(self) -> dict:
+        return {"n_envs": self.n_envs, "policy_kwargs": copy.deepcopy(self.policy_kwargs), "hyperparams": copy.deepcopy(self.hyperparams)}
+
+
+def algo_class(algo: str):
+    """The SB3 / sb3-contrib class that trains ``algo``."""
+    import importlib
+
+    a = ALGOS[algo]
+    return getattr(importlib.import_module(a.module), a.cls)
+
+
+def load_algo(algo: str, config_dir: Path | None = None) -> AlgoConfig:
+    """The checked hyperparameters of ``config_dir/ALGO.yaml`` (default: the shipped ones).
+
+    Every hyperparameter must be a keyword of the algorithm's constructor (so SB3 and
+    sb3-contrib must be installed).
+    """
+    path = Path(config_dir or default_config_dir()) / f"{algo}.yaml"
+    data = _read_yaml(path, f"algorithm {algo!r}")
+    _keys(data, ("n_envs", "policy_kwargs", "hyperparams"), str(path), required=("n_envs",))
+    n_envs = _positive_int(data["n_envs"], f"{path}: n_envs")
+    pk = data.get("policy_kwargs") or {}
+    hp = data.get("hyperparams") or {}
+    if not isinstance(pk, dict) or not isinstance(hp, dict):
+        raise BenchmarkError(f"{path}: policy_kwargs and hyperparams must be mappings")
+    arch = pk.get("net_arch", [64, 64])
+    if not isinstance(arch, list) or not all(isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in arch):
+        raise BenchmarkError(f"{path}: policy_kwargs.net_arch must be a list of layer widths (whole numbers above 0), got {arch!r}")
+    if pk.get("activation_fn", "relu") not in ACTIVATIONS:
+        raise BenchmarkError(f"{path}: policy_kwargs.activation_fn must be one of {', '.join(ACTIVATIONS)}, got {pk.get('activation_fn')!r}")
+    cls = algo_class(algo)
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", *RESERVED_HYPERPARAMS}
+    unknown = sorted(set(hp) - accepted)
+    if unknown:
+        raise BenchmarkError(f"{path}: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not hyperparameter(s) of {ALGOS[algo].cls}; it takes: {', '.join(sorted(accepted))}")
+    return AlgoConfig(algo, n_envs, dict(pk), dict(hp))
+
+
+# -- one run ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that decides one run's result: a run folder holds one spec and refuses any other."""
+
+    algo: str
+    task: str
+    seed: int
+    steps: int
+    suite: str
+    suite_version: int
+    task_def: dict
+    algo_config: dict
+    evaluation: dict
+    folder: str
+
+    def key(self) -> tuple[str, str, int]:
+        return (self.algo, self.task, self.seed)
+
+    def identity(self) -> dict:
+        """The spec without where it lives (what ``spec.json`` must match)."""
+        d = dataclasses.asdict(self)
+        del d["folder"]
+        return json.loads(json.dumps(d))  # tuples as lists, as read back from JSON
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunSpec":
+        return cls(**d)
+
+
+def run_folder(out: Path, algo: str, task: str, seed: int) -> Path:
+    return out / "runs" / task / algo / f"seed{seed}"
+
+
+def check_hyperparams_build(algo: str, cfg: AlgoConfig, task: Task) -> None:
+    """Build the model once on one batched game, so that hyperparameters the constructor refuses fail now."""
+    from .run import build_model, make_venv
+
+    venv = make_venv(task, cfg, seed=0, n_envs=cfg.n_envs)
+    try:
+        build_model(algo, cfg, venv, seed=0, steps=1)
+    except (ValueError, TypeError, AssertionError) as e:
+        raise BenchmarkError(f"{algo}: the hyperparameters of {algo}.yaml do not build a model for task {task.name!r}: {e}") from None
+    finally:
+        venv.close()
+
+
+__all__ = [
+    "ALGOS",
+    "Algo",
+    "AlgoConfig",
+    "BenchmarkError",
+    "Evaluation",
+    "RunSpec",
+    "Suite",
+    "Task",
+    "algo_class",
+    "check_task",
+    "default_config_dir",
+    "load_algo",
+    "load_suite",
+    "run_folder",
+]
