@@ -186,8 +186,8 @@ def run_ray(specs: list[RunSpec], workers: int, out: Path, address: str | None =
             ray.shutdown()
 
 
-def collect(specs: list[RunSpec]) -> tuple[list[dict], dict]:
-    """The finished runs' records and learning curves, read from their folders."""
+def collect(specs: list[RunSpec], out: Path) -> tuple[list[dict], dict]:
+    """The finished runs' records (their folders relative to ``out``) and learning curves, read from their folders."""
     import numpy as np
 
     from .run import read_state
@@ -208,7 +208,7 @@ def collect(specs: list[RunSpec]) -> tuple[list[dict], dict]:
                 "illegal_stops": f["illegal_stops"],
                 "train_seconds": state["train_seconds"],
                 "eval_seconds": state["eval_seconds"],
-                "folder": s.folder,
+                "folder": Path(s.folder).relative_to(out.resolve()).as_posix(),
             }
         )
         curves.setdefault(s.task, {}).setdefault(s.algo, []).append(state["evaluations"])
@@ -223,13 +223,13 @@ def collect(specs: list[RunSpec]) -> tuple[list[dict], dict]:
     return runs, out
 
 
-def results(specs: list[RunSpec], algos: list[str], tasks: list[str], seeds: int, steps: int, reps: int, command: str) -> dict:
+def results(specs: list[RunSpec], out: Path, algos: list[str], tasks: list[str], seeds: int, steps: int, reps: int, command: str) -> dict:
     """``results.json``'s content for the finished grid of ``specs``."""
     from .report import aggregate
     from .run import task_optimum
     from .suite import Task
 
-    runs, curves = collect(specs)
+    runs, curves = collect(specs, out)
     first = {s.task: s for s in specs}
     tasks_def = {t: Task(t, **first[t].task_def) for t in tasks}
     return {
@@ -297,7 +297,7 @@ def main(argv=None) -> int:
                         print(f"  {s.algo} on {s.task}, seed {s.seed} ({s.folder}): {why}", file=sys.stderr)
                     return 1
             wall = time.perf_counter() - t0
-            res = results(specs, algos, tasks, args.seeds, args.steps, args.reps, command)
+            res = results(specs, out, algos, tasks, args.seeds, args.steps, args.reps, command)
             res["wall_seconds_this_call"] = round(wall, 1)
             from .report import write
 
