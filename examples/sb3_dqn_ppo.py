@@ -6,16 +6,17 @@
 
 These algorithms do not read masks, so the policy can pick an illegal action (a line
 already written, or a hold with no rolls left). The env then leaves the game as it was,
-gives the ``illegal_penalty`` (-1) and sets ``info["illegal_action"]``; its step cap
-truncates an episode that goes on too long, so even an untrained policy's episode ends and
-``evaluate_policy`` returns. The policy has to learn the rules from the penalty, which is
-why masked algorithms (``sb3_maskable_ppo.py``) learn far faster.
+gives the ``illegal_penalty`` (-1) and sets ``info["illegal_action"]``; after
+``max_illegal_in_a_row`` (default 100) illegal actions in a row it truncates the episode,
+so even an untrained policy's episodes end and ``evaluate_policy`` returns. The policy
+learns the rules only from the penalty; a masked one (``sb3_maskable_ppo.py``) never
+tries an illegal action.
 
 PPO takes the from-scratch recipe where it maps (``configs/ppo_classic_scratch.yaml``:
 256 games x 64 steps, 8 minibatches, 10 epochs, lr 3e-4, gamma 1, GAE lambda 0.1, rewards
 x 0.02, 256-256 ReLU; SB3's ``MlpPolicy`` has no LayerNorm). DQN has no recipe in the
-project: SB3's defaults with the same network, reward scale and gamma, a 100k-step buffer
-and exploration annealed over the first 20% of the steps.
+project: SB3's defaults with the same network, reward scale and gamma, a 100k-step buffer,
+learning from step 1000 on, and exploration annealed over the first 20% of the steps.
 
 The evaluation prints the mean final total and the share of illegal actions.
 """

@@ -17,9 +17,9 @@ The rest is TorchRL's PPO tutorial: a collector, GAE, ``ClipPPOLoss`` and miniba
 without replacement. Hyperparameters: the project's from-scratch recipe
 (``configs/ppo_classic_scratch.yaml``) where it maps: 64 steps a game a rollout,
 8 minibatches, 10 epochs, lr 3e-4, gamma 1, GAE lambda 0.1, clip 0.2, no entropy bonus,
-rewards x 0.02, 256-256 ReLU MLPs with LayerNorm. The games run one after another in a
-``SerialEnv`` (16 by default, not the recipe's 256 batched games: each TorchRL step of a
-single env costs far more than a batched one).
+rewards x 0.02, 256-256 ReLU MLPs with LayerNorm. Each game is its own ``GeneralaEnv``; a
+``SerialEnv`` steps them one after another, 16 by default rather than the recipe's 256
+games of the batched env.
 """
 
 from __future__ import annotations
@@ -32,7 +32,15 @@ from torch import nn
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, ReplayBuffer
 from torchrl.data.replay_buffers.samplers import SamplerWithoutReplacement
-from torchrl.envs import ActionMask, Compose, DTypeCastTransform, GymEnv, RewardScaling, SerialEnv, TransformedEnv
+from torchrl.envs import (
+    ActionMask,
+    Compose,
+    DTypeCastTransform,
+    GymEnv,
+    RewardScaling,
+    SerialEnv,
+    TransformedEnv,
+)
 from torchrl.envs.utils import ExplorationType, set_exploration_type
 from torchrl.modules import MaskedCategorical, ProbabilisticActor, ValueOperator
 from torchrl.objectives import ClipPPOLoss

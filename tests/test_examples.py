@@ -106,7 +106,7 @@ def test_rl_zoo3_trains_with_our_hyperparameters(tmp_path):
         "--conf-file", str(ZOO_CONFIG), "-n", "64", "-f", str(tmp_path), "--seed", "0", "--eval-freq", "-1",
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     run = tmp_path / "ppo" / "Generala-v0_1"
     assert (run / "Generala-v0.zip").is_file()
