@@ -142,22 +142,23 @@ class Agent(nn.Module):
 
 def evaluate(agent: Agent, args: Args, games: int) -> tuple[float, int]:
     """Mean final total of ``games`` games played greedily (the most probable legal action),
-    and how many illegal actions were played (none, with the masks)."""
-    envs = make_envs(args, min(games, args.num_envs))
+    one game per env (the first games to finish would favour short ones), and how many
+    illegal actions were played (none, with the masks)."""
+    envs = make_envs(args, games)
     obs, info = envs.reset(seed=args.seed + 1)
-    running, totals, illegal = np.zeros(envs.num_envs), [], 0
-    while len(totals) < games:
+    running, totals, illegal = np.zeros(games), np.full(games, np.nan), 0
+    while np.isnan(totals).any():
         with torch.no_grad():
             logits = agent.actor(torch.as_tensor(obs))
         logits[~torch.as_tensor(info["action_mask"], dtype=torch.bool)] = -torch.inf
         obs, reward, terminated, truncated, info = envs.step(logits.argmax(1).numpy())
+        playing = np.isnan(totals)  # the env's first game is still on
         running += reward
-        illegal += int(np.sum(info["illegal_action"]))
-        for i in np.flatnonzero(terminated | truncated):
-            totals.append(running[i])
-            running[i] = 0.0
+        illegal += int(np.sum(info["illegal_action"] & playing))
+        ended = (terminated | truncated) & playing
+        totals[ended] = running[ended]
     envs.close()
-    return float(np.mean(totals[:games])), illegal
+    return float(totals.mean()), illegal
 
 
 def main(argv=None) -> dict:
@@ -230,7 +231,7 @@ def main(argv=None) -> dict:
                 if len(mb) > 1:
                     mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
                 pg_loss = torch.max(-mb_adv * ratio, -mb_adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
-                v_loss = 0.5 * ((newvalue.flatten() - b_returns[mb]) ** 2).mean()
+                v_loss = ((newvalue.flatten() - b_returns[mb]) ** 2).mean()  # SB3's: vf_coef x MSE
                 loss = pg_loss - args.ent_coef * entropy.mean() + args.vf_coef * v_loss
                 optimizer.zero_grad()
                 loss.backward()

@@ -115,7 +115,7 @@ def update(policy: Policy, optimizer, r: dict, epochs: int = 10, minibatches: in
             if len(mb) > 1:
                 a = (a - a.mean()) / (a.std() + 1e-8)
             pg_loss = torch.max(-a * ratio, -a * ratio.clamp(1 - clip, 1 + clip)).mean()
-            v_loss = 0.5 * ((policy.critic(r["obs"][mb]).squeeze(-1) - returns[mb]) ** 2).mean()
+            v_loss = ((policy.critic(r["obs"][mb]).squeeze(-1) - returns[mb]) ** 2).mean()
             optimizer.zero_grad()
             (pg_loss + 0.5 * v_loss).backward()
             nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
