@@ -36,13 +36,13 @@ import numpy as np
 from generala_env.dice import (
     FULL_ROLL_PROB,
     KEEP_CONTAINS,
+    KEEP_COUNTS,
     KEEP_ROLL_PROB,
     NUM_KEEPS,
     NUM_ROLLS,
     ROLL_CONTAINS_KEEP,
     ROLL_COUNTS,
     ROLL_PROPER_KEEPS,
-    KEEP_COUNTS,
 )
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import blocked_line, generala_scored, points_table
@@ -205,19 +205,33 @@ def _checksum(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
-def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
-    """Write ``path`` whole or not at all: a temp file in the same folder, renamed over
-    ``path``; the temp file is removed on any failure."""
+def write_whole(path: Path, write) -> None:
+    """Write ``path`` whole or not at all: ``write(f)`` into a temp file in the same folder,
+    renamed over ``path``; the temp file is removed on any failure."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, V=V, meta=np.array(json.dumps(meta)))
+            write(f)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def cache_meta(rules: RuleSet, version: int, V: np.ndarray, solve_seconds: float, **extra) -> dict:
+    """What a cache file of solved values records: the rule set, the solver version and a checksum."""
+    return {"fingerprint": rules.fingerprint(), "solver_version": version, "checksum": _checksum(V), "rules": rules.settings(), "solve_seconds": solve_seconds, **extra}
+
+
+def cache_matches(meta: dict, rules: RuleSet, version: int, V: np.ndarray) -> bool:
+    """Whether cached values belong to this rule set and solver version, unaltered."""
+    return meta.get("fingerprint") == rules.fingerprint() and meta.get("solver_version") == version and meta.get("checksum") == _checksum(V)
+
+
+def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
+    write_whole(path, lambda f: np.savez(f, V=V, meta=np.array(json.dumps(meta))))
 
 
 def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
@@ -236,13 +250,7 @@ def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"]))
                 V = z["V"]
-            ok = (
-                meta.get("fingerprint") == rules.fingerprint()
-                and meta.get("solver_version") == SOLVER_VERSION
-                and meta.get("checksum") == _checksum(V)
-                and V.shape == (2 * (1 << rules.num_lines),)
-            )
-            if ok:
+            if cache_matches(meta, rules, SOLVER_VERSION, V) and V.shape == (2 * (1 << rules.num_lines),):
                 s = Solver(rules, V)
                 s.solve_seconds = float(meta.get("solve_seconds", 0.0))
                 return s, "cache"
@@ -250,15 +258,8 @@ def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
             pass
     s = Solver(rules).solve()
     if use_cache:
-        meta = {
-            "fingerprint": rules.fingerprint(),
-            "solver_version": SOLVER_VERSION,
-            "checksum": _checksum(s.V),
-            "rules": rules.settings(),
-            "solve_seconds": s.solve_seconds,
-        }
         try:
-            _write_cache(path, s.V, meta)
+            _write_cache(path, s.V, cache_meta(rules, SOLVER_VERSION, s.V, s.solve_seconds))
         except OSError as err:  # no reason to fail: the values are in memory
             warnings.warn(f"cannot write the solver cache {path}: {err}; the values are kept in memory only", RuntimeWarning, stacklevel=2)
     return s, "solved"

@@ -28,11 +28,7 @@ one-player table (rule-set fingerprint, solver version and a checksum).
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import os
-import tempfile
 import time
 import warnings
 from functools import lru_cache
@@ -57,7 +53,14 @@ from generala_env.dice import (
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import generala_scored, points_table
 
-from .solver import NEG, _locked_pairs, cache_dir
+from .solver import (
+    NEG,
+    _locked_pairs,
+    cache_dir,
+    cache_matches,
+    cache_meta,
+    write_whole,
+)
 
 SOLVER2P_VERSION = 1
 DEFAULT_MAX_MEMORY = 2 * 2**30  # bytes a solve may allocate unless told otherwise
@@ -173,9 +176,6 @@ class Layout:
                 pairs += int(w.sum())
         S = 2 << L
         return values * 4 + pairs * (4 + 4 + 8 + 8 + 8) + S * S * 4
-
-    def pair(self, a: int, b: int) -> int:
-        return int(self.pair_of[a, b])
 
     def index_pairs(self) -> None:
         self.pair_of = np.full((self.S, self.S), -1, dtype=np.int32)
@@ -374,24 +374,11 @@ def _cache_path(rules: RuleSet) -> Path:
     return cache_dir() / f"solve2p-{rules.fingerprint()}-v{SOLVER2P_VERSION}.npy"
 
 
-def _checksum(a: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
-
-
 def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
-    """The values as ``path`` (``.npy``) and their metadata beside it (``.json``), each
-    written whole or not at all (a temp file renamed over the target)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for target, write in ((path, lambda f: np.save(f, V, allow_pickle=False)), (path.with_suffix(".json"), lambda f: f.write(json.dumps(meta, indent=1).encode()))):
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                write(f)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+    """The values as ``path`` (``.npy``), then their metadata beside it (``.json``), each
+    written whole or not at all."""
+    write_whole(path, lambda f: np.save(f, V, allow_pickle=False))
+    write_whole(path.with_suffix(".json"), lambda f: f.write(json.dumps(meta, indent=1).encode()))
 
 
 def load_or_solve_2p(rules, use_cache: bool = True, progress: Callable[[int, int], None] | None = None,
@@ -406,13 +393,7 @@ def load_or_solve_2p(rules, use_cache: bool = True, progress: Callable[[int, int
         try:
             meta = json.loads(path.with_suffix(".json").read_text())
             V = np.load(path, allow_pickle=False)
-            ok = (
-                meta.get("fingerprint") == rules.fingerprint()
-                and meta.get("solver_version") == SOLVER2P_VERSION
-                and meta.get("checksum") == _checksum(V)
-                and V.dtype == np.float32
-            )
-            if ok:
+            if cache_matches(meta, rules, SOLVER2P_VERSION, V) and V.dtype == np.float32:
                 s = TwoPlayerSolver(rules, V)
                 s.solve_seconds = float(meta.get("solve_seconds", 0.0))
                 return s, "cache"
@@ -420,16 +401,8 @@ def load_or_solve_2p(rules, use_cache: bool = True, progress: Callable[[int, int
             pass
     s = TwoPlayerSolver(rules).solve(progress=progress, max_memory=max_memory)
     if use_cache:
-        meta = {
-            "fingerprint": rules.fingerprint(),
-            "solver_version": SOLVER2P_VERSION,
-            "checksum": _checksum(s.V),
-            "rules": rules.settings(),
-            "solve_seconds": s.solve_seconds,
-            "first_player_value": s.first_player_value,
-        }
         try:
-            _write_cache(path, s.V, meta)
+            _write_cache(path, s.V, cache_meta(rules, SOLVER2P_VERSION, s.V, s.solve_seconds, first_player_value=s.first_player_value))
         except OSError as err:
             warnings.warn(f"cannot write the two-player solver cache {path}: {err}; the values are kept in memory only", RuntimeWarning, stacklevel=2)
     return s, "solved"

@@ -11,8 +11,15 @@ import numpy as np
 import pytest
 
 import agents
-from agents.solver import Solver
-from agents.solver2p import SOLVER2P_VERSION, Layout, SolveTooBigError, TwoPlayerSolver, _cache_path, _turn_arrays, load_or_solve_2p
+from agents.solver2p import (
+    SOLVER2P_VERSION,
+    Layout,
+    SolveTooBigError,
+    TwoPlayerSolver,
+    _cache_path,
+    _turn_arrays,
+    load_or_solve_2p,
+)
 from generala_env.dice import NUM_ROLLS, ROLL_COUNTS
 from generala_env.rules import load_rules
 from generala_env.scoring import points_table
