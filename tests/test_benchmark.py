@@ -72,6 +72,8 @@ def test_results_json_agrees_with_the_run_folders(grid):
 
     res = json.loads((grid / "results.json").read_text())
     assert res["suite"] == {"name": "tiny-suite", "version": 1}
+    (call,) = res["calls"]  # the one call that trained the runs, from OUT/calls.jsonl
+    assert call["outcome"] == "done" and call["runs_to_train"] == 8 and res["wall_seconds"] == call["seconds"] > 0
     assert len(res["runs"]) == 2 * 2 * 2
     assert {(r["algo"], r["task"], r["seed"]) for r in res["runs"]} == {(a, t, s) for a in ("ppo_mask", "dqn") for t in ("classic", "duel") for s in (0, 1)}
     optimum = load_or_solve("classic")[0].expected_score
@@ -123,7 +125,8 @@ def test_a_second_call_skips_the_finished_runs(grid, configs, capsys):
     assert "8 already done" in capsys.readouterr().out
     assert {p: p.read_text() for p in grid.glob("runs/*/*/*/state.json")} == states
     assert {p: p.stat().st_mtime_ns for p in grid.glob("runs/*/*/*/final_model.zip")} == models
-    assert json.loads((grid / "results.json").read_text())["runs"] == before
+    after = json.loads((grid / "results.json").read_text())
+    assert after["runs"] == before and len(after["calls"]) == 1  # a call that trained nothing is not logged
 
 
 class Cut(Exception):

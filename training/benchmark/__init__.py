@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shlex
 import sys
@@ -35,6 +36,7 @@ from .suite import ALGOS, BenchmarkError, RunSpec, check_hyperparams_build, chec
 TRAIN_MODULES = ("torch", "stable_baselines3", "sb3_contrib")
 REPORT_MODULES = ("rliable", "matplotlib")
 DEFAULT_ALGOS = tuple(ALGOS)
+CALLS_FILE = "calls.jsonl"
 
 
 def _ids(text: str, known, what: str) -> list[str]:
@@ -92,6 +94,23 @@ def _lock(out: Path):
         except BlockingIOError:
             raise BenchmarkError(f"another generala benchmark is using {out}") from None
         yield
+
+
+@contextlib.contextmanager
+def _logged_call(out: Path, command: str, runs: int):
+    """Append this call to ``OUT/calls.jsonl`` when it ends (how it ended, how long it took):
+    the wall-clock of a grid is that of the calls that trained its runs."""
+    call = {"command": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs_to_train": runs, "outcome": "done"}
+    t0 = time.perf_counter()
+    try:
+        yield call
+    except BaseException:
+        call["outcome"] = "interrupted"
+        raise
+    finally:
+        call["seconds"] = round(time.perf_counter() - t0, 1)
+        with open(out / CALLS_FILE, "a") as f:
+            f.write(json.dumps(call) + "\n")
 
 
 def _line(spec: RunSpec, state: dict) -> str:
@@ -230,6 +249,8 @@ def results(specs: list[RunSpec], out: Path, algos: list[str], tasks: list[str],
     from .suite import Task
 
     runs, curves = collect(specs, out)
+    log = out / CALLS_FILE
+    calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
     first = {s.task: s for s in specs}
     tasks_def = {t: Task(t, **first[t].task_def) for t in tasks}
     return {
@@ -244,8 +265,9 @@ def results(specs: list[RunSpec], out: Path, algos: list[str], tasks: list[str],
         "num_players": {t: tasks_def[t].num_players for t in tasks},
         "optimum": {t: (task_optimum(tasks_def[t]) if tasks_def[t].num_players == 1 else None) for t in tasks},
         "hyperparameters": {a: next(s.algo_config for s in specs if s.algo == a) for a in algos},
-        "wall_seconds_this_call": None,
         "run_seconds_total": round(sum(r["train_seconds"] + r["eval_seconds"] for r in runs), 1),
+        "calls": calls,
+        "wall_seconds": round(sum(c["seconds"] for c in calls), 1),
         "runs": runs,
         "aggregates": aggregate(runs, curves, algos, tasks, reps),
     }
@@ -288,17 +310,16 @@ def main(argv=None) -> int:
 
             pending = [s for s in specs if check_folder(s) != "done"]
             print(f"{len(specs)} runs ({len(algos)} algorithm(s) x {len(tasks)} task(s) x {args.seeds} seed(s)); {len(specs) - len(pending)} already done; output in {out}")
-            t0 = time.perf_counter()
             if pending:
-                failures = run_ray(pending, args.workers, out, args.ray_address) if args.backend == "ray" else run_local(pending, args.workers)
-                if failures:
-                    print(f"generala benchmark: {len(failures)} run(s) failed; run the same command again to retry them:", file=sys.stderr)
-                    for s, why in failures:
-                        print(f"  {s.algo} on {s.task}, seed {s.seed} ({s.folder}): {why}", file=sys.stderr)
-                    return 1
-            wall = time.perf_counter() - t0
+                with _logged_call(out, command, len(pending)) as call:
+                    failures = run_ray(pending, args.workers, out, args.ray_address) if args.backend == "ray" else run_local(pending, args.workers)
+                    if failures:
+                        call["outcome"] = "failed"
+                        print(f"generala benchmark: {len(failures)} run(s) failed; run the same command again to retry them:", file=sys.stderr)
+                        for s, why in failures:
+                            print(f"  {s.algo} on {s.task}, seed {s.seed} ({s.folder}): {why}", file=sys.stderr)
+                        return 1
             res = results(specs, out, algos, tasks, args.seeds, args.steps, args.reps, command)
-            res["wall_seconds_this_call"] = round(wall, 1)
             from .report import write
 
             for path in write(res, out):

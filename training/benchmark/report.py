@@ -135,6 +135,9 @@ def markdown(results: dict) -> str:
         "",
         f"Command: `{results['command']}`",
         "",
+        f"Time: {results['run_seconds_total']:,.0f} s of training and evaluation over all runs; "
+        f"wall-clock of the {len(results['calls'])} call(s) that trained them: {results['wall_seconds']:,.0f} s.",
+        "",
     ]
     order = sorted(algos, key=lambda a: -agg["overall"][a]["iqm"]["value"])
     if len(tasks) > 1:
@@ -156,11 +159,13 @@ def markdown(results: dict) -> str:
         lines.append("")
     if agg["probability_of_improvement"]:
         lines += ["## Probability of improvement", "", "P(a run of X beats a run of Y on a task), with 95% intervals.", "", "| X | Y | P(X > Y) |", "|---|---|---|"]
+        rows = []
         for p in agg["probability_of_improvement"]:
             x, y, prob, lo, hi = p["x"], p["y"], p["probability"], *p["ci"]
-            if order.index(x) > order.index(y):  # the better one first
+            if order.index(x) > order.index(y):  # the one of higher IQM first
                 x, y, prob, lo, hi = y, x, 1 - prob, 1 - hi, 1 - lo
-            lines.append(f"| {x} | {y} | {prob:.2f} [{lo:.2f}–{hi:.2f}] |")
+            rows.append((order.index(x), order.index(y), f"| {x} | {y} | {prob:.2f} [{lo:.2f}–{hi:.2f}] |"))
+        lines += [r[2] for r in sorted(rows)]
         lines.append("")
     lines += ["Illegal stops: the share of evaluation games an illegal action ended (unmasked algorithms only).", ""]
     return "\n".join(lines)
@@ -219,7 +224,7 @@ def plot(results: dict, out: Path) -> list[Path]:
     ax.legend([plt.Line2D([0], [0], color=colors[a]) for a in algos], algos, fontsize=8, loc="lower left")
     fig.tight_layout()
     written.append(out / "performance_profile.png")
-    fig.savefig(written[-1], dpi=110)
+    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
     plt.close(fig)
     return written
 
