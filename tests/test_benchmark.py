@@ -217,7 +217,7 @@ def test_a_missing_extra_is_named(module, extra, backend, configs, tmp_path, cap
 def test_the_ray_backend_gives_the_local_results(grid, configs, tmp_path):
     pytest.importorskip("ray.tune")
     out = tmp_path / "ray"
-    assert main(grid_args(configs, out, "ppo_mask,dqn", "classic", 1, STEPS, "--backend", "ray", "--workers", "2")) == 0
+    assert main(grid_args(configs, out, "ppo_mask,dqn", "classic", 1, STEPS, "--backend", "ray")) == 0  # one CPU, its trials in turn
     ray_runs = json.loads((out / "results.json").read_text())["runs"]
     local = {(r["algo"], r["task"], r["seed"]): r for r in json.loads((grid / "results.json").read_text())["runs"]}
     assert len(ray_runs) == 2
@@ -228,6 +228,17 @@ def test_the_ray_backend_gives_the_local_results(grid, configs, tmp_path):
         evs = json.loads((out / r["folder"] / "state.json").read_text())["evaluations"]
         local_evs = json.loads((grid / twin["folder"] / "state.json").read_text())["evaluations"]
         assert [e["score"] for e in evs] == [e["score"] for e in local_evs]
+
+
+def test_two_local_workers_give_the_one_worker_results(grid, configs, tmp_path):
+    out = tmp_path / "two"
+    assert main(grid_args(configs, out, "ppo_mask,dqn", "classic", 1, STEPS, "--workers", "2")) == 0
+    local = {(r["algo"], r["task"], r["seed"]): r for r in json.loads((grid / "results.json").read_text())["runs"]}
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert len(runs) == 2
+    for r in runs:
+        twin = local[(r["algo"], r["task"], r["seed"])]
+        assert (r["steps"], r["score"], r["normalized_score"]) == (twin["steps"], twin["score"], twin["normalized_score"])
 
 
 def test_the_evaluation_plays_the_harness_games_and_stops_at_an_illegal_action():

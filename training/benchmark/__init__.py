@@ -187,6 +187,7 @@ def run_ray(specs: list[RunSpec], workers: int, out: Path, address: str | None =
             param_space={"spec": tune.grid_search([s.to_dict() for s in specs])},
             tune_config=tune.TuneConfig(
                 max_concurrent_trials=workers,
+                reuse_actors=True,  # a worker process imports torch and SB3 once, for all its trials
                 trial_name_creator=lambda t: f"{t.config['spec']['task']}__{t.config['spec']['algo']}__seed{t.config['spec']['seed']}",
                 trial_dirname_creator=lambda t: f"{t.config['spec']['task']}__{t.config['spec']['algo']}__seed{t.config['spec']['seed']}__{t.trial_id}",
             ),
@@ -311,7 +312,9 @@ def main(argv=None) -> int:
             pending = [s for s in specs if check_folder(s) != "done"]
             print(f"{len(specs)} runs ({len(algos)} algorithm(s) x {len(tasks)} task(s) x {args.seeds} seed(s)); {len(specs) - len(pending)} already done; output in {out}")
             if pending:
-                with _logged_call(out, command, len(pending)) as call:
+                from ..harness import signals_interrupt
+
+                with signals_interrupt(), _logged_call(out, command, len(pending)) as call:  # SIGTERM too ends as Ctrl-C does
                     failures = run_ray(pending, args.workers, out, args.ray_address) if args.backend == "ray" else run_local(pending, args.workers)
                     if failures:
                         call["outcome"] = "failed"
