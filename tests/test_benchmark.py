@@ -262,7 +262,28 @@ def test_the_evaluation_plays_the_harness_games_and_stops_at_an_illegal_action()
 
     stopped = Evaluator(task, seed=3, games=20)(third_illegal)
     assert stopped["illegal_stops"] == 1.0 and 0 <= stopped["score"] < res["score"]
+    # with an opponent: the harness's games, the agent in each seat in turn on the same dice
+    import agents
+    from generala_env.game import outcome_points
+    from training.harness import play_game
+
+    class FirstLegal:
+        name = "first-legal"
+
+        def act(self, obs, info):
+            return int(np.argmax(info["action_mask"]))
+
     duel = Task("duel", {"rules": "classic", "num_players": 2, "opponents": "greedy", "reward": "win"}, 1.0, -0.2, 100)
+    played = Evaluator(duel, seed=3, games=10)(first_legal)
+    greedy, points, totals = agents.load("greedy", rules="classic"), [], []
+    for i in range(10):
+        for seat in (0, 1):
+            lineup = [greedy, greedy]
+            lineup[seat] = FirstLegal()
+            rec = play_game(lineup, "classic", game_seed(3, i))
+            points.append(outcome_points(rec.winners, seat))
+            totals.append(rec.totals[seat])
+    assert played["win_rate"] == pytest.approx(np.mean(points)) and played["mean_total"] == pytest.approx(np.mean(totals))
     always_illegal = lambda obs, masks: np.full(len(masks), 31)  # noqa: E731
     lost = Evaluator(duel, seed=3, games=10)(always_illegal)
     assert lost["win_rate"] == lost["normalized_score"] == 0.0 and lost["illegal_stops"] > 0.9
