@@ -14,7 +14,13 @@ pytest.importorskip("rliable")
 
 from training.benchmark import main, plan  # noqa: E402
 from training.benchmark.run import Evaluator, run_one  # noqa: E402
-from training.benchmark.suite import ALGOS, Task, check_hyperparams_build, load_algo, load_suite  # noqa: E402
+from training.benchmark.suite import (  # noqa: E402
+    ALGOS,
+    Task,
+    check_hyperparams_build,
+    load_algo,
+    load_suite,
+)
 
 TINY_SUITE = {
     "name": "tiny-suite",
@@ -162,7 +168,8 @@ def test_a_cut_run_resumes_as_if_it_had_never_stopped(algo, configs, tmp_path):
 
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(configs, tmp_path):
     one, two = (plan(["ppo_mask"], ["classic"], 2, 128, tmp_path / d, configs) for d in ("one", "two"))
-    a0, b0, a1 = run_one(one[0]), run_one(two[0]), run_one(one[1])
+    a0, b0 = run_one(one[0]), run_one(two[0])
+    run_one(one[1])
     assert a0["final"] == b0["final"] and [e["score"] for e in a0["evaluations"]] == [e["score"] for e in b0["evaluations"]]
     pa, pb, p1 = (_params(Path(s.folder) / "final_model.zip", "ppo_mask") for s in (one[0], two[0], one[1]))
     assert all(np.array_equal(pa[k], pb[k]) for k in pa)
@@ -303,7 +310,13 @@ def test_our_statistics_equal_rliables():
     from rliable import library as rly
     from rliable import metrics as rm
 
-    from training.benchmark.report import TAUS, iqm, metrics, probability_of_improvement, score_distribution
+    from training.benchmark.report import (
+        TAUS,
+        iqm,
+        metrics,
+        probability_of_improvement,
+        score_distribution,
+    )
 
     rng = np.random.default_rng(0)
     for runs in (1, 2, 3, 4, 5, 8):

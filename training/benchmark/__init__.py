@@ -31,7 +31,17 @@ import time
 from pathlib import Path
 
 from ..options import MissingExtra, positive_int, require_extra
-from .suite import ALGOS, BenchmarkError, RunSpec, check_hyperparams_build, check_task, default_config_dir, load_algo, load_suite, run_folder
+from .suite import (
+    ALGOS,
+    BenchmarkError,
+    RunSpec,
+    check_hyperparams_build,
+    check_task,
+    default_config_dir,
+    load_algo,
+    load_suite,
+    run_folder,
+)
 
 TRAIN_MODULES = ("torch", "stable_baselines3", "sb3_contrib")
 REPORT_MODULES = ("rliable", "matplotlib")

@@ -14,7 +14,6 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -244,9 +243,6 @@ class RunSpec:
     evaluation: dict
     folder: str
 
-    def key(self) -> tuple[str, str, int]:
-        return (self.algo, self.task, self.seed)
-
     def identity(self) -> dict:
         """The spec without where it lives (what ``spec.json`` must match)."""
         d = dataclasses.asdict(self)
@@ -257,7 +253,7 @@ class RunSpec:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "RunSpec":
+    def from_dict(cls, d: dict) -> RunSpec:
         return cls(**d)
 
 
