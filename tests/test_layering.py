@@ -320,7 +320,7 @@ def test_the_core_install_is_light_and_the_extras_hold_the_rest():
     assert names["train"] == {"torch", "stable-baselines3", "sb3-contrib", "tensorboard", "tqdm"}
     assert names["eval"] == {"matplotlib", "tqdm"}
     assert names["tune"] == {"generala-rl", "optuna"}
-    assert names["benchmark"] == {"generala-rl", "rliable"}
+    assert names["benchmark"] == {"generala-rl", "rliable", "pandas"}
     assert extras["all"] == ["generala-rl[train,eval,multiagent,tune,benchmark]"] and "generala-rl[all]" in extras["test"]
     assert project["scripts"] == {"generala": "training.cli:main"}
     assert project["entry-points"][opponents.ENTRY_POINT_GROUP] == {"agents": "agents"}
