@@ -71,7 +71,9 @@ def read_metadata(path: Path) -> dict:
 def checkpoint_line(name: str) -> str:
     """One line about a shipped checkpoint, from its metadata."""
     m = read_metadata(SHIPPED / name)
-    return f"{m.get('algorithm', 'PPO')}, {m.get('num_players', '?')} player(s), rules {m.get('rules_name', '?')}, reward {m.get('reward', '?')}, {m.get('training_steps', 0):,} steps"
+    how = "from scratch" if m.get("from_scratch") else ("solver in training" if m.get("solver_in_training") else "")
+    return (f"{m.get('algorithm', 'PPO')}, {m.get('num_players', '?')} player(s), rules {m.get('rules_name', '?')}, reward {m.get('reward', '?')}, "
+            f"{m.get('training_steps', 0):,} steps" + (f"; {how}" if how else ""))
 
 
 def checkpoint_summary() -> dict[str, str]:

@@ -81,8 +81,10 @@ def describe_action(rules, dice, a: int) -> str:
 def _agents_cmd(args) -> int:
     import agents
 
-    for name, doc in agents.describe().items():
-        print(f"{name:<16} {doc}")
+    described = agents.describe()
+    width = max(map(len, described), default=0) + 2
+    for name, doc in described.items():
+        print(f"{name:<{width}}{doc}")
     return 0
 
 
