@@ -73,6 +73,20 @@ def _best_reroll(H, E, r, rk, D, sub):
                     E[r, j] = H[s, j]
 
 
+@njit(cache=True)
+def _best_write(Wc, E, r, served, amask, blocked, codes, zero_code, D):
+    """``E[r]``: the best write of roll ``r`` on an open line (``served``: after the first roll)."""
+    for j in range(D):
+        E[r, j] = -1.0
+    for l in range(codes.shape[0]):
+        if (amask >> l) & 1:
+            continue
+        c = zero_code[l] if l == blocked else codes[l, r, served]
+        for j in range(D):
+            if Wc[l, c, j] > E[r, j]:
+                E[r, j] = Wc[l, c, j]
+
+
 @njit(cache=True, parallel=True)
 def solve_pairs(pairs, pair_a, pair_b, lo, size, off, pair_of, V, codes, code_pts, zero_code,
                 gen, dbl, served_win, full, add, sub, roll_keep, keep_roll, by_size, keep_size,
@@ -127,17 +141,8 @@ def solve_pairs(pairs, pair_a, pair_b, lo, size, off, pair_of, V, codes, code_pt
                                 x = qn - 1
                             Wc[l, c, j] = 1.0 - V[qo + x]
             blocked = dbl if (dbl >= 0 and aflag == 0) else -1
-            # E3: the best write after the third roll
-            for r in range(_R):
-                for j in range(D):
-                    E3[r, j] = -1.0
-                for l in range(L):
-                    if (amask >> l) & 1:
-                        continue
-                    c = zero_code[l] if l == blocked else codes[l, r, 0]
-                    for j in range(D):
-                        if Wc[l, c, j] > E3[r, j]:
-                            E3[r, j] = Wc[l, c, j]
+            for r in range(_R):  # E3: the best write after the third roll
+                _best_write(Wc, E3, r, 0, amask, blocked, codes, zero_code, D)
             _keep_values(E3, K, D, add, keep_roll, by_size, keep_size)  # K2
             if locked:
                 # K1 from the (first keep, roll) pairs: the second keep must hold the first
@@ -175,15 +180,7 @@ def solve_pairs(pairs, pair_a, pair_b, lo, size, off, pair_of, V, codes, code_pt
                     for j in range(D):
                         E[r, j] = 1.0
                     continue
-                for j in range(D):
-                    E[r, j] = -1.0
-                for l in range(L):
-                    if (amask >> l) & 1:
-                        continue
-                    c = zero_code[l] if l == blocked else codes[l, r, 1]
-                    for j in range(D):
-                        if Wc[l, c, j] > E[r, j]:
-                            E[r, j] = Wc[l, c, j]
+                _best_write(Wc, E, r, 1, amask, blocked, codes, zero_code, D)
                 _best_reroll(H, E, r, roll_keep[r], D, sub)
             for j in range(D):
                 row[j] = 0.0
