@@ -99,6 +99,27 @@ def _dice_tables():
 
 
 # -- layout of the table -----------------------------------------------------------------------
+def _sheets(rules: RuleSet) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
+    """The sheet ids by number of filled lines, and per sheet id the most points it can still
+    gain (a blocked double generala gains nothing) and the most its filled lines can hold."""
+    L = rules.num_lines
+    gen, dbl = rules.generala_line, rules.double_generala_line
+    line_max = points_table(rules).max(axis=(1, 2)).astype(np.int64)
+    sheets: list[list[int]] = [[] for _ in range(L + 1)]
+    gain = np.zeros(2 << L, dtype=np.int64)
+    held = np.zeros(2 << L, dtype=np.int64)
+    for m in range(1 << L):
+        for flag in (0, 1) if dbl >= 0 and (m >> gen) & 1 else (0,):
+            s = 2 * m + flag
+            sheets[bin(m).count("1")].append(s)
+            for l in range(L):
+                if (m >> l) & 1:
+                    held[s] += line_max[l]
+                elif not (l == dbl and (m >> gen) & 1 and not flag):
+                    gain[s] += line_max[l]
+    return sheets, gain, held
+
+
 class Layout:
     """Which (mover sheet, opponent sheet) pairs exist, and where each one's values lie."""
 
@@ -106,24 +127,8 @@ class Layout:
         L = rules.num_lines
         self.L = L
         self.full = (1 << L) - 1
-        gen, dbl = rules.generala_line, rules.double_generala_line
-        line_max = points_table(rules).max(axis=(1, 2)).astype(np.int64)
         S = 2 << L  # sheet id = filled mask * 2 + flag (generala holds points, double_generala only)
-        sheets = [[] for _ in range(L + 1)]
-        for m in range(1 << L):
-            sheets[bin(m).count("1")].append(2 * m)
-            if dbl >= 0 and (m >> gen) & 1:
-                sheets[bin(m).count("1")].append(2 * m + 1)
-        gain = np.zeros(S, dtype=np.int64)  # M: the most points a sheet can still gain
-        held = np.zeros(S, dtype=np.int64)  # F: the most points its filled lines can hold
-        for n in range(L + 1):
-            for s in sheets[n]:
-                m, flag = s >> 1, s & 1
-                for l in range(L):
-                    if (m >> l) & 1:
-                        held[s] += line_max[l]
-                    elif not (l == dbl and (m >> gen) & 1 and not flag):  # a blocked double gains nothing
-                        gain[s] += line_max[l]
+        sheets, gain, held = _sheets(rules)
         self.gain, self.held, self.sheets = gain, held, sheets
         # pairs, a layer (filled lines of both) at a time; the mover is seat 0 when both
         # have filled as many lines, seat 1 when the opponent has filled one more
@@ -150,20 +155,12 @@ class Layout:
     def bytes_needed(rules: RuleSet) -> int:
         """What a solve allocates (the float32 values, the pair index and per-pair arrays),
         counted from the rule set alone before anything big is allocated."""
-        L = rules.num_lines
-        line_max = points_table(rules).max(axis=(1, 2)).astype(np.int64)
-        gen, dbl = rules.generala_line, rules.double_generala_line
-        # per (filled count, gain, held) the number of sheets: enough to count pairs and values
         from collections import Counter
 
-        per_n = [Counter() for _ in range(L + 1)]
-        for m in range(1 << L):
-            n = bin(m).count("1")
-            flags = (0, 1) if dbl >= 0 and (m >> gen) & 1 else (0,)
-            for flag in flags:
-                held = sum(int(line_max[l]) for l in range(L) if (m >> l) & 1)
-                gain = sum(int(line_max[l]) for l in range(L) if not (m >> l) & 1 and not (l == dbl and (m >> gen) & 1 and not flag))
-                per_n[n][(gain, held)] += 1
+        L = rules.num_lines
+        sheets, gain, held = _sheets(rules)
+        # per filled count, the number of sheets of each (gain, held): enough to count pairs and values
+        per_n = [Counter(zip(gain[ids].tolist(), held[ids].tolist())) for ids in map(np.array, sheets)]
         values = pairs = 0
         for nA in range(L):
             for nB in (nA, nA + 1):
