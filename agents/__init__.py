@@ -22,9 +22,7 @@ from .base import Agent, AgentError, SeatView
 from .baselines import GreedyAgent, RandomAgent, RulesOfThumbAgent, TurnOptimalAgent
 from .optimal import OptimalAgent, OptimalTwoPlayerAgent
 
-BUILTIN = {
-    cls.name: cls for cls in (RandomAgent, GreedyAgent, TurnOptimalAgent, RulesOfThumbAgent, OptimalAgent, OptimalTwoPlayerAgent)
-}
+BUILTIN = {cls.name: cls for cls in (RandomAgent, GreedyAgent, TurnOptimalAgent, RulesOfThumbAgent, OptimalAgent, OptimalTwoPlayerAgent)}
 
 
 def names() -> list[str]:

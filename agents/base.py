@@ -114,4 +114,3 @@ def best_legal(values: np.ndarray, mask: np.ndarray) -> int:
     if not mask.any():
         raise AgentError("no legal action: the game is over or it is not this seat's move")
     return int(np.argmax(v))
-

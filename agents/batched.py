@@ -83,4 +83,3 @@ def greedy_actions(games, masks, roll, rolls_left, locked, player, sheets, point
                 best, best_v = np.int64(l), v
         out[j] = NUM_MASKS + best
     return out
-

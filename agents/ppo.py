@@ -72,8 +72,10 @@ def checkpoint_line(name: str) -> str:
     """One line about a shipped checkpoint, from its metadata."""
     m = read_metadata(SHIPPED / name)
     how = "from scratch" if m.get("from_scratch") else ("solver in training" if m.get("solver_in_training") else "")
-    return (f"{m.get('algorithm', 'PPO')}, {m.get('num_players', '?')} player(s), rules {m.get('rules_name', '?')}, reward {m.get('reward', '?')}, "
-            f"{m.get('training_steps', 0):,} steps" + (f"; {how}" if how else ""))
+    return (
+        f"{m.get('algorithm', 'PPO')}, {m.get('num_players', '?')} player(s), rules {m.get('rules_name', '?')}, reward {m.get('reward', '?')}, "
+        f"{m.get('training_steps', 0):,} steps" + (f"; {how}" if how else "")
+    )
 
 
 def checkpoint_summary() -> dict[str, str]:
@@ -224,7 +226,11 @@ def load_policy_net(path: Path, meta: dict) -> PolicyNet:
 
     file = Path(path) / WEIGHTS_FILE
     if not file.is_file():
-        extra = " (it holds an SB3 model.zip, which runs code when loaded: re-export it from a run you trust with generala export)" if (Path(path) / "model.zip").is_file() else ""
+        extra = (
+            " (it holds an SB3 model.zip, which runs code when loaded: re-export it from a run you trust with generala export)"
+            if (Path(path) / "model.zip").is_file()
+            else ""
+        )
         raise AgentError(f"checkpoint {path} has no {WEIGHTS_FILE}{extra}")
     try:
         tensors = load_file(str(file))
@@ -282,10 +288,7 @@ class PPOAgent(PolicyAgent):
                 f"(fingerprint {trained.fingerprint()}), not for {rules.name!r} ({rules.fingerprint()})"
             )
         if m["layout_version"] != LAYOUT_VERSION:
-            raise AgentError(
-                f"checkpoint {name} uses observation layout version {m['layout_version']}, "
-                f"this code encodes version {LAYOUT_VERSION}: retrain it"
-            )
+            raise AgentError(f"checkpoint {name} uses observation layout version {m['layout_version']}, this code encodes version {LAYOUT_VERSION}: retrain it")
         players = m["num_players"]
         if isinstance(players, bool) or not isinstance(players, int) or not 1 <= players <= 6:
             raise AgentError(f"checkpoint {name}: 'num_players' must be a whole number from 1 to 6, got {players!r}")
@@ -354,7 +357,9 @@ class PoolAgent(Agent):
             try:
                 from sb3_contrib import MaskablePPO
             except ImportError as e:
-                raise AgentError(f"pool {self.pool_dir}: its step_N.zip files are SB3 models, which need the training extra: pip install 'generala-rl[train]' ({e})") from None
+                raise AgentError(
+                    f"pool {self.pool_dir}: its step_N.zip files are SB3 models, which need the training extra: pip install 'generala-rl[train]' ({e})"
+                ) from None
 
             self._models = {k: v for k, v in self._models.items() if k in files}
             self._models[pick] = MaskablePPO.load(pick, device="cpu").policy

@@ -222,7 +222,14 @@ def write_whole(path: Path, write) -> None:
 
 def cache_meta(rules: RuleSet, version: int, V: np.ndarray, solve_seconds: float, **extra) -> dict:
     """What a cache file of solved values records: the rule set, the solver version and a checksum."""
-    return {"fingerprint": rules.fingerprint(), "solver_version": version, "checksum": _checksum(V), "rules": rules.settings(), "solve_seconds": solve_seconds, **extra}
+    return {
+        "fingerprint": rules.fingerprint(),
+        "solver_version": version,
+        "checksum": _checksum(V),
+        "rules": rules.settings(),
+        "solve_seconds": solve_seconds,
+        **extra,
+    }
 
 
 def cache_matches(meta: dict, rules: RuleSet, version: int, V: np.ndarray) -> bool:

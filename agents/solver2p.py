@@ -253,8 +253,11 @@ class TwoPlayerSolver:
         V = np.zeros(lay.num_values, dtype=np.float32)
         code_pts, codes, zero_code = _line_codes(self.rules)
         add, sub, roll_keep, keep_roll, by_size, keep_size = _dice_tables()
-        lp = _locked_lists() if self.rules.locked_holds else (
-            np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(1, np.int64), np.zeros(0, np.int32))
+        lp = (
+            _locked_lists()
+            if self.rules.locked_holds
+            else (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(1, np.int64), np.zeros(0, np.int32))
+        )
         five_alike = ROLL_COUNTS.max(axis=1) == 5
         import numba
 
@@ -267,9 +270,35 @@ class TwoPlayerSolver:
             dmax = int(lay.size[pairs].max())
             for s in range(0, len(pairs), 4096):
                 batch = pairs[s : s + 4096]
-                solve_pairs(batch, lay.pair_a, lay.pair_b, lay.lo, lay.size, lay.off, lay.pair_of, V, codes, code_pts, zero_code,
-                            self.gen, self.dbl, self.served_win, lay.full, add, sub, roll_keep, keep_roll, by_size, keep_size,
-                            FULL_ROLL_PROB, five_alike, self.rules.locked_holds, *lp, dmax, nthreads)
+                solve_pairs(
+                    batch,
+                    lay.pair_a,
+                    lay.pair_b,
+                    lay.lo,
+                    lay.size,
+                    lay.off,
+                    lay.pair_of,
+                    V,
+                    codes,
+                    code_pts,
+                    zero_code,
+                    self.gen,
+                    self.dbl,
+                    self.served_win,
+                    lay.full,
+                    add,
+                    sub,
+                    roll_keep,
+                    keep_roll,
+                    by_size,
+                    keep_size,
+                    FULL_ROLL_PROB,
+                    five_alike,
+                    self.rules.locked_holds,
+                    *lp,
+                    dmax,
+                    nthreads,
+                )
                 done += int(lay.size[batch].sum())
                 if progress is not None:
                     progress(done, lay.num_values)
@@ -378,8 +407,9 @@ def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
     write_whole(path.with_suffix(".json"), lambda f: f.write(json.dumps(meta, indent=1).encode()))
 
 
-def load_or_solve_2p(rules, use_cache: bool = True, progress: Callable[[int, int], None] | None = None,
-                     max_memory: int | None = DEFAULT_MAX_MEMORY) -> tuple[TwoPlayerSolver, str]:
+def load_or_solve_2p(
+    rules, use_cache: bool = True, progress: Callable[[int, int], None] | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY
+) -> tuple[TwoPlayerSolver, str]:
     """A solved :class:`TwoPlayerSolver` and where its values came from (``"cache"`` or
     ``"solved"``). The cache lies in :func:`agents.solver.cache_dir` as ``solve2p-*.npy``
     with a ``.json`` beside it (fingerprint, solver version, checksum); a file that does not

@@ -88,9 +88,39 @@ def _best_write(Wc, E, r, served, amask, blocked, codes, zero_code, D):
 
 
 @njit(cache=True, parallel=True)
-def solve_pairs(pairs, pair_a, pair_b, lo, size, off, pair_of, V, codes, code_pts, zero_code,
-                gen, dbl, served_win, full, add, sub, roll_keep, keep_roll, by_size, keep_size,
-                first_prob, five_alike, locked, lp_roll, lp_keep, lp_prob, lp_start, lp_list, dmax, nthreads):
+def solve_pairs(
+    pairs,
+    pair_a,
+    pair_b,
+    lo,
+    size,
+    off,
+    pair_of,
+    V,
+    codes,
+    code_pts,
+    zero_code,
+    gen,
+    dbl,
+    served_win,
+    full,
+    add,
+    sub,
+    roll_keep,
+    keep_roll,
+    by_size,
+    keep_size,
+    first_prob,
+    five_alike,
+    locked,
+    lp_roll,
+    lp_keep,
+    lp_prob,
+    lp_start,
+    lp_list,
+    dmax,
+    nthreads,
+):
     """Solve the turn of every pair in ``pairs`` (their successors solved already), writing
     ``V[off[p] : off[p] + size[p]]``: the mover's value for ``d = lo[p] + j``."""
     L = codes.shape[0]

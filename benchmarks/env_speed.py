@@ -188,8 +188,10 @@ def main(argv=None) -> None:
 
     from generala_env import batched
 
-    print(f"random legal play, {rounds} round(s) of one {seconds:g} s spell per contestant; python {platform.python_version()}, "
-          f"numpy {np.__version__}, numba {'on' if batched.NUMBA else 'off'}, {platform.machine()}")
+    print(
+        f"random legal play, {rounds} round(s) of one {seconds:g} s spell per contestant; python {platform.python_version()}, "
+        f"numpy {np.__version__}, numba {'on' if batched.NUMBA else 'off'}, {platform.machine()}"
+    )
     print("decisions/s: the best spell; ratios: the median over rounds of the ratio within a round [10th-90th percentile]")
     if missing:
         print(f"not installed (pip install -e '.[bench]'): {', '.join(missing)}")

@@ -37,8 +37,10 @@ def main(argv=None) -> None:
     served = np.mean([r.served_generala_win for r in recs])
     print(f"rules {rules.name}: seat 0's P(win) + 1/2 P(draw), both seats optimal-2p")
     print(f"exact     {exact:.4f}")
-    print(f"simulated {m:.4f} (95% CI {lo:.4f}-{hi:.4f}) over {args.games} games, seed {args.seed}; "
-          f"{served:.1%} ended by a served generala; {time.time() - t0:.0f} s")
+    print(
+        f"simulated {m:.4f} (95% CI {lo:.4f}-{hi:.4f}) over {args.games} games, seed {args.seed}; "
+        f"{served:.1%} ended by a served generala; {time.time() - t0:.0f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -61,9 +61,25 @@ def solve_2p_in_this_process(rules: str, max_memory_gib: float) -> dict:
     try:
         solver = TwoPlayerSolver(rules).solve(max_memory=int(max_memory_gib * 2**30))
     except SolveTooBigError:
-        return {"rules": rules, "seconds": float("nan"), "value": float("nan"), "need_mib": need, "rss_mib": float("nan"), "rss_added_mib": float("nan"), "refused": True}
+        return {
+            "rules": rules,
+            "seconds": float("nan"),
+            "value": float("nan"),
+            "need_mib": need,
+            "rss_mib": float("nan"),
+            "rss_added_mib": float("nan"),
+            "refused": True,
+        }
     rss = _rss_peak_mib()
-    return {"rules": rules, "seconds": solver.solve_seconds, "value": solver.first_player_value, "need_mib": need, "rss_mib": rss, "rss_added_mib": rss - base, "refused": False}
+    return {
+        "rules": rules,
+        "seconds": solver.solve_seconds,
+        "value": solver.first_player_value,
+        "need_mib": need,
+        "rss_mib": rss,
+        "rss_added_mib": rss - base,
+        "refused": False,
+    }
 
 
 def _child(rules: str, repeat: int, out, players: int = 1, max_memory_gib: float = 2.0) -> None:
@@ -95,7 +111,9 @@ def main(argv=None) -> None:
     if args.players == 2:
         import numba
 
-        print(f"exact two-player solve (agents.solver2p.TwoPlayerSolver(rules).solve(), no cache), {numba.get_num_threads()} numba threads; python {platform.python_version()}, {platform.machine()}")
+        print(
+            f"exact two-player solve (agents.solver2p.TwoPlayerSolver(rules).solve(), no cache), {numba.get_num_threads()} numba threads; python {platform.python_version()}, {platform.machine()}"
+        )
         head = f"{'rules':<10}{'seconds':>9}{'seat 0 value':>14}{'table needs':>13}{'peak RSS':>10}{'solve added':>13}"
         print(head)
         print("-" * len(head))
@@ -103,7 +121,9 @@ def main(argv=None) -> None:
             if row["refused"]:
                 print(f"{row['rules']:<10}{'refused':>9}{'':>14}{row['need_mib']:>9.0f} MiB  over --max-memory {args.max_memory} GiB")
                 continue
-            print(f"{row['rules']:<10}{row['seconds']:>9.1f}{row['value']:>14.6f}{row['need_mib']:>9.0f} MiB{row['rss_mib']:>6.0f} MiB{row['rss_added_mib']:>9.0f} MiB")
+            print(
+                f"{row['rules']:<10}{row['seconds']:>9.1f}{row['value']:>14.6f}{row['need_mib']:>9.0f} MiB{row['rss_mib']:>6.0f} MiB{row['rss_added_mib']:>9.0f} MiB"
+            )
         return
 
     print(f"exact solve (agents.solver.Solver(rules).solve(), no cache), best of {repeat}; python {platform.python_version()}, {platform.machine()}")

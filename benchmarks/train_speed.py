@@ -157,7 +157,9 @@ def main(argv=None) -> None:
     print(head)
     print("-" * len(head))
     for name, n, r in rows:
-        print(f"{name:<18}{args.rollout // n:>8}{r['learn']:>15,.0f}{r['learn'] / ref['learn']:>8.2f}x{r['rollout']:>17,.0f}{r['rollout'] / ref['rollout']:>8.1f}x")
+        print(
+            f"{name:<18}{args.rollout // n:>8}{r['learn']:>15,.0f}{r['learn'] / ref['learn']:>8.2f}x{r['rollout']:>17,.0f}{r['rollout'] / ref['rollout']:>8.1f}x"
+        )
 
     mem = batched_memory()
     print(

@@ -101,7 +101,10 @@ def make_envs(args: Args, num_envs: int) -> gym.vector.VectorEnv:
         envs = gym.make_vec("Generala-v0", num_envs=num_envs, rules=args.rules, full_info=True)
     else:
         envs = gym.make_vec(
-            "Generala-v0", num_envs=num_envs, vectorization_mode=args.vectorization_mode, rules=args.rules,
+            "Generala-v0",
+            num_envs=num_envs,
+            vectorization_mode=args.vectorization_mode,
+            rules=args.rules,
             vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
         )
     assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
@@ -117,8 +120,12 @@ def layer(n_in: int, n_out: int, std: float = np.sqrt(2)) -> nn.Linear:
 
 def mlp(n_in: int, n_out: int, out_std: float) -> nn.Sequential:
     return nn.Sequential(
-        layer(n_in, 256), nn.LayerNorm(256), nn.ReLU(),
-        layer(256, 256), nn.LayerNorm(256), nn.ReLU(),
+        layer(n_in, 256),
+        nn.LayerNorm(256),
+        nn.ReLU(),
+        layer(256, 256),
+        nn.LayerNorm(256),
+        nn.ReLU(),
         layer(256, n_out, out_std),
     )
 
@@ -239,14 +246,15 @@ def main(argv=None) -> dict:
                 optimizer.step()
 
         recent = np.mean(finished[-1000:]) if finished else float("nan")
-        print(f"iteration {iteration}/{num_iterations}  step {global_step}  mean total of the last "
-              f"{min(len(finished), 1000)} games {recent:.2f}  {int(global_step / (time.time() - start))} steps/s")
+        print(
+            f"iteration {iteration}/{num_iterations}  step {global_step}  mean total of the last "
+            f"{min(len(finished), 1000)} games {recent:.2f}  {int(global_step / (time.time() - start))} steps/s"
+        )
     envs.close()
 
     score, illegal = evaluate(agent, args, args.eval_games)
     print(f"masked PPO after {global_step} steps: mean final total {score:.2f} over {args.eval_games} greedy games")
-    return {"timesteps": global_step, "mean_score": score, "games": args.eval_games, "illegal_actions": illegal,
-            "training_games": len(finished)}
+    return {"timesteps": global_step, "mean_score": score, "games": args.eval_games, "illegal_actions": illegal, "training_games": len(finished)}
 
 
 if __name__ == "__main__":

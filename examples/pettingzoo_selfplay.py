@@ -38,8 +38,12 @@ from generala_env.multiagent import env as generala_aec
 
 def mlp(n_in: int, n_out: int) -> nn.Sequential:
     return nn.Sequential(
-        nn.Linear(n_in, 256), nn.LayerNorm(256), nn.ReLU(),
-        nn.Linear(256, 256), nn.LayerNorm(256), nn.ReLU(),
+        nn.Linear(n_in, 256),
+        nn.LayerNorm(256),
+        nn.ReLU(),
+        nn.Linear(256, 256),
+        nn.LayerNorm(256),
+        nn.ReLU(),
         nn.Linear(256, n_out),
     )
 

@@ -61,12 +61,29 @@ def build(args, envs):
     if args.algo == "ppo":
         rollout = args.n_envs * args.n_steps
         return PPO(
-            "MlpPolicy", envs, learning_rate=3e-4, n_steps=args.n_steps, batch_size=max(1, rollout // 8), n_epochs=10,
-            gamma=1.0, gae_lambda=0.1, clip_range=0.2, ent_coef=0.0, policy_kwargs=policy_kwargs, seed=args.seed,
+            "MlpPolicy",
+            envs,
+            learning_rate=3e-4,
+            n_steps=args.n_steps,
+            batch_size=max(1, rollout // 8),
+            n_epochs=10,
+            gamma=1.0,
+            gae_lambda=0.1,
+            clip_range=0.2,
+            ent_coef=0.0,
+            policy_kwargs=policy_kwargs,
+            seed=args.seed,
         )
     return DQN(
-        "MlpPolicy", envs, learning_rate=1e-4, buffer_size=100_000, learning_starts=min(1000, args.timesteps // 2),
-        gamma=1.0, exploration_fraction=0.2, policy_kwargs=policy_kwargs, seed=args.seed,
+        "MlpPolicy",
+        envs,
+        learning_rate=1e-4,
+        buffer_size=100_000,
+        learning_starts=min(1000, args.timesteps // 2),
+        gamma=1.0,
+        exploration_fraction=0.2,
+        policy_kwargs=policy_kwargs,
+        seed=args.seed,
     )
 
 
@@ -99,8 +116,10 @@ def main(argv=None) -> dict:
     eval_env = make_vec_env("Generala-v0", n_envs=1, seed=args.seed + 1, env_kwargs=env_kwargs)
     evaluate_policy(model, eval_env, n_eval_episodes=args.eval_games, deterministic=True, callback=count)
     mean, illegal_share = float(np.mean(totals)), illegal[0] / steps[0]
-    print(f"{args.algo.upper()} after {model.num_timesteps} steps: mean final total {mean:.2f} over {len(totals)} games, "
-          f"{illegal_share:.1%} of its actions illegal")
+    print(
+        f"{args.algo.upper()} after {model.num_timesteps} steps: mean final total {mean:.2f} over {len(totals)} games, "
+        f"{illegal_share:.1%} of its actions illegal"
+    )
     return {"timesteps": model.num_timesteps, "mean_score": mean, "games": len(totals), "illegal_actions": illegal[0], "illegal_share": illegal_share}
 
 

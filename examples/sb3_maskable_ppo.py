@@ -87,12 +87,11 @@ def main(argv=None) -> dict:
         illegal[0] += bool(local_vars["info"]["illegal_action"])
 
     eval_env = make_vec_env("Generala-v0", n_envs=1, seed=args.seed + 1, env_kwargs=env_kwargs)
-    returns, _ = evaluate_policy(
-        model, eval_env, n_eval_episodes=args.eval_games, deterministic=True, return_episode_rewards=True, callback=count
-    )
+    returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=args.eval_games, deterministic=True, return_episode_rewards=True, callback=count)
     mean = sum(returns) / len(returns)
     print(f"MaskablePPO after {model.num_timesteps} steps: mean final total {mean:.2f} over {len(returns)} games")
     return {"timesteps": model.num_timesteps, "mean_score": mean, "games": len(returns), "illegal_actions": illegal[0]}
+
 
 if __name__ == "__main__":
     main()

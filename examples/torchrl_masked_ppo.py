@@ -60,8 +60,12 @@ def make_env(rules: str, reward_scale: float = 1.0) -> TransformedEnv:
 
 def mlp(n_in: int, n_out: int) -> nn.Sequential:
     return nn.Sequential(
-        nn.Linear(n_in, 256), nn.LayerNorm(256), nn.ReLU(),
-        nn.Linear(256, 256), nn.LayerNorm(256), nn.ReLU(),
+        nn.Linear(n_in, 256),
+        nn.LayerNorm(256),
+        nn.ReLU(),
+        nn.Linear(256, 256),
+        nn.LayerNorm(256),
+        nn.ReLU(),
         nn.Linear(256, n_out),
     )
 
@@ -101,7 +105,11 @@ def main(argv=None) -> dict:
 
     frames_per_batch = args.n_envs * args.n_steps
     minibatch = max(1, frames_per_batch // 8)  # 8 minibatches a rollout
-    collector = Collector(env, policy, frames_per_batch=frames_per_batch, total_frames=max(args.frames, frames_per_batch),
+    collector = Collector(
+        env,
+        policy,
+        frames_per_batch=frames_per_batch,
+        total_frames=max(args.frames, frames_per_batch),
         auto_register_policy_transforms=True,
     )
     advantage = GAE(gamma=1.0, lmbda=0.1, value_network=value, average_gae=True)

@@ -191,7 +191,27 @@ def legal_masks(games, masks, roll, rolls_left, locked, player, over, sheets, ge
 
 
 @njit(cache=True, error_model="numpy")
-def encode(games, seat, out, obs, sheets_seen, roll, rolls_left, locked, player, writes, sheets, points_now, points_obs, total_max, at, opponent_at, gen, dbl, served_win):
+def encode(
+    games,
+    seat,
+    out,
+    obs,
+    sheets_seen,
+    roll,
+    rolls_left,
+    locked,
+    player,
+    writes,
+    sheets,
+    points_now,
+    points_obs,
+    total_max,
+    at,
+    opponent_at,
+    gen,
+    dbl,
+    served_win,
+):
     """``Encoder.encode(game, seat)`` of each game into ``out[j]`` (every entry written).
 
     The slices the sheets alone decide (``own_open`` to the end) are kept in row ``g`` of

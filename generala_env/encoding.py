@@ -106,7 +106,19 @@ class Encoder:
         # the slices' starts, as the numba encoders take them (-1: absent)
         s = self.layout
         assert s["dice_sorted"].start == s["dice_counts"].stop  # they write both from one table row
-        names = ("dice_counts", "rolls_left", "first_roll", "locked_counts", "served_generala", "points_now", "own_open", "own_points", "own_total", "round", "score_lead")
+        names = (
+            "dice_counts",
+            "rolls_left",
+            "first_roll",
+            "locked_counts",
+            "served_generala",
+            "points_now",
+            "own_open",
+            "own_points",
+            "own_total",
+            "round",
+            "score_lead",
+        )
         self.starts = np.array([s[k].start if k in s else -1 for k in names], dtype=np.int64)
         self.opponent_starts = np.array(
             [[s[f"opponent_{k}_{part}"].start for part in ("open", "points", "total")] for k in range(1, num_players)], dtype=np.int64
@@ -121,8 +133,23 @@ class Encoder:
         if self._kernel is None:
             return self.encode_numpy(game, seat)
         out = np.empty(self.size, dtype=np.float32)
-        self._kernel(out, game.roll, game.rolls_left, game.locked, game.player, game.sheets, seat, self.points_now,
-                     self.points_obs, self.total_max, self.starts, self.opponent_starts, self._generala, self._double, self._served_win)
+        self._kernel(
+            out,
+            game.roll,
+            game.rolls_left,
+            game.locked,
+            game.player,
+            game.sheets,
+            seat,
+            self.points_now,
+            self.points_obs,
+            self.total_max,
+            self.starts,
+            self.opponent_starts,
+            self._generala,
+            self._double,
+            self._served_win,
+        )
         return out
 
     def encode_numpy(self, game: Game, seat: int) -> np.ndarray:

@@ -305,9 +305,7 @@ class GeneralaEnv(gym.Env):
         self.num_players = self.game.num_players
         self.obs_type = check_obs_type(obs_type)
         self.max_illegal_in_a_row = check_max_illegal(max_illegal_in_a_row)
-        self.render_mode = check_arguments(
-            self.num_players, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty
-        )
+        self.render_mode = check_arguments(self.num_players, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty)
         self.reward_mode = reward
         self.agent_seat_option = agent_seat
         self.illegal_action = illegal_action

@@ -273,7 +273,9 @@ class Game:
         for p in range(P):
             blocked = blocked_line(self.rules, generala_scored(self.rules, new_sheets[p]))
             if blocked >= 0 and new_sheets[p, blocked] > 0:
-                raise ValueError(f"sheets: seat {p}'s {self.rules.lines[blocked]} holds points but its generala line does not; a double generala needs a scored generala line")
+                raise ValueError(
+                    f"sheets: seat {p}'s {self.rules.lines[blocked]} holds points but its generala line does not; a double generala needs a scored generala line"
+                )
         if dice is None:
             faces = ROLLS[self.roll].tolist()
         else:

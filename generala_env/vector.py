@@ -93,6 +93,7 @@ from .game import OPEN, Game, IllegalActionError, prefilled_sheets
 from .rules import RuleSet, load_rules
 from .scoring import points_table
 
+
 # -- opponents ----------------------------------------------------------------------------
 class BatchedOpponent:
     """An opponent that picks actions for many games at once.

@@ -13,7 +13,18 @@ from training.harness import game_seed, play_game, play_many
 BASELINES = ["random", "greedy", "turn-optimal", "rules-of-thumb", "optimal"]
 
 
-@pytest.mark.parametrize("rules", ["classic", "double", "sixty", {"locked_holds": True, "lines": ["ones", "fives", "sixes", "straight", "full_house", "four_of_a_kind", "generala", "double_generala", "three_of_a_kind"]}])
+@pytest.mark.parametrize(
+    "rules",
+    [
+        "classic",
+        "double",
+        "sixty",
+        {
+            "locked_holds": True,
+            "lines": ["ones", "fives", "sixes", "straight", "full_house", "four_of_a_kind", "generala", "double_generala", "three_of_a_kind"],
+        },
+    ],
+)
 @pytest.mark.parametrize("players", [1, 2])
 def test_every_agent_plays_complete_legal_games(rules, players):
     for name in BASELINES:

@@ -43,7 +43,11 @@ TINY_ALGOS = {
     "a2c": {"n_envs": 4, "policy_kwargs": NET, "hyperparams": {"n_steps": 8}},
     "trpo": {"n_envs": 4, "policy_kwargs": NET, "hyperparams": {"n_steps": 32, "batch_size": 64}},
     "dqn": {"n_envs": 4, "policy_kwargs": NET, "hyperparams": {"buffer_size": 1000, "learning_starts": 64, "batch_size": 32, "target_update_interval": 100}},
-    "qrdqn": {"n_envs": 4, "policy_kwargs": {**NET, "n_quantiles": 5}, "hyperparams": {"buffer_size": 1000, "learning_starts": 64, "batch_size": 32, "target_update_interval": 100}},
+    "qrdqn": {
+        "n_envs": 4,
+        "policy_kwargs": {**NET, "n_quantiles": 5},
+        "hyperparams": {"buffer_size": 1000, "learning_starts": 64, "batch_size": 32, "target_update_interval": 100},
+    },
 }
 STEPS = 256
 
@@ -62,7 +66,25 @@ def configs(tmp_path_factory):
 
 
 def grid_args(configs: Path, out: Path, algos="ppo_mask,dqn", tasks="classic,duel", seeds=2, steps=STEPS, *extra):
-    return ["--algos", algos, "--tasks", tasks, "--seeds", str(seeds), "--steps", str(steps), "--out", str(out), "--configs", str(configs), "--workers", "1", "--reps", "100", *extra]
+    return [
+        "--algos",
+        algos,
+        "--tasks",
+        tasks,
+        "--seeds",
+        str(seeds),
+        "--steps",
+        str(steps),
+        "--out",
+        str(out),
+        "--configs",
+        str(configs),
+        "--workers",
+        "1",
+        "--reps",
+        "100",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")

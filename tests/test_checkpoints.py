@@ -90,7 +90,10 @@ def test_generala_evaluate_on_a_crafted_checkpoint_runs_no_code(shipped_copy, tm
     crafted_model_zip(shipped_copy / "model.zip", marker)
     proc = subprocess.run(
         [sys.executable, "-m", "training.cli", "evaluate", "--agents", str(shipped_copy), "--games", "2", "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert proc.returncode != 0 and "runs code when loaded" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -195,7 +198,9 @@ def test_export_names_must_be_plain(tiny_run, tmp_path, capsys, name):
     assert not (tmp_path / "x").exists() and not dest.exists()
 
 
-@pytest.mark.parametrize("args, message", [(["--games", "0"], "argument --games: must be at least 1"), (["--seed", "-1"], "argument --seed: must be 0 or more")])
+@pytest.mark.parametrize(
+    "args, message", [(["--games", "0"], "argument --games: must be at least 1"), (["--seed", "-1"], "argument --seed: must be 0 or more")]
+)
 def test_export_options_are_checked(tiny_run, tmp_path, capsys, args, message):
     with pytest.raises(SystemExit) as e:
         export_main([str(tiny_run), "--name", "t", "--dest", str(tmp_path), *args])
@@ -204,7 +209,12 @@ def test_export_options_are_checked(tiny_run, tmp_path, capsys, args, message):
 
 # -- packaging ----------------------------------------------------------------------------------
 def test_the_wheel_carries_presets_checkpoints_and_license(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT), "-w", str(tmp_path)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", str(ROOT), "-w", str(tmp_path)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (whl,) = tmp_path.glob("generala_rl-*.whl")
     names = set(zipfile.ZipFile(whl).namelist())
     for preset in ("classic", "double", "sixty"):

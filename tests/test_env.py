@@ -442,10 +442,7 @@ def check_observation(env, obs, info):
     close(obs[lay["own_total"]] * tmax, [info["totals"][seat]])
     close(obs[lay["round"]] * rules.num_lines, [(~is_open).sum()])
     gen_scored = "generala" in rules.lines and own[rules.line_index("generala")] > 0
-    now = [
-        line_points(line, dice, rules, served=first, generala_scored=gen_scored) if is_open[l] else 0
-        for l, line in enumerate(rules.lines)
-    ]
+    now = [line_points(line, dice, rules, served=first, generala_scored=gen_scored) if is_open[l] else 0 for l, line in enumerate(rules.lines)]
     close(obs[lay["points_now"]] * lm, now)
 
     best = -np.inf

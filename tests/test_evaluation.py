@@ -66,7 +66,9 @@ def test_evaluate_writes_tables_json_and_plot(tmp_path, capsys):
     assert (out / "results.md").read_text().startswith("# Evaluation")
     assert (out / "scores.png").read_bytes()[:4] == b"\x89PNG"
     # same seed, same numbers
-    assert cli(["evaluate", "--agents", "greedy,random", "--games", "40", "--seed", "1", "--out", str(tmp_path / "ev2"), "--no-progress", "--workers", "1"]) == 0
+    assert (
+        cli(["evaluate", "--agents", "greedy,random", "--games", "40", "--seed", "1", "--out", str(tmp_path / "ev2"), "--no-progress", "--workers", "1"]) == 0
+    )
     again = json.loads((tmp_path / "ev2" / "results.json").read_text())
     assert [r["mean"] for r in again["agents"]] == [r["mean"] for r in res["agents"]]
 

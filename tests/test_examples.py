@@ -102,8 +102,25 @@ def test_pettingzoo_selfplay():
 def test_rl_zoo3_trains_with_our_hyperparameters(tmp_path):
     pytest.importorskip("rl_zoo3")
     cmd = [
-        sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "Generala-v0", "--gym-packages", "generala_env",
-        "--conf-file", str(ZOO_CONFIG), "-n", "64", "-f", str(tmp_path), "--seed", "0", "--eval-freq", "-1",
+        sys.executable,
+        "-m",
+        "rl_zoo3.train",
+        "--algo",
+        "ppo",
+        "--env",
+        "Generala-v0",
+        "--gym-packages",
+        "generala_env",
+        "--conf-file",
+        str(ZOO_CONFIG),
+        "-n",
+        "64",
+        "-f",
+        str(tmp_path),
+        "--seed",
+        "0",
+        "--eval-freq",
+        "-1",
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     done = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

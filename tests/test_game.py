@@ -429,8 +429,9 @@ def test_mask_equals_the_actions_the_game_accepts(rules, players):
 # -- properties -----------------------------------------------------------------------
 @QUICK
 @given(
-    rules=st.sampled_from(["classic", "double", "sixty", {"locked_holds": True, "base": "double"},
-                           {"served_generala": "points", "served_generala_points": 70}]),
+    rules=st.sampled_from(
+        ["classic", "double", "sixty", {"locked_holds": True, "base": "double"}, {"served_generala": "points", "served_generala_points": 70}]
+    ),
     players=st.integers(1, 4),
     seed=st.integers(0, 2**32 - 1),
 )

@@ -43,7 +43,12 @@ def _reset_signals():  # in the child: Ctrl-C handled even if this test run igno
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
 @pytest.mark.parametrize(
     "program, agents, sig",
-    [("evaluate", "random", signal.SIGTERM), ("evaluate", "random", signal.SIGINT), ("tournament", "random,greedy", signal.SIGTERM), ("tournament", "random,greedy", signal.SIGINT)],
+    [
+        ("evaluate", "random", signal.SIGTERM),
+        ("evaluate", "random", signal.SIGINT),
+        ("tournament", "random,greedy", signal.SIGTERM),
+        ("tournament", "random,greedy", signal.SIGINT),
+    ],
 )
 def test_a_signal_stops_the_workers_and_exits_with_one_line(program, agents, sig, tmp_path):
     out = tmp_path / "new" / "out"

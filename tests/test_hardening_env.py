@@ -126,16 +126,23 @@ def pz_trace(e, rng):
     out = []
     for agent in e.agent_iter():
         obs, reward, term, trunc, info = e.last()
-        out.append((agent, obs["observation"].tobytes(), obs["action_mask"].tobytes(), reward, term,
-                    info["sheets"].tobytes(), info["dice"].tobytes()))
+        out.append((agent, obs["observation"].tobytes(), obs["action_mask"].tobytes(), reward, term, info["sheets"].tobytes(), info["dice"].tobytes()))
         e.step(None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
     return out
 
 
 def pz_snapshot(e):
     u = e.unwrapped
-    return (u.agent_selection, dict(u.rewards), dict(u._cumulative_rewards), dict(u.terminations),
-            u.game.sheets.tolist(), u.game.roll, u.game.rolls_left, u.game.player)
+    return (
+        u.agent_selection,
+        dict(u.rewards),
+        dict(u._cumulative_rewards),
+        dict(u.terminations),
+        u.game.sheets.tolist(),
+        u.game.roll,
+        u.game.rolls_left,
+        u.game.player,
+    )
 
 
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
@@ -389,8 +396,13 @@ def test_rule_values_are_bounded(spec, key):
 
 
 def test_the_largest_values_make_a_small_env():
-    rules = load_rules({"base": "double", "values": dict.fromkeys(["straight", "full_house", "four_of_a_kind", "generala", "double_generala"], MAX_VALUE),
-                        "served_bonus": MAX_VALUE})
+    rules = load_rules(
+        {
+            "base": "double",
+            "values": dict.fromkeys(["straight", "full_house", "four_of_a_kind", "generala", "double_generala"], MAX_VALUE),
+            "served_bonus": MAX_VALUE,
+        }
+    )
     env = GeneralaEnv(rules=rules)
     assert env.encoder.points_obs.nbytes < 2_000_000
     obs, _ = env.reset(seed=0)

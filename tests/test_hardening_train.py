@@ -105,8 +105,20 @@ def test_config_bounds_name_the_key(override, message):
 
 @pytest.mark.parametrize(
     "override",
-    ["algo.gamma=1.0", "algo.gae_lambda=0", "algo.ent_coef=0", "algo.target_kl=null", "algo.target_kl=0.02", "device=cuda:1",
-     "device=auto", "device=mps", "pretrain.games=0", "pretrain.epsilon=1", "seed=4294967295", "env.num_players=6"],
+    [
+        "algo.gamma=1.0",
+        "algo.gae_lambda=0",
+        "algo.ent_coef=0",
+        "algo.target_kl=null",
+        "algo.target_kl=0.02",
+        "device=cuda:1",
+        "device=auto",
+        "device=mps",
+        "pretrain.games=0",
+        "pretrain.epsilon=1",
+        "seed=4294967295",
+        "env.num_players=6",
+    ],
 )
 def test_config_bounds_accept_their_edges(override):
     load_config(TINY, [override])
@@ -123,9 +135,19 @@ def test_every_default_key_is_checked_beyond_its_type():
             yield from leaves(v, prefix + (k,)) if isinstance(v, dict) else [prefix + (k,)]
 
     # checked by name in _validate rather than by a table entry
-    by_hand = {("name",), ("run_dir",), ("device",), ("init_from",), ("eval", "opponent"), ("policy", "net_arch"),
-               ("env", "rules"), ("env", "agent_seat"), ("env", "opponents"), ("policy", "ortho_init"),
-               ("policy", "layer_norm")}
+    by_hand = {
+        ("name",),
+        ("run_dir",),
+        ("device",),
+        ("init_from",),
+        ("eval", "opponent"),
+        ("policy", "net_arch"),
+        ("env", "rules"),
+        ("env", "agent_seat"),
+        ("env", "opponents"),
+        ("policy", "ortho_init"),
+        ("policy", "layer_norm"),
+    }
     unchecked = set(leaves(DEFAULTS)) - set(BOUNDS) - set(CHOICES) - by_hand
     assert not unchecked, f"keys without a bound: {sorted(unchecked)}"
 
@@ -162,8 +184,16 @@ def test_a_fresh_run_never_writes_into_an_earlier_one(tmp_path, capsys):
 # -- 3. resume --------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "override",
-    ["env.num_players=2", "env.rules=double", "vec_env.n_envs=4", "policy.net_arch=[8]", "seed=1", "pretrain.games=5",
-     "init_from=other.zip", "run_dir=elsewhere"],
+    [
+        "env.num_players=2",
+        "env.rules=double",
+        "vec_env.n_envs=4",
+        "policy.net_arch=[8]",
+        "seed=1",
+        "pretrain.games=5",
+        "init_from=other.zip",
+        "run_dir=elsewhere",
+    ],
 )
 def test_resume_refuses_keys_it_cannot_change_and_writes_nothing(run, capsys, override):
     before = snapshot(run)
@@ -176,8 +206,16 @@ def test_resume_refuses_keys_it_cannot_change_and_writes_nothing(run, capsys, ov
 def test_resume_applies_hyperparameter_overrides(run):
     from sb3_contrib import MaskablePPO
 
-    overrides = ["algo.learning_rate=1e-3", "algo.ent_coef=0.05", "algo.clip_range=0.3", "algo.n_epochs=2",
-                 "algo.batch_size=32", "algo.max_grad_norm=0.7", "total_timesteps=384", "env.num_players=1"]  # unchanged: accepted
+    overrides = [
+        "algo.learning_rate=1e-3",
+        "algo.ent_coef=0.05",
+        "algo.clip_range=0.3",
+        "algo.n_epochs=2",
+        "algo.batch_size=32",
+        "algo.max_grad_norm=0.7",
+        "total_timesteps=384",
+        "env.num_players=1",
+    ]  # unchanged: accepted
     assert train_main(["--resume", str(run), *overrides]) == 0
     model = MaskablePPO.load(run / "latest.zip")
     assert model.num_timesteps >= 384
@@ -218,7 +256,10 @@ def test_resume_loads_the_schedule_and_rollout_of_the_overrides(run):
         (lambda r: (r / "config.yaml").write_text("algo: {n_step: 3}\n"), "config.yaml: unknown config key 'algo.n_step'"),
         (lambda r: (r / "config.yaml").write_text("algo: {gamma: 2.0}\n"), "config.yaml: config key 'algo.gamma' must be"),
         # a valid config that is not the saved model's: its envs do not fit the model
-        (lambda r: (r / "config.yaml").write_text("env: {num_players: 2, opponents: greedy}\n"), "latest.zip cannot be loaded: Observation spaces do not match"),
+        (
+            lambda r: (r / "config.yaml").write_text("env: {num_players: 2, opponents: greedy}\n"),
+            "latest.zip cannot be loaded: Observation spaces do not match",
+        ),
     ],
 )
 def test_resume_of_a_damaged_run_names_the_file_and_changes_nothing(run, capsys, damage, message):
@@ -263,9 +304,22 @@ def test_sb3_vec_env_ending_info_has_the_agents_seat_and_total():
 def test_train_callback_logs_the_agents_total_in_random_seats(tmp_path):
     import training.train as tt
 
-    cfg = load_config(TINY, ["vec_env.kind=batched", "vec_env.n_envs=8", "algo.n_steps=64", "algo.batch_size=128",
-                             "env.num_players=2", "env.opponents=random", "env.agent_seat=random", "env.reward_scale=1.0",
-                             "eval.every=1000000", "checkpoint_every=1000000", "total_timesteps=512"])
+    cfg = load_config(
+        TINY,
+        [
+            "vec_env.kind=batched",
+            "vec_env.n_envs=8",
+            "algo.n_steps=64",
+            "algo.batch_size=128",
+            "env.num_players=2",
+            "env.opponents=random",
+            "env.agent_seat=random",
+            "env.reward_scale=1.0",
+            "eval.every=1000000",
+            "checkpoint_every=1000000",
+            "total_timesteps=512",
+        ],
+    )
     venv = tt.make_vec_env(cfg, tmp_path)
     model = tt.build_model(cfg, venv, tmp_path / "tb")
 

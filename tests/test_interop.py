@@ -261,7 +261,7 @@ def test_every_info_key_at_every_step_with_one_shape(kwargs):
             np.testing.assert_allclose(obs[env.layout["locked_counts"]] * 5, info["locked"], atol=1e-6)
             moves = opponent_moves(info)
             assert all(0 <= s < P and s != info["seat"] for s, _, _ in moves)
-            assert (info["opponent_moves"][len(moves):] == -1).all()
+            assert (info["opponent_moves"][len(moves) :] == -1).all()
             if term or trunc:
                 seen["truncated"] += trunc
                 seen["ended"] += term

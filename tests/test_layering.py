@@ -237,7 +237,9 @@ def test_greedy_and_random_are_played_batched_and_subclasses_game_by_game():
     class Careful(GreedyAgent):
         pass
 
-    venv = GeneralaVectorEnv(4, rules="double", num_players=2, opponent_mix=["greedy", "random", GreedyAgent("double"), RandomAgent("double"), Careful("double")])
+    venv = GeneralaVectorEnv(
+        4, rules="double", num_players=2, opponent_mix=["greedy", "random", GreedyAgent("double"), RandomAgent("double"), Careful("double")]
+    )
     kinds = [type(o) for o in venv.batched_opponents]
     assert kinds == [BatchedGreedy, BatchedRandom, BatchedGreedy, BatchedRandom, PerGameOpponent]
     assert venv.batched_opponents[0].rules.name == "double"

@@ -177,12 +177,16 @@ def test_locked_holds_keep_what_was_kept():
 
 # -- whole games through stdin -------------------------------------------------------------
 SOLO_DICE = [
-    [4, 4, 4, 2, 6], [4, 1],  # 1: keep 4 4 4 -> 1 4 4 4 4, write fours 16
+    [4, 4, 4, 2, 6],
+    [4, 1],  # 1: keep 4 4 4 -> 1 4 4 4 4, write fours 16
     [2, 3, 4, 5, 6],  # 2: served straight 25
     [5, 5, 5, 3, 3],  # 3: served full house 35
     [6, 6, 6, 6, 1],  # 4: served poker 45
-    [1, 1, 2, 3, 5], [1, 1, 1],  # 5: reroll 2 3 5 -> generala 50 (not served)
-    [1, 2, 2, 3, 6], [2, 2, 2, 5, 6], [2, 3],  # 6: roll all, keep the twos -> 2 2 2 2 3, twos 8
+    [1, 1, 2, 3, 5],
+    [1, 1, 1],  # 5: reroll 2 3 5 -> generala 50 (not served)
+    [1, 2, 2, 3, 6],
+    [2, 2, 2, 5, 6],
+    [2, 3],  # 6: roll all, keep the twos -> 2 2 2 2 3, twos 8
     [3, 3, 1, 1, 6],  # 7: threes 6
     [5, 5, 5, 5, 2],  # 8: fives 20
     [6, 6, 1, 2, 3],  # 9: sixes 12

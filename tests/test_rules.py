@@ -58,8 +58,15 @@ def test_rule_set_is_immutable_and_hashable():
 
 def test_settings_hold_exactly_the_keys_of_the_rules_readme():
     assert set(load_rules("classic").settings()) == {
-        "lines", "values", "served_bonus", "served_generala", "served_generala_points",
-        "straight_wraps", "straight_one_as_two", "straight_gap", "locked_holds",
+        "lines",
+        "values",
+        "served_bonus",
+        "served_generala",
+        "served_generala_points",
+        "straight_wraps",
+        "straight_one_as_two",
+        "straight_gap",
+        "locked_holds",
     }
 
 

@@ -24,8 +24,18 @@ from helpers import faces
 
 # Every line a sheet can hold, in one rule set, so each row below is checked on each line.
 ALL_LINES = [
-    "ones", "twos", "threes", "fours", "fives", "sixes",
-    "three_of_a_kind", "full_house", "four_of_a_kind", "generala", "double_generala", "straight",
+    "ones",
+    "twos",
+    "threes",
+    "fours",
+    "fives",
+    "sixes",
+    "three_of_a_kind",
+    "full_house",
+    "four_of_a_kind",
+    "generala",
+    "double_generala",
+    "straight",
 ]
 SETTINGS = ("straight_wraps", "straight_one_as_two", "straight_gap")
 
@@ -204,8 +214,7 @@ def test_first_roll_probabilities():
 
 
 def test_table_agrees_with_line_points_everywhere():
-    for rules in (load_rules("sixty"), _rules(["straight_wraps", "straight_one_as_two"]),
-                  _rules(served_generala="points", served_generala_points=80)):
+    for rules in (load_rules("sixty"), _rules(["straight_wraps", "straight_one_as_two"]), _rules(served_generala="points", served_generala_points=80)):
         t = points_table(rules)
         assert t.shape == (rules.num_lines, 252, 2)
         assert not t.flags.writeable

@@ -110,7 +110,11 @@ def test_trimmed_table_equals_the_untrimmed_recursion(spec):
 
 @pytest.mark.parametrize(
     "spec",
-    [SMALL, {**SMALL, "locked_holds": True}, {"lines": ["ones", "straight", "generala", "double_generala"], "served_generala": "points", "served_generala_points": 80}],
+    [
+        SMALL,
+        {**SMALL, "locked_holds": True},
+        {"lines": ["ones", "straight", "generala", "double_generala"], "served_generala": "points", "served_generala_points": 80},
+    ],
 )
 def test_values_are_probabilities_rising_with_the_lead_and_match_the_array_code(spec):
     s = solve(spec)

@@ -130,7 +130,11 @@ def test_same_game_as_single_envs(case):
     n, steps = 6, 120 if case.endswith("per-game-agent") else 200
     opp = kw.pop("opponents", None)
     if opp is not None:  # random opponents are recorded in the vector env and replayed in the singles
-        opp = [Recorder(BatchedRandom()) if o == "random" else o for o in opp] if isinstance(opp, list) else (Recorder(BatchedRandom()) if opp == "random" else opp)
+        opp = (
+            [Recorder(BatchedRandom()) if o == "random" else o for o in opp]
+            if isinstance(opp, list)
+            else (Recorder(BatchedRandom()) if opp == "random" else opp)
+        )
     seed = zlib.crc32(case.encode())
     venv = GeneralaVectorEnv(n, opponents=opp, dice_source=DiceStreams(seed).source, full_info=True, **kw)
     streams = DiceStreams(seed)  # the same dice again, for the single envs

@@ -163,7 +163,16 @@ def report(args, rules, rows: list[dict], scores: dict, optimal: float, out: Pat
             f"{r['agent']:<{w}}{r['mean']:>8.2f}  {r['ci95'][0]:>7.2f}–{r['ci95'][1]:<8.2f}{r['std']:>6.1f}{100 * r['share_of_optimal']:>7.1f}%"
             f"{r.get('generala_rate', float('nan')):>10.3f}{r['served_per_game']:>8.2f}  {worst[0]} {worst[1]:.0%}"
         )
-    result = {"rules": rules.name, "rules_settings": rules.settings(), "games": args.games, "seed": args.seed, "optimal_expected": optimal, "wall_seconds": wall, "agents": rows, "command": command}
+    result = {
+        "rules": rules.name,
+        "rules_settings": rules.settings(),
+        "games": args.games,
+        "seed": args.seed,
+        "optimal_expected": optimal,
+        "wall_seconds": wall,
+        "agents": rows,
+        "command": command,
+    }
     (out / "results.json").write_text(json.dumps(result, indent=2))
     (out / "results.md").write_text(markdown(rows, rules, args.games, args.seed, optimal))
     plot(rows, scores, out / "scores.png", f"Final scores on {rules.name} ({args.games} games, same dice)")
@@ -188,6 +197,7 @@ def main(argv=None) -> int:
     rules = load_rules(args.rules)
     names = [n.strip() for n in args.agents.split(",")] if args.agents else default_agents()
     out = Path(args.out or f"results/evaluate-{rules.name}-seed{args.seed}")
+
     def body(progress: dict) -> None:
         check_agents(names, rules, 1)
         optimal = load_or_solve(rules)[0].expected_score

@@ -171,7 +171,13 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
         optimal = load_or_solve(rules)[0].expected_score
         recs = play_many([(str(dest),)] * games, seeds, rules, desc=name)
         m, lo, hi = mean_ci([r.totals[0] for r in recs])
-        evaluation.update(mean_score=m, ci95=[lo, hi], share_of_optimal=m / optimal, optimal_expected=optimal, command=f"generala evaluate --agents optimal,{name} --games {games} --seed {seed}")
+        evaluation.update(
+            mean_score=m,
+            ci95=[lo, hi],
+            share_of_optimal=m / optimal,
+            optimal_expected=optimal,
+            command=f"generala evaluate --agents optimal,{name} --games {games} --seed {seed}",
+        )
         print(f"{name}: mean {m:.2f} (95% CI {lo:.2f}–{hi:.2f}) over {games} games = {m / optimal:.2%} of optimal {optimal:.2f}")
         return evaluation
     for opp in opponents:
@@ -190,7 +196,12 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
             draws += points == 0.5
         n = len(recs)
         wr = wilson(wins, n)
-        evaluation[f"vs_{opp}"] = {"games": n, "win_rate": wr, "draw_rate": draws / n, "command": f"generala tournament --agents {name},{opp} --players {players} --games {games} --seed {seed}"}
+        evaluation[f"vs_{opp}"] = {
+            "games": n,
+            "win_rate": wr,
+            "draw_rate": draws / n,
+            "command": f"generala tournament --agents {name},{opp} --players {players} --games {games} --seed {seed}",
+        }
         print(f"{name} vs {opp}: win {wr[0]:.2%} (95% CI {wr[1]:.2%}–{wr[2]:.2%}), draws {draws / n:.2%}, {n} games")
     return evaluation
 

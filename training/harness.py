@@ -195,7 +195,9 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         p.join(5)
 
 
-def play_many(lineups: list[tuple[str, ...]], seeds: list[int], rules, workers: int | None = None, progress: bool = True, desc: str = "games") -> list[GameRecord]:
+def play_many(
+    lineups: list[tuple[str, ...]], seeds: list[int], rules, workers: int | None = None, progress: bool = True, desc: str = "games"
+) -> list[GameRecord]:
     """Play ``lineups[i]`` (agent names by seat) on the dice of ``seeds[i]``, in order.
 
     ``workers``: processes to use (default: every core); results are identical for any
@@ -286,6 +288,14 @@ def play_lockstep(act_batch, rules, seeds: list[int]) -> list[GameRecord]:
                 still.append(i)
         active = still
     return [
-        GameRecord(seed=s, seats=("policy",), sheets=g.sheets.copy(), totals=g.totals(), winners=g.winners(), served_generala_win=False, served_bonus_writes=served[i : i + 1])
+        GameRecord(
+            seed=s,
+            seats=("policy",),
+            sheets=g.sheets.copy(),
+            totals=g.totals(),
+            winners=g.winners(),
+            served_generala_win=False,
+            served_bonus_writes=served[i : i + 1],
+        )
         for i, (s, g) in enumerate(zip(seeds, games))
     ]

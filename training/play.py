@@ -46,7 +46,34 @@ KEEP_VERBS = ("keep", "hold", "save", "k")
 ROLL_VERBS = ("reroll", "roll", "r", "throw", "rethrow")
 WRITE_VERBS = ("write", "score", "take", "put", "mark", "enter", "use", "fill", "book", "w")
 CROSS_VERBS = ("cross", "scratch", "strike", "zero", "x", "tachar", "tacho")
-FILLERS = {"the", "it", "them", "on", "in", "into", "as", "to", "my", "line", "box", "please", "for", "a", "an", "of", "out", "off", "down", "with", "and", "me", "these", "those", "dice", "die"}
+FILLERS = {
+    "the",
+    "it",
+    "them",
+    "on",
+    "in",
+    "into",
+    "as",
+    "to",
+    "my",
+    "line",
+    "box",
+    "please",
+    "for",
+    "a",
+    "an",
+    "of",
+    "out",
+    "off",
+    "down",
+    "with",
+    "and",
+    "me",
+    "these",
+    "those",
+    "dice",
+    "die",
+}
 
 LINE_ALIASES = {
     "ones": ("ones", "1s", "aces", "unos"),
@@ -215,7 +242,9 @@ def _write_move(game: Game, line: str, crossing: bool) -> Move:
     if crossing and pts > 0:
         return Move(action, note=f"your dice score {pts} on {line_label(line)}, so {pts} goes down, not a cross")
     if not crossing and pts == 0:
-        return Move(action, confirm=f"your dice {_faces_text(game.dice)} score 0 on {line_label(line)}: that crosses it out. Cross out {line_label(line)}? (y/n)")
+        return Move(
+            action, confirm=f"your dice {_faces_text(game.dice)} score 0 on {line_label(line)}: that crosses it out. Cross out {line_label(line)}? (y/n)"
+        )
     return Move(action)
 
 
@@ -745,7 +774,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="In the game: keep 4 4 4 · reroll 1 2 · roll all · write fours · cross out ones · help · hint · quit",
     )
     who = p.add_mutually_exclusive_group()
-    who.add_argument("--opponents", help="comma-separated agents playing after you, e.g. greedy,optimal (default: greedy; 'none' to play alone; 'generala agents' lists them)")
+    who.add_argument(
+        "--opponents",
+        help="comma-separated agents playing after you, e.g. greedy,optimal (default: greedy; 'none' to play alone; 'generala agents' lists them)",
+    )
     who.add_argument("--seats", help="every seat in play order, 'human' for a person, e.g. human,greedy,human")
     p.add_argument("--rules", default="classic", help="rule set: classic, double, sixty, or a YAML file (default classic)")
     p.add_argument("--seed", type=int, default=None, help="seed for the dice and the agents (default: a fresh one, printed)")

@@ -1,6 +1,6 @@
 """Learning curves from runs' ``evaluations.csv``: share of optimal against steps and against wall-clock.
 
-    python -m training.plot_curve runs/ppo_classic_bc runs/ppo_classic_scratch --out docs/learning_curve.png
+python -m training.plot_curve runs/ppo_classic_bc runs/ppo_classic_scratch --out docs/learning_curve.png
 """
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ def main(argv=None) -> int:
     p.add_argument("--labels", help="comma-separated labels, one per run")
     p.add_argument("--out", default="docs/learning_curve.png")
     p.add_argument("--title", default="MaskablePPO on Generala (classic), seeded evaluations")
-    p.add_argument("--reference", action="append", default=None, metavar="Y:TEXT", help="a dashed line at Y %% with a label (repeatable; default: the 95%% target and 97%% aim)")
+    p.add_argument(
+        "--reference",
+        action="append",
+        default=None,
+        metavar="Y:TEXT",
+        help="a dashed line at Y %% with a label (repeatable; default: the 95%% target and 97%% aim)",
+    )
     args = p.parse_args(argv)
     refs = args.reference or ["95:95% target", "97:97% aim"]
     args.reference = [(float(r.split(":", 1)[0]), r.split(":", 1)[1] if ":" in r else "") for r in refs]

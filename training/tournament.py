@@ -132,7 +132,16 @@ def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, co
             f"{r['agent']:<16}{r['opponent']:<16}{r['games']:>6}{wr[0]:>8.1%}  {wr[1]:.1%}–{wr[2]:<7.1%}{dr[0]:>6.1%}{lr[0]:>7.1%}"
             f"{mm[0]:>+8.2f}  {mm[1]:+.2f}–{mm[2]:<+8.2f}{r['served_generala_endings']:>10}"
         )
-    result = {"rules": rules.name, "players": args.players, "games_per_matchup": args.games, "seed": args.seed, "wall_seconds": wall, "matchups": rows, "agents": names, "command": command}
+    result = {
+        "rules": rules.name,
+        "players": args.players,
+        "games_per_matchup": args.games,
+        "seed": args.seed,
+        "wall_seconds": wall,
+        "matchups": rows,
+        "agents": names,
+        "command": command,
+    }
     (out / "results.json").write_text(json.dumps(result, indent=2))
     md = [
         f"# Tournament on `{rules.name}`: {args.players} players, {args.games} seeds per matchup, seats swapped on the same dice",

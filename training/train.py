@@ -161,7 +161,9 @@ def build_model(cfg: Config, venv, tb_dir: Path):
 
             rules = load_rules(cfg.env.rules)
             dice = observation_layout(rules, cfg.env.num_players)["dice_sorted"]
-            policy_kwargs.update(dice_slice=(dice.start, dice.stop), num_lines=rules.num_lines, keep_width=cfg.policy.keep_width, layer_norm=cfg.policy.layer_norm)
+            policy_kwargs.update(
+                dice_slice=(dice.start, dice.stop), num_lines=rules.num_lines, keep_width=cfg.policy.keep_width, layer_norm=cfg.policy.layer_norm
+            )
         elif cfg.policy.layer_norm:
             from .policies import LayerNormMaskablePolicy as policy_class
         else:

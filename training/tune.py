@@ -57,7 +57,12 @@ def objective(trial, base: str, steps: int, run_dir: Path, eval_games: int) -> f
     from training.config import ConfigError, load_config
 
     params = sample(trial)
-    overrides = [f"{k}={v}" for k, v in params.items()] + [f"total_timesteps={steps}", f"eval.every={max(1, steps // 4)}", f"eval.games={eval_games}", f"checkpoint_every={steps}"]
+    overrides = [f"{k}={v}" for k, v in params.items()] + [
+        f"total_timesteps={steps}",
+        f"eval.every={max(1, steps // 4)}",
+        f"eval.games={eval_games}",
+        f"checkpoint_every={steps}",
+    ]
     try:
         cfg = load_config(base, overrides)
     except ConfigError as e:  # a combination the config refuses (e.g. a one-sample minibatch)

@@ -83,7 +83,18 @@ def plan(algos: list[str], tasks: list[str], seeds: int, steps: int, out: Path, 
         for t in tasks:
             for a in algos:
                 specs.append(
-                    RunSpec(a, t, seed, steps, suite.name, suite.version, suite.tasks[t].to_dict(), configs[a].to_dict(), evaluation, str(run_folder(out.resolve(), a, t, seed)))
+                    RunSpec(
+                        a,
+                        t,
+                        seed,
+                        steps,
+                        suite.name,
+                        suite.version,
+                        suite.tasks[t].to_dict(),
+                        configs[a].to_dict(),
+                        evaluation,
+                        str(run_folder(out.resolve(), a, t, seed)),
+                    )
                 )
     from .run import check_folder
 
@@ -320,7 +331,9 @@ def main(argv=None) -> int:
             from .run import check_folder
 
             pending = [s for s in specs if check_folder(s) != "done"]
-            print(f"{len(specs)} runs ({len(algos)} algorithm(s) x {len(tasks)} task(s) x {args.seeds} seed(s)); {len(specs) - len(pending)} already done; output in {out}")
+            print(
+                f"{len(specs)} runs ({len(algos)} algorithm(s) x {len(tasks)} task(s) x {args.seeds} seed(s)); {len(specs) - len(pending)} already done; output in {out}"
+            )
             if pending:
                 from ..harness import signals_interrupt
 

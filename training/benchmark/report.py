@@ -158,7 +158,14 @@ def markdown(results: dict) -> str:
             lines.append(f"| {a} | {_ci(agg['per_task'][t][a]['iqm'])} | {_ci(agg['per_task'][t][a]['mean'])} | {scores} | {stops:.1%} max | {secs:,.0f} |")
         lines.append("")
     if agg["probability_of_improvement"]:
-        lines += ["## Probability of improvement", "", "P(a run of X beats a run of Y on a task), with 95% intervals.", "", "| X | Y | P(X > Y) |", "|---|---|---|"]
+        lines += [
+            "## Probability of improvement",
+            "",
+            "P(a run of X beats a run of Y on a task), with 95% intervals.",
+            "",
+            "| X | Y | P(X > Y) |",
+            "|---|---|---|",
+        ]
         rows = []
         for p in agg["probability_of_improvement"]:
             x, y, prob, lo, hi = p["x"], p["y"], p["probability"], *p["ci"]

@@ -294,7 +294,14 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
         model = build_model(spec.algo, cfg, venv, spec.seed, spec.steps)
         t0 = time.perf_counter()
         first = {"step": 0, **evaluator(policy_actions(model, algo.masked)), "train_seconds": 0.0}
-        state = {"steps": 0, "checkpoint": _save_checkpoint(model, folder, algo.off_policy), "evaluations": [first], "train_seconds": 0.0, "eval_seconds": time.perf_counter() - t0, "done": False}
+        state = {
+            "steps": 0,
+            "checkpoint": _save_checkpoint(model, folder, algo.off_policy),
+            "evaluations": [first],
+            "train_seconds": 0.0,
+            "eval_seconds": time.perf_counter() - t0,
+            "done": False,
+        }
         venv.close()
         _write_json(folder / STATE_FILE, state)
         _write_curve(folder, state["evaluations"])

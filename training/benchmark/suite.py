@@ -154,7 +154,12 @@ def load_suite(config_dir: Path | None = None) -> Suite:
         where = f"{path}: task {name!r}"
         if not isinstance(t, dict):
             raise BenchmarkError(f"{where} must be a mapping")
-        _keys(t, ("env", "reward_scale", "illegal_penalty", "max_illegal_in_a_row", "summary"), where, required=("env", "reward_scale", "illegal_penalty", "max_illegal_in_a_row"))
+        _keys(
+            t,
+            ("env", "reward_scale", "illegal_penalty", "max_illegal_in_a_row", "summary"),
+            where,
+            required=("env", "reward_scale", "illegal_penalty", "max_illegal_in_a_row"),
+        )
         if not isinstance(t["env"], dict):
             raise BenchmarkError(f"{where}: env must be a mapping of Generala-v0 arguments")
         _keys(t["env"], TASK_ENV_KEYS, f"{where}: env")
@@ -223,7 +228,9 @@ def load_algo(algo: str, config_dir: Path | None = None) -> AlgoConfig:
     accepted = set(inspect.signature(cls.__init__).parameters) - {"self", *RESERVED_HYPERPARAMS}
     unknown = sorted(set(hp) - accepted)
     if unknown:
-        raise BenchmarkError(f"{path}: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not hyperparameter(s) of {ALGOS[algo].cls}; it takes: {', '.join(sorted(accepted))}")
+        raise BenchmarkError(
+            f"{path}: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not hyperparameter(s) of {ALGOS[algo].cls}; it takes: {', '.join(sorted(accepted))}"
+        )
     return AlgoConfig(algo, n_envs, dict(pk), dict(hp))
 
 
