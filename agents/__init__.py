@@ -18,6 +18,7 @@ from functools import partial
 
 from generala_env import __version__, opponents
 
+from . import specs
 from .base import Agent, AgentError, SeatView
 from .baselines import GreedyAgent, RandomAgent, RulesOfThumbAgent, TurnOptimalAgent
 from .optimal import OptimalAgent, OptimalTwoPlayerAgent
@@ -36,19 +37,31 @@ def describe() -> dict[str, str]:
     return opponents.describe()
 
 
-def load(name: str, rules="classic", seed: int | None = None, **kwargs) -> Agent:
-    """An agent by name (see :func:`names`), a PPO checkpoint by folder path, or a self-play
-    pool ``"pool:DIR"``."""
-    if isinstance(name, Agent):
-        return name
+def load(name, rules="classic", seed: int | None = None, *, trust_zip: bool = False, **kwargs) -> Agent:
+    """An agent from a spec (see :mod:`agents.specs`): a registered name (:func:`names`), a
+    checkpoint folder, ``pool:DIR``, ``module:attr``, ``path/to/file.py:attr``, or an SB3
+    ``.zip`` with ``trust_zip=True`` (loading a zip runs the code inside it). An object
+    with ``act(observation, info)``, or a factory, is taken as it is.
+
+    Every wrong spec is an :class:`AgentError` of one line."""
     if isinstance(name, os.PathLike):
         name = os.fspath(name)
-    if not isinstance(name, str) or not name:
-        raise AgentError(f"an agent is given by a non-empty name or a checkpoint folder path, got {name!r}; known agents: {', '.join(names())}")
+    if not isinstance(name, str):
+        if name is None or isinstance(name, (bytes, int, float)):
+            raise AgentError(f"an agent is given by a non-empty name or spec, got {name!r}; known agents: {', '.join(names())}")
+        return specs.as_agent(name, rules=rules, seed=seed, **kwargs)
+    if not name:
+        raise AgentError(f"an agent is given by a non-empty name or spec; known agents: {', '.join(names())}")
+    if specs.is_zip(name):
+        if not trust_zip:
+            raise specs.zip_refused(name)
+        from .sb3_zip import SB3ZipAgent
+
+        return SB3ZipAgent(name, rules=rules, seed=seed, **kwargs)
     try:
         return opponents.make(name, rules=rules, seed=seed, **kwargs)
     except opponents.UnknownAgentError as e:
-        raise AgentError(str(e)) from None
+        raise AgentError(f"{e}; or a spec: {specs.HELP}") from None
 
 
 # -- registration in generala_env.opponents -----------------------------------------------------
@@ -94,8 +107,9 @@ def _register() -> None:
         opponents.register(name, partial(_checkpoint, SHIPPED / name), summary=partial(checkpoint_line, name))
     opponents.register_prefix("pool:", _pool, summary="self-play: each game one of the newest step_N.zip of a training run's folder")
     opponents.register_resolver(_checkpoint_folder)
+    opponents.register_resolver(specs.resolver)  # module:attr, file.py:attr; refuses a .zip
 
 
 _register()
 
-__all__ = ["__version__", "Agent", "AgentError", "SeatView", "load", "names", "describe", "BUILTIN"]
+__all__ = ["__version__", "Agent", "AgentError", "SeatView", "load", "names", "describe", "specs", "BUILTIN"]

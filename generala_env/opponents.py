@@ -148,6 +148,12 @@ def _factory(name: str) -> Callable[..., Any]:
     return factory
 
 
+def factory_of(name: str) -> Callable[..., Any] | None:
+    """The factory registered under exactly ``name``, or ``None``."""
+    entry = _names.get(name)
+    return None if entry is None else entry.factory
+
+
 def make(name: str, rules="classic", seed: int | None = None, **kwargs) -> Any:
     """The agent called ``name``, built for ``rules``; :class:`UnknownAgentError` lists the
     known names when nobody provides it."""
@@ -190,6 +196,7 @@ __all__ = [
     "UnknownAgentError",
     "batched_version",
     "describe",
+    "factory_of",
     "load_entry_points",
     "make",
     "make_batched",

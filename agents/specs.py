@@ -1,0 +1,220 @@
+"""Agent specs: every way of naming an agent that :func:`agents.load` and the programs accept.
+
+A spec is one of:
+
+- a registered name (``greedy``, ``optimal``, ``ppo-classic``; ``generala agents`` lists them);
+- a checkpoint folder made by ``generala export`` (``checkpoints/my-agent``), or ``pool:DIR``;
+- ``module:attr`` or ``path/to/file.py:attr``, where ``attr`` is an object with
+  ``act(observation, info) -> action``, a factory called as ``attr(rules=..., seed=...)``
+  that returns one, or a plain function ``act(observation, info) -> action``;
+- a stable-baselines3 / sb3-contrib ``.zip``, only with ``trust_zip=True`` (``--trust-zip``):
+  loading a zip unpickles it, and unpickling runs whatever code the file holds.
+
+Every wrong spec is an :class:`~agents.base.AgentError` of one line that names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from .base import Agent, AgentError
+
+# one text for every program's --agents / --agent help
+HELP = (
+    "an agent spec: a registered name (see `generala agents`), a checkpoint folder, "
+    "module:attr or path/to/file.py:attr (an object with act(observation, info), a factory attr(rules=..., seed=...), "
+    "or a function act(observation, info) -> action), or an SB3 .zip with --trust-zip"
+)
+TRUST_ZIP_HELP = (
+    "allow stable-baselines3 .zip files as agents. Loading a zip unpickles it, which runs any code inside it: "
+    "use it only for files you trust. Asked for at every use, never remembered"
+)
+
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_ATTR = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+def is_zip(spec: str) -> bool:
+    return isinstance(spec, str) and spec.lower().endswith(".zip")
+
+
+def zip_refused(spec: str) -> AgentError:
+    return AgentError(
+        f"agent {spec!r} is an SB3 .zip, and loading one unpickles it, which runs any code inside it: "
+        "pass --trust-zip (Python: trust_zip=True) if you trust the file; the safe route is a checkpoint folder "
+        "of plain tensors, which `generala export RUN --name NAME` makes from a `generala train` run"
+    )
+
+
+def split(spec: str) -> tuple[str, str] | None:
+    """``(module or file, attr)`` of a ``module:attr`` or ``file.py:attr`` spec, else ``None``."""
+    if not isinstance(spec, str) or ":" not in spec:
+        return None
+    where, attr = spec.rsplit(":", 1)
+    if not where or not _ATTR.match(attr):
+        return None
+    if where.endswith(".py") or _MODULE.match(where):
+        return where, attr
+    return None
+
+
+def _import_file(path: str, spec: str):
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise AgentError(f"agent spec {spec!r}: there is no file {path}")
+    file = file.resolve()
+    name = "_generala_agent_" + hashlib.sha1(str(file).encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return sys.modules[name]
+    loader_spec = importlib.util.spec_from_file_location(name, file)
+    if loader_spec is None or loader_spec.loader is None:
+        raise AgentError(f"agent spec {spec!r}: {path} cannot be imported as Python")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module
+    try:
+        loader_spec.loader.exec_module(module)
+    except BaseException as e:
+        del sys.modules[name]
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise AgentError(f"agent spec {spec!r}: running {path} failed: {type(e).__name__}: {e}") from None
+    return module
+
+
+def _import_module(where: str, spec: str):
+    try:
+        return importlib.import_module(where)
+    except ModuleNotFoundError as e:
+        if e.name is not None and (where == e.name or where.startswith(e.name + ".")):
+            raise AgentError(f"agent spec {spec!r}: no module named {e.name!r} (is it installed, or on the path?)") from None
+        raise AgentError(f"agent spec {spec!r}: importing {where} failed: {type(e).__name__}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - the user's module: any error it raises is reported in one line
+        raise AgentError(f"agent spec {spec!r}: importing {where} failed: {type(e).__name__}: {e}") from None
+
+
+def find(spec: str) -> Any:
+    """The object a ``module:attr`` or ``file.py:attr`` spec names."""
+    parts = split(spec)
+    if parts is None:
+        raise AgentError(f"agent spec {spec!r} is not module:attr or path/to/file.py:attr")
+    where, attr = parts
+    obj = _import_file(where, spec) if where.endswith(".py") else _import_module(where, spec)
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise AgentError(f"agent spec {spec!r}: {where} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+class ExternalAgent(Agent):
+    """An agent from outside the project: its ``act`` checked to return an action number.
+
+    ``reset(seed)`` is passed on when the wrapped object has one.
+    """
+
+    def __init__(self, act, rules="classic", seed: int | None = None, name: str = "external", source: Any = None):
+        super().__init__(rules, seed)
+        self.name = name
+        self._act = act
+        self._source = source
+
+    def reset(self, seed: int | None = None) -> None:
+        reset = getattr(self._source, "reset", None)
+        if callable(reset):
+            reset(seed=seed)
+
+    def act(self, observation, info) -> int:
+        a = self._act(observation, info)
+        try:
+            action = int(a)
+        except (TypeError, ValueError):
+            raise AgentError(f"agent {self.name!r}: act() returned {_short(a)}, not an action number") from None
+        if action != a and not (hasattr(a, "dtype") and getattr(a, "size", 1) == 1):
+            raise AgentError(f"agent {self.name!r}: act() returned {_short(a)}, not a whole action number")
+        return action
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _takes_rules(fn) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "rules" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def as_agent(obj: Any, rules="classic", seed: int | None = None, name: str | None = None, **kwargs) -> Agent:
+    """An :class:`Agent` from an object with ``act``, a factory, or a function ``act(observation, info)``."""
+    label = name or getattr(obj, "name", None) or getattr(obj, "__name__", None) or type(obj).__name__
+    if isinstance(obj, Agent):
+        return obj
+    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "act") and _takes_rules(obj)):
+        try:
+            made = obj(rules=rules, seed=seed, **kwargs)
+        except AgentError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the user's factory: reported in one line
+            raise AgentError(f"agent {label!r}: its factory {label}(rules=..., seed=...) failed: {type(e).__name__}: {e}") from None
+        if made is None or not callable(getattr(made, "act", None)):
+            raise AgentError(f"agent {label!r}: its factory returned {_short(made)}, which has no act(observation, info)")
+        return made if isinstance(made, Agent) else ExternalAgent(made.act, rules, seed, name=str(label), source=made)
+    act = getattr(obj, "act", None)
+    if callable(act):
+        return ExternalAgent(act, rules, seed, name=str(label), source=obj)
+    if callable(obj):
+        return ExternalAgent(obj, rules, seed, name=str(label))
+    raise AgentError(
+        f"agent {label!r} is {_short(obj)}, not an agent: give an object with act(observation, info), "
+        "a factory called as f(rules=..., seed=...), or a function act(observation, info) -> action"
+    )
+
+
+def resolver(spec: str):
+    """The registry's resolver for specs that are not names: ``module:attr``, ``file.py:attr``
+    (a factory), a ``.zip`` (refused: only :func:`agents.load` with ``trust_zip`` opens one), or ``None``."""
+    if is_zip(spec):
+        raise zip_refused(spec)
+    if split(spec) is None:
+        return None
+
+    def factory(rules="classic", seed: int | None = None, **kwargs):
+        return as_agent(find(spec), rules=rules, seed=seed, name=spec, **kwargs)
+
+    return factory
+
+
+def portable(spec: Any) -> bool:
+    """Whether a fresh Python process builds the same agent from ``spec``: a string that names
+    nothing defined only in this process (``__main__``, or a name registered at run time there)."""
+    if not isinstance(spec, str):
+        return False
+    parts = split(spec)
+    if parts is not None:
+        return parts[0] != "__main__"
+    from generala_env import opponents
+
+    factory = opponents.factory_of(spec)
+    if factory is None:
+        return True  # a folder, a prefix or a resolver: rebuilt from the text alone
+    module = getattr(factory, "__module__", None) or getattr(getattr(factory, "func", None), "__module__", None)
+    return module is not None and module != "__main__"
+
+
+def absolute(spec: str) -> str:
+    """``spec`` with a relative file path made absolute, so that a process started elsewhere finds it."""
+    parts = split(spec)
+    if parts is not None and parts[0].endswith(".py"):
+        return f"{os.path.abspath(os.path.expanduser(parts[0]))}:{parts[1]}"
+    return spec
