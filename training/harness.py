@@ -151,14 +151,19 @@ def signals_interrupt():
 
 
 _WORKER_AGENTS: dict = {}
+# what each lineup name stands for in this call of play_many (a spec or an agent object);
+# forked workers inherit it, so agents defined in the caller's process play there too
+_TABLE: dict = {}
 
 
-def _agent(name: str, rules):
+def _agent(name: str, rules, trust_zip: bool = False):
     import agents as agents_pkg
 
-    key = (name, load_rules(rules).fingerprint())
+    entry = _TABLE.get(name, name)
+    key = (name, entry if isinstance(entry, str) else id(entry), load_rules(rules).fingerprint())
     if key not in _WORKER_AGENTS:
-        _WORKER_AGENTS[key] = agents_pkg.load(name, rules=rules)
+        agent = agents_pkg.load(entry, rules=rules, trust_zip=trust_zip)
+        _WORKER_AGENTS[key] = agent
         if _IN_WORKER and "torch" in sys.modules:  # one thread per worker: the workers fill the cores
             sys.modules["torch"].set_num_threads(1)
     return _WORKER_AGENTS[key]
@@ -172,16 +177,18 @@ def _worker_init() -> None:
     group, and the parent stops its workers) and SIGTERM ends it at once."""
     global _IN_WORKER
     _IN_WORKER = True
+    if "torch" in sys.modules:  # before any torch op: a forked child must not start OpenMP's pool
+        sys.modules["torch"].set_num_threads(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # held while play_many started it
 
 
 def _run_chunk(job):
-    rules, lineups, seeds = job
+    rules, lineups, seeds, trust_zip = job
     out = []
     for lineup, seed in zip(lineups, seeds):
-        out.append(play_game([_agent(n, rules) for n in lineup], rules, seed, names=lineup))
+        out.append(play_game([_agent(n, rules, trust_zip) for n in lineup], rules, seed, names=lineup))
     return out
 
 
@@ -196,26 +203,48 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def play_many(
-    lineups: list[tuple[str, ...]], seeds: list[int], rules, workers: int | None = None, progress: bool = True, desc: str = "games"
+    lineups: list[tuple[str, ...]],
+    seeds: list[int],
+    rules,
+    workers: int | None = None,
+    progress: bool = True,
+    desc: str = "games",
+    agents: dict | None = None,
+    trust_zip: bool = False,
 ) -> list[GameRecord]:
     """Play ``lineups[i]`` (agent names by seat) on the dice of ``seeds[i]``, in order.
 
+    ``agents`` maps a name of the lineups to what it stands for: an agent spec or an agent
+    object (default: each name is its own spec). ``trust_zip`` lets SB3 ``.zip`` specs load.
     ``workers``: processes to use (default: every core); results are identical for any
-    number of workers. On ``Interrupted`` (see ``signals_interrupt``) or any other error
-    the workers are stopped before it propagates; ``Interrupted.played`` counts the games
-    whose results had come back.
+    number of workers. The workers are forked where the system can fork, so agents defined
+    in the caller's process (a notebook, ``python -c``) play in them; elsewhere such agents
+    play in this process, said once. On ``Interrupted`` (see ``signals_interrupt``) or any
+    other error the workers are stopped before it propagates; ``Interrupted.played`` counts
+    the games whose results had come back.
     """
+    import multiprocessing as mp
+
+    from agents.specs import portable
+
     rules = load_rules(rules)
     n = len(lineups)
     workers = max(1, min(workers or os.cpu_count() or 1, n))
+    table = dict(agents or {})
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    if workers > 1 and ctx.get_start_method() != "fork" and not all(portable(table.get(x, x)) for lineup in lineups for x in lineup):
+        _say_once("agents defined in this process cannot reach spawned workers: their games are played here, in one process (the results are the same)")
+        workers = 1
     chunk = max(1, min(50, n // (workers * 4) or 1))
-    jobs = [(rules, lineups[i : i + chunk], seeds[i : i + chunk]) for i in range(0, n, chunk)]
+    jobs = [(rules, lineups[i : i + chunk], seeds[i : i + chunk], trust_zip) for i in range(0, n, chunk)]
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=n, desc=desc, unit="game", leave=False, dynamic_ncols=True)
     results: list[GameRecord] = []
+    global _TABLE
+    saved, _TABLE = _TABLE, table
     try:
         if workers == 1:
             for job in jobs:
@@ -223,22 +252,28 @@ def play_many(
                 if bar:
                     bar.update(len(job[1]))
         else:
-            _play_in_pool(jobs, workers, results, bar)
+            _play_in_pool(jobs, workers, results, bar, ctx)
     except Interrupted as e:
         e.played = len(results)
         raise
     finally:
+        _TABLE = saved
         if bar:
             bar.close()
     return results
 
 
-def _play_in_pool(jobs, workers: int, results: list, bar) -> None:
-    """Play ``jobs`` in worker processes, adding their games to ``results`` in order."""
-    import multiprocessing as mp
+_SAID: set = set()
 
-    # fork is fastest, but not once torch has started its thread pool in this process
-    ctx = mp.get_context("spawn" if "torch" in sys.modules else "fork")
+
+def _say_once(text: str) -> None:
+    if text not in _SAID:
+        _SAID.add(text)
+        print(f"note: {text}", file=sys.stderr)
+
+
+def _play_in_pool(jobs, workers: int, results: list, bar, ctx) -> None:
+    """Play ``jobs`` in worker processes, adding their games to ``results`` in order."""
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
     try:
         # the workers start (on submit) with SIGINT and SIGTERM held until _worker_init
