@@ -11,7 +11,6 @@ stops the workers and writes nothing (exit status 130 or 143).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -38,24 +37,105 @@ def default_agents() -> list[str]:
     return out
 
 
-def _players_of(name: str) -> int | None:
+def _players_of(name) -> int | None:
     from agents.ppo import find_checkpoint, read_metadata
 
-    path = find_checkpoint(name)
+    path = find_checkpoint(name) if isinstance(name, str) else None
     return int(read_metadata(path)["num_players"]) if path else None
 
 
-def check_agents(names: list[str], rules, players: int) -> None:
-    """Build each agent once so a bad name or rule set fails before any game is played."""
+def name_agents(agents) -> dict:
+    """``{name: spec or agent object}`` for a list of specs and objects (or such a mapping):
+    a spec is its own name; an object is named by its ``name`` attribute or its class or
+    function name, with ``#2``, ``#3`` … after a name already taken."""
+    if isinstance(agents, dict):
+        out = {}
+        for k, v in agents.items():
+            if not isinstance(k, str) or not k:
+                raise ValueError(f"agent names must be non-empty strings, got {k!r}")
+            out[k] = v
+        return out
+    if isinstance(agents, str) or not hasattr(agents, "__iter__"):
+        agents = [agents]
+    out = {}
+    for a in agents:
+        if isinstance(a, str):
+            base = a.strip()
+            if not base:
+                raise ValueError("an empty agent name in the list of agents")
+        else:
+            base = getattr(a, "name", None) if isinstance(getattr(a, "name", None), str) else None
+            base = base or getattr(a, "__name__", None) or type(a).__name__
+        name, k = base, 2
+        while name in out:
+            if isinstance(a, str):
+                raise ValueError(f"agent {a!r} is listed twice")
+            name, k = f"{base}#{k}", k + 1
+        out[name] = a.strip() if isinstance(a, str) else a
+    return out
+
+
+def check_agents(table, rules, players: int, trust_zip: bool = False) -> None:
+    """Build each agent once so a bad spec or rule set fails before any game is played.
+
+    ``table``: agent names, or ``{name: spec or agent object}``."""
     import agents
 
-    for n in names:
-        if not n:
+    table = table if isinstance(table, dict) else {n: n for n in table}
+    for name, entry in table.items():
+        if isinstance(entry, str) and not entry:
             raise ValueError("an empty agent name in --agents")
-        agents.load(n, rules=rules)
-        p = _players_of(n)
+        agent = agents.load(entry, rules=rules, trust_zip=trust_zip)
+        p = _players_of(entry) or getattr(agent, "num_players", None)
         if p is not None and p != players:
-            raise ValueError(f"agent {n!r} is a {p}-player checkpoint; this program plays {players}-player games")
+            raise ValueError(f"agent {name!r} plays {p}-player games; this program plays {players}-player games")
+
+
+def play_evaluation(table: dict, rules, games: int, seed: int, workers=None, progress: bool = False, trust_zip: bool = False, counter=None):
+    """Every agent of ``table`` on the same ``games`` seeded one-player games: the rows (sorted
+    by mean score, best first), each agent's totals, and the optimal expected score."""
+    from agents.solver import load_or_solve
+
+    check_agents(table, rules, 1, trust_zip)
+    optimal = load_or_solve(rules)[0].expected_score
+    seeds = [game_seed(seed, i) for i in range(games)]
+    rows, scores = [], {}
+    for name in table:
+        recs = play_many([(name,)] * games, seeds, rules, workers=workers, progress=progress, desc=name, agents=table, trust_zip=trust_zip)
+        if counter is not None:
+            counter["played"] += len(recs)
+        rows.append(summarize(name, recs, rules, optimal))
+        scores[name] = [float(r.totals[0]) for r in recs]
+    rows.sort(key=lambda r: -r["mean"])
+    return rows, scores, optimal
+
+
+def evaluate(
+    agents=None, rules="classic", games: int = 500, seed: int = 0, workers: int | None = None, progress: bool = False, trust_zip: bool = False
+) -> list[dict]:
+    """One-player games of ``agents`` on the same seeded dice; the rows of ``results.json``.
+
+    ``agents``: a list of agent specs (names, checkpoint folders, ``module:attr``,
+    ``file.py:attr``, SB3 ``.zip`` files with ``trust_zip=True``) and agent objects (with
+    ``act(observation, info)``), or a mapping ``{name: spec or object}``; default the
+    shipped agents. Each row has the agent's name, ``games``, ``mean``, ``ci95``, ``std``,
+    ``share_of_optimal``, ``generala_rate``, ``crossed_out`` and more; rows are sorted by
+    mean score, best first. Results are the same for any number of ``workers``; agents
+    defined in the caller's process (a notebook, ``python -c``) play in the workers too
+    where the system can fork, else in this process::
+
+        from training.evaluate import evaluate
+        rows = evaluate(["greedy", "optimal"], games=200, seed=0)
+    """
+    from generala_env.rules import load_rules
+
+    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+        raise ValueError(f"games must be a whole number of at least 1, got {games!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a whole number of 0 or more, got {seed!r}")
+    table = name_agents(default_agents() if agents is None else agents)
+    rows, _, _ = play_evaluation(table, load_rules(rules), games, seed, workers, progress, trust_zip)
+    return rows
 
 
 def make_out(out: Path) -> list[Path]:
@@ -154,7 +234,10 @@ def plot(rows: list[dict], scores: dict, path: Path, title: str) -> None:
 
 def report(args, rules, rows: list[dict], scores: dict, optimal: float, out: Path, wall: float, command: str) -> None:
     """Print the table and write ``results.json``, ``results.md`` and ``scores.png`` into ``out``."""
-    print(f"rules {rules.name}: {args.games} games per agent, seed {args.seed}, same dice for every agent; optimal expected score {optimal:.2f}")
+    print(
+        f"rules {rules.name}: {args.games} games per agent, seed {args.seed}, same dice for every agent; "
+        f"optimal expected score {optimal:.2f}; sorted by mean score"
+    )
     w = max([16] + [len(r["agent"]) + 2 for r in rows])  # the agent column fits the longest name
     print(f"{'agent':<{w}}{'mean':>8}  {'95% CI':<17}{'std':>6}{'% opt':>8}{'generala':>10}{'served':>8}  most crossed out")
     for r in rows:
@@ -180,37 +263,37 @@ def report(args, rules, rows: list[dict], scores: dict, optimal: float, out: Pat
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="generala evaluate", description=__doc__.split("\n\n")[0])
-    p.add_argument("--agents", help="comma-separated agent names (default: the shipped agents)")
+    from agents.specs import HELP, TRUST_ZIP_HELP
+
+    from .options import claim_out, parser
+
+    p = parser("generala evaluate", __doc__.split("\n\n")[0])
+    p.add_argument("--agents", help=f"comma-separated agents (default: the shipped agents); each is {HELP}")
+    p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
     p.add_argument("--rules", default="classic")
     p.add_argument("--games", type=positive_int, default=500)
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--workers", type=positive_int, default=None, help="processes (default: every core)")
     p.add_argument("--out", default=None, help="output folder (default results/evaluate-RULES-seedS)")
+    p.add_argument("--force", action="store_true", help="replace results that a different generala evaluate command wrote in --out")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     require_outputs(args)
 
-    from agents.solver import load_or_solve
     from generala_env.rules import load_rules
 
     rules = load_rules(args.rules)
     names = [n.strip() for n in args.agents.split(",")] if args.agents else default_agents()
     out = Path(args.out or f"results/evaluate-{rules.name}-seed{args.seed}")
+    command = "generala evaluate " + " ".join(argv if argv is not None else sys.argv[1:])
+    claim_out(out, "generala evaluate", command, ("results.json", "results.md", "scores.png"), args.force)
 
     def body(progress: dict) -> None:
-        check_agents(names, rules, 1)
-        optimal = load_or_solve(rules)[0].expected_score
-        seeds = [game_seed(args.seed, i) for i in range(args.games)]
+        table = name_agents(names)
         t0 = time.time()
-        rows, scores = [], {}
-        for name in names:
-            recs = play_many([(name,)] * args.games, seeds, rules, workers=args.workers, progress=not args.no_progress, desc=name)
-            progress["played"] += len(recs)
-            rows.append(summarize(name, recs, rules, optimal))
-            scores[name] = [float(r.totals[0]) for r in recs]
+        rows, scores, optimal = play_evaluation(table, rules, args.games, args.seed, args.workers, not args.no_progress, args.trust_zip, progress)
         progress["writing"] = True
-        report(args, rules, rows, scores, optimal, out, time.time() - t0, "generala evaluate " + " ".join(argv or sys.argv[1:]))
+        report(args, rules, rows, scores, optimal, out, time.time() - t0, command)
 
     return run_guarded("generala evaluate", out, args.games * len(names), body)
 

@@ -53,3 +53,39 @@ def require_extra(extra: str, modules: tuple[str, ...], what: str) -> None:
             __import__(module)
         except ImportError as e:
             raise MissingExtra(f"{what} needs {module}, which is not installed: pip install 'generala-rl[{extra}]' ({e})") from None
+
+
+def parser(prog: str, description: str | None = None, **kwargs) -> argparse.ArgumentParser:
+    """An argument parser for a ``generala`` program: options are spelled out in full, never
+    taken from a prefix (``--seed`` is not ``--seeds``)."""
+    return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
+
+
+def claim_out(out, program: str, command: str, files: tuple[str, ...], force: bool = False) -> None:
+    """Check that ``program`` may write ``files`` into the folder ``out``, before any work.
+
+    A folder that holds none of them is free. One whose ``results.json`` a ``program`` wrote
+    is this program's: the same command replaces it; a different one only with ``force``.
+    Anything else there under those names (another program's results, a file of the user's,
+    a symbolic link) is refused whatever ``force`` says: a ``ValueError`` names the path and
+    the way out.
+    """
+    import json
+    from pathlib import Path
+
+    out = Path(out)
+    present = [f for f in files if (out / f).exists() or (out / f).is_symlink()]
+    if not present:
+        return
+    links = [f for f in present if (out / f).is_symlink()]
+    if links:
+        raise ValueError(f"--out {out}: {out / links[0]} is a symbolic link; {program} writes no file through a link it did not make: choose another --out")
+    try:
+        held = json.loads((out / "results.json").read_text())
+        held_command = held.get("command") if isinstance(held, dict) else None
+    except (OSError, ValueError):
+        held_command = None
+    if not isinstance(held_command, str) or not (held_command == program or held_command.startswith(program + " ")):
+        raise ValueError(f"--out {out} holds {', '.join(present)} that {program} did not write: choose another --out")
+    if held_command != command and not force:
+        raise ValueError(f"--out {out} holds the results of `{held_command}`, a different command: choose another --out, or --force to replace them")

@@ -498,6 +498,8 @@ class Table:
         return f"wrote {outcome.points} on {name}{served}"
 
     # -- agents ---------------------------------------------------------------------
+    trust_zip = False  # SB3 .zip seats load only when the command says --trust-zip
+
     def load_agents(self) -> None:
         """Build every agent seat; raises ``ValueError`` naming the seat that cannot be built."""
         import agents
@@ -506,12 +508,9 @@ class Table:
             if who == HUMAN:
                 continue
             try:
-                self.agents[s] = agents.load(who, rules=self.rules, seed=self.agent_seeds[s])
-            except Exception as e:  # unknown name, a checkpoint for other rules, not shipped yet
-                known = agents.names()
-                if who not in known:
-                    raise ValueError(f"unknown agent {who!r}; known agents: {', '.join(known)} (or 'human')") from None
-                raise ValueError(f"agent {who!r} cannot play these rules: {e}") from None
+                self.agents[s] = agents.load(who, rules=self.rules, seed=self.agent_seeds[s], trust_zip=self.trust_zip)
+            except agents.AgentError as e:  # an unknown name or spec, a checkpoint for other rules
+                raise ValueError(f"seat {s}: {e}") from None
 
     def optimal(self):
         if self._optimal is None:
@@ -768,7 +767,10 @@ class Table:
 
 # -- the command -------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
+    from agents.specs import HELP, TRUST_ZIP_HELP
+
     p = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog="generala play",
         description="Play Generala in the terminal against agents (or friends at the same keyboard).",
         epilog="In the game: keep 4 4 4 · reroll 1 2 · roll all · write fours · cross out ones · help · hint · quit",
@@ -776,11 +778,12 @@ def build_parser() -> argparse.ArgumentParser:
     who = p.add_mutually_exclusive_group()
     who.add_argument(
         "--opponents",
-        help="comma-separated agents playing after you, e.g. greedy,optimal (default: greedy; 'none' to play alone; 'generala agents' lists them)",
+        help="comma-separated agents playing after you, e.g. greedy,optimal (default: greedy; 'none' to play alone); each is " + HELP,
     )
     who.add_argument("--seats", help="every seat in play order, 'human' for a person, e.g. human,greedy,human")
     p.add_argument("--rules", default="classic", help="rule set: classic, double, sixty, or a YAML file (default classic)")
     p.add_argument("--seed", type=int, default=None, help="seed for the dice and the agents (default: a fresh one, printed)")
+    p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="ANSI colour (auto: when stdout is a terminal and NO_COLOR is unset)")
     return p
 
@@ -825,6 +828,7 @@ def main(argv=None) -> int:
     encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "")
     table = Table(rules, seats, seed, color=color, unicode=encoding.startswith("utf"))
     try:
+        table.trust_zip = args.trust_zip
         table.load_agents()
     except ValueError as e:
         print(f"generala play: error: {e}", file=err)

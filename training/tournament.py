@@ -14,7 +14,6 @@ and writes nothing (exit status 130 or 143).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import sys
@@ -27,7 +26,7 @@ from generala_env.game import outcome_points
 
 from .evaluate import check_agents, require_outputs, run_guarded
 from .harness import game_seed, play_many
-from .options import positive_int, seed_int
+from .options import parser, positive_int, seed_int
 from .stats import mean_ci, wilson
 
 
@@ -108,9 +107,8 @@ def plot_matrix(names, matrix, path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, command: str) -> None:
-    """Tally every matchup, print the table and write ``results.json``, ``results.md`` and
-    ``winrates.png`` into ``out``."""
+def matchups(names: list[str], players: int, plan, recs) -> tuple[list[dict], np.ndarray]:
+    """Every matchup's row (sorted by the row agent's points, best first) and the win-rate matrix."""
     rows = []
     matrix = np.full((len(names), len(names)), np.nan)
     for i, a in enumerate(names):
@@ -120,10 +118,69 @@ def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, co
             games = [r for r, (_, _, key) in zip(recs, plan) if a in key and b in key]
             st = _pair_stats(a, b, games)
             matrix[i, j] = st["win_rate"][0]
-            if i < j or args.players > 2:
+            if i < j or players > 2:
                 rows.append(st)
+    rows.sort(key=lambda r: -r["points_rate"])
+    return rows, matrix
 
-    print(f"rules {rules.name}: {args.players}-player games, {args.games} dice seeds per matchup, every seating on each seed (seed {args.seed})")
+
+def _check_lineup(names: list[str], players: int) -> None:
+    if not 2 <= players <= 6:
+        raise ValueError(f"--players must be 2 to 6, got {players}")
+    if len(names) != len(set(names)):
+        raise ValueError("each agent may be listed once")
+    if players == 2 and len(names) < 2:
+        raise ValueError("a 2-player tournament needs at least two agents")
+    if players > 2 and len(names) != players:
+        raise ValueError(f"with --players {players}, list exactly {players} agents")
+
+
+def play_tournament(table: dict, rules, players: int, games: int, seed: int, workers=None, progress: bool = False, trust_zip: bool = False, counter=None):
+    """The games of a tournament between the agents of ``table``: the plan and the records."""
+    names = list(table)
+    _check_lineup(names, players)
+    check_agents(table, rules, players, trust_zip)
+    plan = _lineups(names, players, games, seed)
+    recs = play_many(
+        [x[0] for x in plan], [x[1] for x in plan], rules, workers=workers, progress=progress, desc="tournament", agents=table, trust_zip=trust_zip
+    )
+    if counter is not None:
+        counter["played"] = len(recs)
+    return plan, recs
+
+
+def tournament(
+    agents, players: int = 2, rules="classic", games: int = 1000, seed: int = 0, workers: int | None = None, progress: bool = False, trust_zip: bool = False
+) -> list[dict]:
+    """Head-to-head games, seats swapped on the same dice; the matchup rows of ``results.json``.
+
+    ``agents`` as for :func:`training.evaluate.evaluate` (specs and agent objects, or a
+    mapping ``{name: spec or object}``). Each row has ``agent``, ``opponent``, ``games``,
+    ``wins``, ``draws``, ``losses``, ``win_rate`` (with its Wilson 95% interval),
+    ``points_rate`` (the row agent's: a win 1, a draw 1/2), ``mean_margin`` and more; rows
+    are sorted by ``points_rate``, best first::
+
+        from training.tournament import tournament
+        rows = tournament(["greedy", "random"], games=100)
+    """
+    from generala_env.rules import load_rules
+
+    from .evaluate import name_agents
+
+    table = name_agents(agents)
+    plan, recs = play_tournament(table, load_rules(rules), players, games, seed, workers, progress, trust_zip)
+    return matchups(list(table), players, plan, recs)[0]
+
+
+def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, command: str) -> None:
+    """Tally every matchup, print the table and write ``results.json``, ``results.md`` and
+    ``winrates.png`` into ``out``."""
+    rows, matrix = matchups(names, args.players, plan, recs)
+
+    print(
+        f"rules {rules.name}: {args.players}-player games, {args.games} dice seeds per matchup, every seating on each seed (seed {args.seed}); "
+        "sorted by points (a win 1, a draw 1/2)"
+    )
     print(f"{'agent':<16}{'vs':<16}{'games':>6}{'win':>8}  {'95% CI':<14}{'draw':>6}{'loss':>7}{'margin':>8}  {'95% CI':<15}{'served-gen':>10}")
     for r in rows:
         wr, dr, lr = r["win_rate"], r["draw_rate"], r["loss_rate"]
@@ -162,14 +219,21 @@ def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, co
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="generala tournament", description=__doc__.split("\n\n")[0])
-    p.add_argument("--agents", required=True, help="comma-separated agent names")
+    from agents.specs import HELP, TRUST_ZIP_HELP
+
+    from .evaluate import name_agents
+    from .options import claim_out
+
+    p = parser("generala tournament", __doc__.split("\n\n")[0])
+    p.add_argument("--agents", required=True, help=f"comma-separated agents; each is {HELP}")
+    p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
     p.add_argument("--players", type=int, default=2)
     p.add_argument("--rules", default="classic")
     p.add_argument("--games", type=positive_int, default=1000, help="dice seeds per matchup (each played in every seating)")
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--workers", type=positive_int, default=None, help="processes (default: every core)")
     p.add_argument("--out", default=None)
+    p.add_argument("--force", action="store_true", help="replace results that a different generala tournament command wrote in --out")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     require_outputs(args)
@@ -178,26 +242,23 @@ def main(argv=None) -> int:
 
     rules = load_rules(args.rules)
     names = [n.strip() for n in args.agents.split(",")]
-    if not 2 <= args.players <= 6:
-        raise ValueError(f"--players must be 2 to 6, got {args.players}")
     if len(set(names)) != len(names):
         raise ValueError("each agent may be listed once")
-    if args.players == 2 and len(names) < 2:
-        raise ValueError("a 2-player tournament needs at least two agents")
-    if args.players > 2 and len(names) != args.players:
-        raise ValueError(f"with --players {args.players}, list exactly {args.players} agents")
+    _check_lineup(names, args.players)
     out = Path(args.out or f"results/tournament-{rules.name}-{args.players}p-seed{args.seed}")
-    plan = _lineups(names, args.players, args.games, args.seed)
+    command = "generala tournament " + " ".join(argv if argv is not None else sys.argv[1:])
+    claim_out(out, "generala tournament", command, ("results.json", "results.md", "winrates.png"), args.force)
+    total = len(_lineups(names, args.players, args.games, args.seed))
 
     def body(progress: dict) -> None:
-        check_agents(names, rules, args.players)
         t0 = time.time()
-        recs = play_many([x[0] for x in plan], [x[1] for x in plan], rules, workers=args.workers, progress=not args.no_progress, desc="tournament")
-        progress["played"] = len(recs)
+        plan, recs = play_tournament(
+            name_agents(names), rules, args.players, args.games, args.seed, args.workers, not args.no_progress, args.trust_zip, progress
+        )
         progress["writing"] = True
-        report(args, rules, names, plan, recs, out, time.time() - t0, "generala tournament " + " ".join(argv or sys.argv[1:]))
+        report(args, rules, names, plan, recs, out, time.time() - t0, command)
 
-    return run_guarded("generala tournament", out, len(plan), body)
+    return run_guarded("generala tournament", out, total, body)
 
 
 if __name__ == "__main__":
