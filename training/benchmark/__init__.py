@@ -2,6 +2,12 @@
 
     generala benchmark --algos ppo_mask,ppo,a2c,dqn,qrdqn,trpo --tasks classic --seeds 3 --steps 300000 --out runs/bench
     generala benchmark ... --backend ray [--ray-address ADDRESS]      # the same grid through Ray Tune
+    generala benchmark score --agent SPEC --task classic [--json]     # any policy, on the suite's games
+    generala benchmark report --runs GRID_OR_SUBMISSIONS ... --out OUT  # outside runs ranked with built-in ones
+
+From Python, :func:`score_policy` scores an agent spec, an agent object or a batched
+``act_batch(observations, masks) -> actions`` exactly as a built-in run's final evaluation is
+scored; :mod:`training.benchmark.submission` writes and checks the JSON of a run made elsewhere.
 
 A grid is every (algorithm, task, seed). Algorithm ids are rl-zoo3's names plus ``ppo_mask``
 (sb3-contrib's MaskablePPO, the one that reads the legal-action mask); each has its
@@ -21,7 +27,6 @@ backends give the same results.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -30,7 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..options import MissingExtra, positive_int, require_extra
+from ..options import MissingExtra, claim_out, parser, positive_int, require_extra
+from .scoring import score_policy
 from .suite import (
     ALGOS,
     BenchmarkError,
@@ -250,6 +256,7 @@ def collect(specs: list[RunSpec], out: Path) -> tuple[list[dict], dict]:
                 "train_seconds": state["train_seconds"],
                 "eval_seconds": state["eval_seconds"],
                 "folder": Path(s.folder).relative_to(out.resolve()).as_posix(),
+                "curve": [[int(e["step"]), float(e["normalized_score"])] for e in state["evaluations"]],
             }
         )
         curves.setdefault(s.task, {}).setdefault(s.algo, []).append(state["evaluations"])
@@ -275,8 +282,14 @@ def results(specs: list[RunSpec], out: Path, algos: list[str], tasks: list[str],
     calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
     first = {s.task: s for s in specs}
     tasks_def = {t: Task(t, **first[t].task_def) for t in tasks}
+    import stable_baselines3
+
+    from .submission import hardware
+
     return {
         "suite": {"name": specs[0].suite, "version": specs[0].suite_version},
+        "library": {"name": "stable-baselines3", "version": stable_baselines3.__version__},
+        "hardware": hardware(),
         "algos": algos,
         "tasks": tasks,
         "seeds": list(range(seeds)),
@@ -296,7 +309,11 @@ def results(specs: list[RunSpec], out: Path, algos: list[str], tasks: list[str],
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="generala benchmark", description="Train RL algorithms on Generala's task suite and score them with rliable.")
+    p = parser(
+        "generala benchmark",
+        "Train RL algorithms on Generala's task suite and score them with rliable. "
+        "Also: `generala benchmark score --help` (score any policy) and `generala benchmark report --help` (rank outside runs with built-in ones).",
+    )
     p.add_argument("--algos", default=",".join(DEFAULT_ALGOS), help=f"comma-separated algorithm ids (default all: {','.join(DEFAULT_ALGOS)})")
     p.add_argument("--tasks", default="classic", help="comma-separated task ids of the suite (default classic)")
     p.add_argument("--seeds", type=positive_int, default=3, help="runs per algorithm and task, seeds 0 … N-1 (default 3)")
@@ -307,11 +324,16 @@ def parse_args(argv):
     p.add_argument("--ray-address", help="a running Ray cluster to use (default: start a local instance)")
     p.add_argument("--configs", help="a folder with tasks.yaml and ALGO.yaml files to use instead of the shipped configs/benchmark")
     p.add_argument("--reps", type=positive_int, default=2000, help="bootstrap resamples of each interval (default 2000)")
+    p.add_argument("--force", action="store_true", help="replace results.json that a different generala benchmark command wrote in --out")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("score", "report"):
+        from .leaderboard import report_main, score_main
+
+        return (score_main if argv[0] == "score" else report_main)(argv[1:])
     args = parse_args(argv)
     command = "generala benchmark " + " ".join(shlex.quote(a) for a in argv)
     try:
@@ -327,6 +349,10 @@ def main(argv=None) -> int:
         tasks = _ids(args.tasks, list(load_suite(config_dir).tasks), "tasks")
         out = Path(args.out)
         specs = plan(algos, tasks, args.seeds, args.steps, out, config_dir)
+        try:
+            claim_out(out, "generala benchmark", command, ("results.json", "results.md"), args.force)
+        except ValueError as e:
+            raise BenchmarkError(str(e)) from None
         with _lock(out):
             from .run import check_folder
 
@@ -357,3 +383,6 @@ def main(argv=None) -> int:
         print("\ninterrupted: finished runs are kept, cut ones resume from their last evaluation; run the same command again", file=sys.stderr)
         return 130
     return 0
+
+
+__all__ = ["main", "plan", "score_policy"]

@@ -71,9 +71,14 @@ def aggregate(runs: list[dict], curves: dict, algos: list[str], tasks: list[str]
     ``curves[task][algo]`` is ``(steps, scores)``: the evaluation steps and a runs x points
     matrix of normalised scores.
     """
-    seeds = sorted({r["seed"] for r in runs})
     by = {(r["algo"], r["task"], r["seed"]): r["normalized_score"] for r in runs}
-    matrix = {a: np.array([[by[(a, t, s)] for t in tasks] for s in seeds], dtype=float) for a in algos}  # runs x tasks
+    matrix = {}  # runs x tasks, each algorithm with its own seeds
+    for a in algos:
+        seeds = sorted({r["seed"] for r in runs if r["algo"] == a})
+        missing = [(t, s) for t in tasks for s in seeds if (a, t, s) not in by]
+        if missing:
+            raise ValueError(f"{a} has no run on task {missing[0][0]} with seed {missing[0][1]}: every algorithm needs the same seeds on every task")
+        matrix[a] = np.array([[by[(a, t, s)] for t in tasks] for s in seeds], dtype=float)
 
     point, ci = _estimates(matrix, metrics, reps)
     overall = {a: _summary(point[a], ci[a]) for a in algos}
@@ -135,8 +140,13 @@ def markdown(results: dict) -> str:
         "",
         f"Command: `{results['command']}`",
         "",
-        f"Time: {results['run_seconds_total']:,.0f} s of training and evaluation over all runs; "
-        f"wall-clock of the {len(results['calls'])} call(s) that trained them: {results['wall_seconds']:,.0f} s.",
+        (
+            f"Time: {results['run_seconds_total']:,.0f} s of training and evaluation over all runs, as each run states it "
+            "(built-in runs: their own training and evaluation seconds; submissions: their wall-clock)."
+            if results.get("kind") == "report"
+            else f"Time: {results['run_seconds_total']:,.0f} s of training and evaluation over all runs; "
+            f"wall-clock of the {len(results['calls'])} call(s) that trained them: {results['wall_seconds']:,.0f} s."
+        ),
         "",
     ]
     order = sorted(algos, key=lambda a: -agg["overall"][a]["iqm"]["value"])
@@ -173,6 +183,14 @@ def markdown(results: dict) -> str:
                 x, y, prob, lo, hi = y, x, 1 - prob, 1 - hi, 1 - lo
             rows.append((order.index(x), order.index(y), f"| {x} | {y} | {prob:.2f} [{lo:.2f}–{hi:.2f}] |"))
         lines += [r[2] for r in sorted(rows)]
+        lines.append("")
+    if results.get("kind") == "report":
+        lines += ["## The runs", "", "| algorithm | library | seeds | hardware | wall-clock s per run |", "|---|---|---|---|---:|"]
+        for a in algos:
+            rs = [r for r in results["runs"] if r["algo"] == a]
+            seeds = ", ".join(str(x) for x in sorted({r["seed"] for r in rs}))
+            hw = "; ".join(sorted({r["hardware"] for r in rs}))
+            lines.append(f"| {a} | {rs[0]['library']} | {seeds} | {hw} | {np.mean([r['train_seconds'] for r in rs]):,.0f} |")
         lines.append("")
     lines += ["Illegal stops: the share of evaluation games an illegal action ended (unmasked algorithms only).", ""]
     return "\n".join(lines)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env.game import Game, outcome_points
+
 from .suite import ALGOS, AlgoConfig, BenchmarkError, RunSpec, Task, algo_class
 
 SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL = "spec.json", "state.json", "curve.csv", "final_model.zip"
@@ -81,13 +83,10 @@ class Evaluator:
 
             self.opponent = agents.load(task.env.get("opponents", "greedy"), rules=self.rules)
 
-    def __call__(self, act_batch: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> dict:
-        """Play every game with ``act_batch(observations, masks) -> actions``; the mean total,
-        the normalised score, the win rate (with opponents) and the share of games an illegal
-        action ended."""
+    def _new_games(self):
+        """Every evaluation game at its start, the opponents' moves before the policy's first
+        played: ``(games, seats, dice, opponents, encoder)``."""
         from generala_env.encoding import Encoder
-        from generala_env.env import make_info
-        from generala_env.game import Game, outcome_points
 
         from ..harness import SharedDice, _Faces, game_seed
 
@@ -109,20 +108,38 @@ class Evaluator:
                 seats.append(seat)
                 dice.append(d)
                 opponents.append(opp)
-        stopped = np.zeros(len(games), dtype=bool)
-
-        def opponents_move(i: int) -> None:
-            g = games[i]
-            while not g.over and g.player != seats[i]:
-                who = g.player
-                a = int(opponents[i][who].act(enc.encode(g, who), make_info(g, who)))
-                why = g.why_illegal(a)
-                if why is not None:
-                    raise RuntimeError(f"the opponent in seat {who} played illegal action {a}: {why}")
-                g.apply(a, dice[i].faces_for(g, a))
-
         for i in range(len(games)):
-            opponents_move(i)
+            self._opponents_move(games[i], seats[i], dice[i], opponents[i], enc)
+        return games, seats, dice, opponents, enc
+
+    @staticmethod
+    def _opponents_move(g, seat: int, dice, opponents: list, enc) -> None:
+        from generala_env.env import make_info
+
+        while not g.over and g.player != seat:
+            who = g.player
+            a = int(opponents[who].act(enc.encode(g, who), make_info(g, who)))
+            why = g.why_illegal(a)
+            if why is not None:
+                raise RuntimeError(f"the opponent in seat {who} played illegal action {a}: {why}")
+            g.apply(a, dice.faces_for(g, a))
+
+    def _result(self, games, seats, stopped) -> dict:
+        totals = np.array([g.totals()[s] for g, s in zip(games, seats)], dtype=float)
+        out = {"score": float(totals.mean()), "mean_total": float(totals.mean()), "illegal_stops": float(np.mean(stopped))}
+        if self.players == 1:
+            out["normalized_score"] = out["score"] / self.optimum
+        else:
+            points = [0.0 if stop else outcome_points(g.winners(), s) for g, s, stop in zip(games, seats, stopped)]
+            out["score"] = out["win_rate"] = out["normalized_score"] = float(np.mean(points))
+        return out
+
+    def __call__(self, act_batch: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> dict:
+        """Play every game with ``act_batch(observations, masks) -> actions``; the mean total,
+        the normalised score, the win rate (with opponents) and the share of games an illegal
+        action ended."""
+        games, seats, dice, opponents, enc = self._new_games()
+        stopped = np.zeros(len(games), dtype=bool)
         active = [i for i in range(len(games)) if not games[i].over]
         while active:
             obs = np.stack([enc.encode(games[i], seats[i]) for i in active])
@@ -135,18 +152,32 @@ class Evaluator:
                     stopped[i] = True
                     continue
                 games[i].apply(a, dice[i].faces_for(games[i], a))
-                opponents_move(i)
+                self._opponents_move(games[i], seats[i], dice[i], opponents[i], enc)
                 if not games[i].over:
                     still.append(i)
             active = still
-        totals = np.array([g.totals()[s] for g, s in zip(games, seats)], dtype=float)
-        out = {"score": float(totals.mean()), "mean_total": float(totals.mean()), "illegal_stops": float(stopped.mean())}
-        if P == 1:
-            out["normalized_score"] = out["score"] / self.optimum
-        else:
-            points = [0.0 if stop else outcome_points(g.winners(), s) for g, s, stop in zip(games, seats, stopped)]
-            out["score"] = out["win_rate"] = out["normalized_score"] = float(np.mean(points))
-        return out
+        return self._result(games, seats, stopped)
+
+    def play_agent(self, agent) -> dict:
+        """The same games and result for an agent with ``act(observation, info)``, one game at
+        a time: ``reset(seed)`` before each, with the seed an opponent in that seat gets."""
+        from generala_env.env import make_info
+
+        from ..harness import game_seed
+
+        games, seats, dice, opponents, enc = self._new_games()
+        stopped = np.zeros(len(games), dtype=bool)
+        for i, g in enumerate(games):
+            if hasattr(agent, "reset"):
+                agent.reset(seed=game_seed(self.seeds[i // self.players], seats[i]))
+            while not g.over:
+                a = agent.act(enc.encode(g, seats[i]), make_info(g, seats[i]))
+                if g.why_illegal(a) is not None:
+                    stopped[i] = True
+                    break
+                g.apply(int(a), dice[i].faces_for(g, int(a)))
+                self._opponents_move(g, seats[i], dice[i], opponents[i], enc)
+        return self._result(games, seats, stopped)
 
 
 def policy_actions(model, masked: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:

@@ -1,0 +1,163 @@
+"""``generala benchmark score`` and ``generala benchmark report``: outside policies and runs on the suite.
+
+    generala benchmark score --agent my_pkg.agents:MyAgent --task classic --json
+    generala benchmark report --runs docs/benchmarks/classic_1m my_runs/ --out runs/leaderboard
+
+``score`` plays the suite's evaluation games (:func:`training.benchmark.score_policy`);
+``report`` ranks built-in grids (their ``results.json``) together with submission files
+(:mod:`training.benchmark.submission`) with the same statistics as a grid's own report.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from ..options import MissingExtra, claim_out, parser, positive_int, require_extra
+from .suite import BenchmarkError, default_config_dir, load_suite
+
+REPORT_FILES = ("results.json", "results.md", "learning_curves.png", "aggregates.png", "performance_profile.png")
+
+
+def report_runs(paths: list, reps: int = 2000, config_dir: Path | None = None, command: str = "") -> dict:
+    """``results.json``'s content for every run in ``paths`` (submissions, built-in results.json
+    files, or folders of them), aggregated as a grid is."""
+    from .report import aggregate
+    from .run import task_optimum
+    from .submission import collect
+
+    suite = load_suite(config_dir)
+    subs = collect(paths, suite)
+    algos = list(dict.fromkeys(r["algorithm"] for r in subs))
+    tasks = [t for t in suite.tasks if any(r["task"] == t for r in subs)]
+    defs = {t: suite.tasks[t] for t in tasks}
+    optimum = {t: (task_optimum(defs[t]) if defs[t].num_players == 1 else None) for t in tasks}
+    runs, curves = [], {}
+    for r in subs:
+        t, ns = r["task"], r["final"]["normalized_score"]
+        runs.append(
+            {
+                "algo": r["algorithm"],
+                "task": t,
+                "seed": r["seed"],
+                "steps": r["steps"],
+                "score": ns * optimum[t] if optimum[t] else ns,
+                "normalized_score": ns,
+                "illegal_stops": r["final"].get("illegal_stops", 0.0),
+                "train_seconds": r["wall_clock_seconds"],
+                "eval_seconds": 0.0,
+                "library": f"{r['library']['name']} {r['library']['version']}",
+                "hardware": r["hardware"],
+                "curve": r["curve"],
+            }
+        )
+    for a in algos:
+        for t in tasks:
+            mine = sorted((x for x in runs if x["algo"] == a and x["task"] == t), key=lambda x: x["seed"])
+            if not mine:
+                raise BenchmarkError(f"{a} has no run on task {t}: every algorithm in a table needs runs on every task in it")
+            steps = [p[0] for p in mine[0]["curve"]]
+            for x in mine[1:]:
+                if [p[0] for p in x["curve"]] != steps:
+                    raise BenchmarkError(
+                        f"the runs of {a} on {t} were evaluated at different steps (seeds {mine[0]['seed']} and {x['seed']}): their curves cannot be aggregated"
+                    )
+            import numpy as np
+
+            curves.setdefault(t, {})[a] = (steps, np.array([[p[1] for p in x["curve"]] for x in mine], dtype=float))
+    try:
+        aggregates = aggregate(runs, curves, algos, tasks, reps)
+    except ValueError as e:
+        raise BenchmarkError(str(e)) from None
+    wall = round(sum(r["wall_clock_seconds"] for r in subs), 1)
+    return {
+        "kind": "report",
+        "suite": {"name": suite.name, "version": suite.version},
+        "algos": algos,
+        "tasks": tasks,
+        "seeds": sorted({r["seed"] for r in subs}),
+        "steps": subs[0]["budget"],
+        "uses_dice_model": bool(subs[0].get("uses_dice_model", False)),
+        "command": command,
+        "evaluation": {
+            "seed": suite.evaluation.seed,
+            "games": suite.evaluation.games,
+            "final_games": suite.evaluation.final_games,
+            "points": suite.evaluation.points,
+        },
+        "task_definitions": {t: defs[t].to_dict() for t in tasks},
+        "num_players": {t: defs[t].num_players for t in tasks},
+        "optimum": optimum,
+        "run_seconds_total": wall,
+        "calls": [],
+        "wall_seconds": wall,
+        "runs": runs,
+        "submissions": subs,
+        "aggregates": aggregates,
+    }
+
+
+def score_main(argv: list[str]) -> int:
+    from agents.specs import HELP, TRUST_ZIP_HELP
+
+    p = parser("generala benchmark score", "Score one policy on a task of the suite, on the suite's own evaluation games.")
+    p.add_argument("--agent", required=True, help=f"the policy: {HELP}")
+    p.add_argument("--task", default="classic", help="a task id of the suite (default classic)")
+    p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
+    p.add_argument("--games", type=positive_int, default=None, help="evaluation games (default: the suite's final_games, whose score is a run's score)")
+    p.add_argument("--configs", help="a folder with tasks.yaml to use instead of the shipped suite")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = p.parse_args(argv)
+    from .scoring import score_policy
+
+    try:
+        config_dir = Path(args.configs) if args.configs else default_config_dir()
+        result = score_policy(args.agent, task=args.task, games=args.games, config_dir=config_dir, trust_zip=args.trust_zip)
+    except BenchmarkError as e:
+        print(f"generala benchmark score: error: {e}", file=sys.stderr)
+        return 2
+    result["agent"] = args.agent
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        what = "normalised score (mean total / optimum)" if "win_rate" not in result else "points against the task's opponent (win 1, draw 1/2)"
+        print(
+            f"{args.agent} on {args.task} ({result['suite']['name']} v{result['suite']['version']}, {result['games']} games): "
+            f"{what} {result['normalized_score']:.4f}; mean total {result['mean_total']:.2f}; illegal stops {result['illegal_stops']:.1%}"
+        )
+    return 0
+
+
+def report_main(argv: list[str]) -> int:
+    p = parser("generala benchmark report", "Rank built-in grids and submitted runs together: IQM with intervals, profiles, curves.")
+    p.add_argument("--runs", nargs="+", required=True, help="submission JSON files, built-in results.json files, or folders of them")
+    p.add_argument("--out", required=True, help="the folder for results.json, results.md and the plots")
+    p.add_argument("--configs", help="a folder with tasks.yaml to use instead of the shipped suite")
+    p.add_argument("--reps", type=positive_int, default=2000, help="bootstrap resamples of each interval (default 2000)")
+    p.add_argument("--force", action="store_true", help="replace a report that a different generala benchmark report command wrote in --out")
+    args = p.parse_args(argv)
+    command = "generala benchmark report " + " ".join(shlex.quote(a) for a in argv)
+    out = Path(args.out)
+    try:
+        require_extra("benchmark", ("rliable", "matplotlib"), "generala benchmark report")
+        if out.exists() and not out.is_dir():
+            raise BenchmarkError(f"--out {out} is a file, not a folder")
+        try:
+            claim_out(out, "generala benchmark report", command, REPORT_FILES, args.force)
+        except ValueError as e:
+            raise BenchmarkError(str(e)) from None
+        res = report_runs(args.runs, args.reps, Path(args.configs) if args.configs else None, command)
+        out.mkdir(parents=True, exist_ok=True)
+        from .report import write
+
+        for path in write(res, out):
+            print(f"wrote {path}")
+    except (BenchmarkError, MissingExtra) as e:
+        print(f"generala benchmark report: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+__all__ = ["report_runs", "score_main", "report_main"]
