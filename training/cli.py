@@ -164,24 +164,24 @@ def _solve_cmd(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="generala", description="Generala: environment, agents, solver, evaluation and training")
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala", description="Generala: environment, agents, solver, evaluation and training")
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("rules", help="list presets, or print one rule set")
+    r = sub.add_parser("rules", allow_abbrev=False, help="list presets, or print one rule set")
     r.add_argument("name", nargs="?", help="preset name or YAML path")
     r.add_argument("--yaml", action="store_true", help="print the full settings as YAML")
     r.set_defaults(func=_rules_cmd)
 
-    pr = sub.add_parser("play-random", help="play one game with random legal moves, rendered as text")
+    pr = sub.add_parser("play-random", allow_abbrev=False, help="play one game with random legal moves, rendered as text")
     pr.add_argument("--rules", default="classic")
     pr.add_argument("--players", type=int, default=1)
     pr.add_argument("--seed", type=seed_int, default=0)
     pr.set_defaults(func=_play_random_cmd)
 
-    a = sub.add_parser("agents", help="list the agents by name")
+    a = sub.add_parser("agents", allow_abbrev=False, help="list the agents by name")
     a.set_defaults(func=_agents_cmd)
 
-    s = sub.add_parser("solve", help="solve a rule set exactly: the optimal one-player score, or the two-player chance to win")
+    s = sub.add_parser("solve", allow_abbrev=False, help="solve a rule set exactly: the optimal one-player score, or the two-player chance to win")
     s.add_argument("--rules", default="classic")
     s.add_argument("--players", type=positive_int, default=1, help="1: the best expected score; 2: both maximise P(win) + 1/2 P(draw)")
     s.add_argument("--max-memory", type=positive_float, default=2.0, metavar="GIB", help="two players: refuse a table bigger than this (default 2 GiB)")
@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_solve_cmd)
 
     for name, (module, what, _) in PROGRAMS.items():
-        sub.add_parser(name, help=f"{what} (see 'generala {name} --help')", add_help=False)
+        sub.add_parser(name, allow_abbrev=False, help=f"{what} (see 'generala {name} --help')", add_help=False)
     return p
 
 

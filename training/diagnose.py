@@ -235,7 +235,7 @@ def curve_markdown(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.diagnose", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m training.diagnose", description=__doc__.split("\n\n")[0])
     p.add_argument("agent", help="agent name, checkpoint folder, a run's SB3 .zip, or with --run a run folder")
     p.add_argument(
         "--run", action="store_true", help="AGENT is a run folder: diagnose each checkpoints/step_N.zip, with TensorBoard's explained variance and value loss"

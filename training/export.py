@@ -276,7 +276,7 @@ def _load_model(model_file: Path, rules, players: int):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="generala export", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala export", description=__doc__.split("\n\n")[0])
     p.add_argument("run", help="a run folder made by generala train")
     p.add_argument("--name", required=True, help="checkpoint name, e.g. ppo-classic (letters, digits, '.', '_', '-')")
     p.add_argument("--model", default="best_model.zip", help="which model file of the run (best_model.zip, latest.zip, final_model.zip)")

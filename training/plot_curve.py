@@ -17,7 +17,7 @@ def read(run: Path) -> dict[str, list[float]]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.plot_curve", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m training.plot_curve", description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+")
     p.add_argument("--labels", help="comma-separated labels, one per run")
     p.add_argument("--out", default="docs/learning_curve.png")

@@ -484,7 +484,7 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Pa
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="generala train", description="Train MaskablePPO on Generala from a YAML config.")
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala train", description="Train MaskablePPO on Generala from a YAML config.")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", help="YAML config (see configs/ppo_classic.yaml)")
     src.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its latest.zip")

@@ -94,7 +94,7 @@ def objective(trial, base: str, steps: int, run_dir: Path, eval_games: int) -> f
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.tune", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m training.tune", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="the base training config (YAML)")
     p.add_argument("--trials", type=positive_int, default=8, help="trials to add to the study in this call")
     p.add_argument("--steps", type=positive_int, default=1_000_000, help="environment steps per trial")
