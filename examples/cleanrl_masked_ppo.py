@@ -3,6 +3,16 @@
     pip install -e ".[train]"
     python examples/cleanrl_masked_ppo.py --total-timesteps 2000000
     python examples/cleanrl_masked_ppo.py --vectorization-mode sync --num-envs 16
+    # three seeds at the leaderboard's 1M-step budget, each scored on the benchmark suite and
+    # written as a submission, then ranked with the built-in runs:
+    python examples/cleanrl_masked_ppo.py --total-timesteps 1000000 --seeds 3 --submissions runs/cleanrl_subs
+    generala benchmark report --runs docs/benchmarks/classic_1m runs/cleanrl_subs --out runs/leaderboard
+
+Benchmark scoring (``--score-points``, on by default): before training and at evenly spaced
+steps, the greedy policy is scored with ``training.benchmark.score_policy`` on the suite's
+evaluation games (its ``games``; at the end its ``final_games``), exactly as the built-in
+runs are scored; with ``--submissions DIR`` each seed's learning curve and final score are
+written as a submission file (``training.benchmark.submission``).
 
 The whole algorithm is below: rollout, GAE, clipped surrogate, value loss. The masks come
 from ``info["action_mask"]`` (int8, one row per game): illegal logits are set to -1e8
@@ -80,6 +90,16 @@ class Args:
     """rewards are multiplied by this for learning (the printed totals are not)"""
     eval_games: int = 100
     """games played greedily at the end"""
+    seeds: int = 1
+    """runs, seeds seed, seed + 1, ..."""
+    score_points: int = 10
+    """benchmark scores along the way (the suite's evaluation games), besides the first and the last; 0: none"""
+    task: str = "classic"
+    """the benchmark task the runs are scored on (its rules must be --rules)"""
+    submissions: str = ""
+    """a folder for each seed's submission JSON ('' : none)"""
+    budget: int = 0
+    """the named budget the submissions compete at (0: --total-timesteps, when it is one)"""
 
 
 def parse_args(argv=None) -> Args:
@@ -88,11 +108,13 @@ def parse_args(argv=None) -> Args:
     for f in dataclasses.fields(Args):
         p.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
     args = Args(**vars(p.parse_args(argv)))
-    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "eval_games"):
+    for name in ("total_timesteps", "num_envs", "num_steps", "num_minibatches", "update_epochs", "eval_games", "seeds"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.vectorization_mode not in ("vector_entry_point", "sync", "async"):
         p.error("--vectorization-mode must be vector_entry_point, sync or async")
+    if args.submissions and args.score_points < 1:
+        p.error("--submissions needs the benchmark scores: --score-points of at least 1")
     return args
 
 
@@ -168,8 +190,49 @@ def evaluate(agent: Agent, args: Args, games: int) -> tuple[float, int]:
     return float(totals.mean()), illegal
 
 
+def act_batch_of(agent: Agent):
+    """The greedy policy as the benchmark plays it: ``act_batch(observations, masks) -> actions``."""
+
+    def act_batch(observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            logits = agent.actor(torch.as_tensor(observations, dtype=torch.float32))
+        logits[~torch.as_tensor(masks, dtype=torch.bool)] = -torch.inf
+        return logits.argmax(1).numpy()
+
+    return act_batch
+
+
+class Scorer:
+    """Benchmark scores of the policy along the way: the curve and the final score of a submission."""
+
+    def __init__(self, args: Args, steps: int):
+        from training.benchmark import score_policy
+        from training.benchmark.suite import load_suite
+
+        self.score_policy, self.suite, self.task = score_policy, load_suite(), args.task
+        task_rules = self.suite.tasks[args.task].env.get("rules", "classic")
+        if task_rules != args.rules:
+            raise SystemExit(f"--task {args.task} is played on rules {task_rules!r}, not --rules {args.rules!r}")
+        self.targets = sorted({max(1, round(k * steps / args.score_points)) for k in range(1, args.score_points + 1)})
+        self.curve: list = []
+
+    def __call__(self, agent: Agent, step: int, final: bool = False) -> dict:
+        games = self.suite.evaluation.final_games if final else self.suite.evaluation.games
+        result = self.score_policy(act_batch_of(agent), task=self.task, games=games)
+        if not final:
+            self.curve.append([step, result["normalized_score"]])
+        return result
+
+
 def main(argv=None) -> dict:
+    """Train ``--seeds`` runs; one run's result, or ``{"runs": [...]}`` for several."""
     args = parse_args(argv)
+    runs = [train(dataclasses.replace(args, seed=args.seed + k)) for k in range(args.seeds)]
+    return runs[0] if len(runs) == 1 else {"runs": runs}
+
+
+def train(args: Args) -> dict:
+    """One run: the agent, its greedy evaluation and, with scoring, its benchmark curve and final score."""
     batch_size = args.num_envs * args.num_steps
     minibatch_size = max(1, batch_size // args.num_minibatches)
     num_iterations = max(1, args.total_timesteps // batch_size)
@@ -189,6 +252,10 @@ def main(argv=None) -> dict:
     dones = torch.zeros((args.num_steps, args.num_envs))
     values = torch.zeros((args.num_steps, args.num_envs))
 
+    run_start = time.time()  # the run's wall-clock, its benchmark scoring included
+    scorer = Scorer(args, num_iterations * batch_size) if args.score_points > 0 else None
+    if scorer:
+        scorer(agent, 0)
     global_step, start = 0, time.time()
     next_obs, info = envs.reset(seed=args.seed)
     next_obs, next_mask = torch.as_tensor(next_obs), torch.as_tensor(info["action_mask"], dtype=torch.bool)
@@ -245,6 +312,10 @@ def main(argv=None) -> dict:
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 optimizer.step()
 
+        if scorer and scorer.targets and global_step >= scorer.targets[0]:
+            while scorer.targets and global_step >= scorer.targets[0]:
+                scorer.targets.pop(0)
+            scorer(agent, global_step)
         recent = np.mean(finished[-1000:]) if finished else float("nan")
         print(
             f"iteration {iteration}/{num_iterations}  step {global_step}  mean total of the last "
@@ -254,7 +325,43 @@ def main(argv=None) -> dict:
 
     score, illegal = evaluate(agent, args, args.eval_games)
     print(f"masked PPO after {global_step} steps: mean final total {score:.2f} over {args.eval_games} greedy games")
-    return {"timesteps": global_step, "mean_score": score, "games": args.eval_games, "illegal_actions": illegal, "training_games": len(finished)}
+    out = {"timesteps": global_step, "mean_score": score, "games": args.eval_games, "illegal_actions": illegal, "training_games": len(finished)}
+    out.update(agent=agent, act_batch=act_batch_of(agent), seed=args.seed)
+    if scorer:
+        final = scorer(agent, global_step, final=True)
+        out.update(normalized_score=final["normalized_score"], curve=scorer.curve)
+        print(f"seed {args.seed}: benchmark score on {args.task} {final['normalized_score']:.4f} ({final['games']} games of the suite)")
+        if args.submissions:
+            out["submission"] = write_submission(args, scorer, final, global_step, time.time() - run_start)
+    return out
+
+
+def write_submission(args: Args, scorer: Scorer, final: dict, steps: int, seconds: float) -> str:
+    """This run as a submission file in ``--submissions``."""
+    from pathlib import Path
+
+    from training.benchmark import submission
+
+    budget = args.budget or args.total_timesteps
+    data = submission.make(
+        task=args.task,
+        algorithm="cleanrl-masked-ppo",
+        library=("torch", torch.__version__.split("+")[0]),
+        seed=args.seed,
+        budget=budget,
+        steps=steps,
+        wall_clock_seconds=seconds,
+        hardware=submission.hardware(),
+        curve=scorer.curve,
+        final=final,
+        suite=scorer.suite,
+        notes="examples/cleanrl_masked_ppo.py: masked PPO in plain PyTorch with the project's from-scratch hyperparameters; no solver in training",
+    )
+    folder = Path(args.submissions)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = submission.write(folder / f"cleanrl-masked-ppo-{args.task}-seed{args.seed}.json", data)
+    print(f"wrote {path}")
+    return str(path)
 
 
 if __name__ == "__main__":
