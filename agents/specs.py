@@ -90,6 +90,9 @@ def _import_file(path: str, spec: str):
 
 
 def _import_module(where: str, spec: str):
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:  # as `python -m` would: the current folder's modules too
+        sys.path.append(cwd)
     try:
         return importlib.import_module(where)
     except ModuleNotFoundError as e:

@@ -351,3 +351,21 @@ def test_out_never_replaces_what_a_different_command_wrote(tmp_path):
         main(["--agents", "greedy", "--games", "3", "--out", str(mine), "--no-progress", "--force"])
     assert (mine / "results.md").read_text() == "my notes"
     os.remove(mine / "results.md")
+
+
+def test_the_console_script_finds_a_module_in_the_current_folder(agent_file):
+    script = Path(sys.executable).parent / "generala"
+    if not script.exists():
+        pytest.skip("the generala console script is not installed beside this python")
+    out = subprocess.run(
+        [str(script), "benchmark", "score", "--agent", "outside_agents:make", "--games", "5", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=agent_file.parent,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert out.returncode == 0, out.stderr
+    wrapped = json.loads(out.stdout)["normalized_score"]
+    from training.benchmark import score_policy
+
+    assert wrapped == score_policy("greedy", task="classic", games=5)["normalized_score"]
