@@ -61,12 +61,38 @@ def test_sb3_unmasked(algo):
 
 @pytest.mark.parametrize("mode", ["vector_entry_point", "sync"])
 def test_cleanrl_masked_ppo(mode):
-    argv = ["--total-timesteps", "256", "--num-envs", "4", "--num-steps", "64", "--eval-games", "6", "--vectorization-mode", mode]
+    argv = ["--total-timesteps", "256", "--num-envs", "4", "--num-steps", "64", "--eval-games", "6", "--vectorization-mode", mode, "--score-points", "0"]
     result = load("cleanrl_masked_ppo").main(argv)
     check_run(result, 256, 6)
     assert result["illegal_actions"] == 0
     assert result["training_games"] >= 4 * 64 // 39  # a classic game lasts at most 39 steps
     assert result["mean_score"] >= 0
+
+
+def test_cleanrl_scores_itself_and_joins_the_leaderboard(tmp_path):
+    """Two seeds at a tiny budget, scored on the suite along the way, written as submissions and
+    ranked with the shipped 1M-step classic leaderboard by ``generala benchmark report``."""
+    pytest.importorskip("rliable")
+    import json
+
+    from training.benchmark import score_policy
+    from training.benchmark.leaderboard import report_main
+
+    subs = tmp_path / "subs"
+    argv = ["--total-timesteps", "512", "--num-envs", "4", "--num-steps", "64", "--eval-games", "2", "--seeds", "2"]
+    result = load("cleanrl_masked_ppo").main([*argv, "--score-points", "2", "--budget", "1000000", "--submissions", str(subs)])
+    runs = result["runs"]
+    assert [r["seed"] for r in runs] == [0, 1]
+    for r in runs:
+        assert [p[0] for p in r["curve"]] == [0, 256, 512]
+        assert r["normalized_score"] == score_policy(r["act_batch"], task="classic")["normalized_score"]  # the returned agent is the scored one
+        sub = json.loads(Path(r["submission"]).read_text())
+        assert sub["final"]["normalized_score"] == r["normalized_score"] and sub["budget"] == 1_000_000
+    out = tmp_path / "board"
+    assert report_main(["--runs", str(ROOT / "docs" / "benchmarks" / "classic_1m"), str(subs), "--out", str(out), "--reps", "50"]) == 0
+    merged = json.loads((out / "results.json").read_text())
+    assert "cleanrl-masked-ppo" in merged["algos"] and "ppo_mask" in merged["algos"]
+    assert len([r for r in merged["runs"] if r["algo"] == "cleanrl-masked-ppo"]) == 2
 
 
 def test_cleanrl_rejects_a_bad_mode():
