@@ -342,6 +342,13 @@ class GeneralaEnv(gym.Env):
         (with ``act``), or a callable ``(observation, info) -> action``."""
         return tuple(self._opponent_agents)
 
+    @property
+    def last_moves(self) -> tuple[tuple[int, int, int, int], ...]:
+        """The moves since the agent's last decision, its own first, as the ``rgb_array``
+        picture lists them: ``(seat, action, points, roll before the move)``
+        (:func:`generala_env.picture.describe_move` puts one in words)."""
+        return tuple(self._shown_moves)
+
     def _resolve_opponents(self, opponents) -> list[Any]:
         n = self.num_players - 1
         if n == 0:
