@@ -32,7 +32,7 @@ import numpy as np
 from generala_env.dice import NUM_MASKS
 from generala_env.game import OPEN, IllegalActionError
 
-from .options import positive_int, require_extra, seed_int
+from .options import positive_int, require_extra
 
 MAX_GAMES = 256  # games kept at once; the oldest goes first
 HOW = {
