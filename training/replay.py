@@ -194,7 +194,7 @@ body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; backgroun
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 2em; }
 table { border-collapse: collapse; margin: .6em 0; }
 td, th { border: 1px solid #ccc; padding: 2px 8px; text-align: right; }
-th { background: #eee; } td.l, th.l { text-align: left; }
+th { background: #eee; } td.l, th.l { text-align: left; white-space: nowrap; }
 .die { font-size: 1.6em; line-height: 1; padding: 0 1px; }
 .held { background: #f2c430; border-radius: 3px; }
 .crossed { color: #c81e1e; background: #f6d6d6; }

@@ -161,7 +161,7 @@ class Session:
             "over": bool(g.over),
             "winners": list(g.winners()),
             "served_generala_win": g.served_generala_winner is not None,
-            "log": self.log[-40:],
+            "log": list(self.log),
         }
 
     def hint(self, solvers: dict) -> dict[str, Any]:
@@ -362,11 +362,12 @@ const esc = (t) => String(t).replace(/[&<>"']/g, (c) => "&#" + c.charCodeAt(0) +
 async function call(method, url, body) {
   const r = await fetch(url, {method, headers: {"Content-Type": "application/json"}, body: body ? JSON.stringify(body) : undefined});
   const data = await r.json();
-  if (!r.ok) { $("error").textContent = data.detail || ("error " + r.status); return null; }
+  if (!r.ok) { $("error").textContent = data.detail || ("error " + r.status); document.body.dataset.errors = (+(document.body.dataset.errors || 0)) + 1; return null; }
   $("error").textContent = ""; return data;
 }
 function show(g) {
   game = g; keep = new Set();
+  document.body.dataset.shown = (+(document.body.dataset.shown || 0)) + 1;  // tests wait on this
   $("table-panel").hidden = false; $("log-panel").hidden = false;
   const dice = $("dice"); dice.innerHTML = "";
   g.dice.forEach((d, i) => {
@@ -413,6 +414,7 @@ $("hint").onclick = async () => {
   if (h.win_move) t += " To win: " + h.win_move + " (chance to win " + (100 * h.win_chance).toFixed(1) + "%).";
   if (h.win_note) t += " (" + h.win_note + ")";
   $("hint-text").textContent = t;
+  document.body.dataset.hints = (+(document.body.dataset.hints || 0)) + 1;
 };
 call("GET", "/api/agents").then((a) => {
   if (!a) return;
