@@ -133,7 +133,7 @@ def two_player_table(rules, solve: bool = False):
 
     if not solve and not _cache_path(rules).is_file():
         return (
-            f"the chance to win is not shown: the two-player table of the {rules.name!r} rules is not in the cache "
+            f"the two-player table of the {rules.name!r} rules is not in the cache "
             f"({_cache_path(rules)}); 'generala solve --players 2 --rules {rules.name}' makes it once (minutes for the presets)"
         )
     import agents
@@ -165,7 +165,7 @@ def record(specs: list[str], rules="classic", games: int = 1, seed: int = 0, sol
     elif len(specs) == 2:
         got = two_player_table(rules, solve_2p)
         if isinstance(got, str):
-            notes.append(got[0].upper() + got[1:] + ", or pass --solve-2p here.")
+            notes.append(f"The chance to win is not shown: {got}, or pass --solve-2p here.")
         else:
             two = got
             notes.append(

@@ -189,7 +189,7 @@ class Session:
                 if not isinstance(two, str):
                     solvers[("2p", key)] = two
             if isinstance(two, str):
-                out["win_note"] = two
+                out["win_note"] = f"no chance to win: {two}"
             else:
                 w = np.where(np.asarray(info["action_mask"]).astype(bool), two.action_values(info), -np.inf)
                 b = int(np.argmax(w))
