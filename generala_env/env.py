@@ -13,7 +13,7 @@ from . import opponents as opponents_registry
 from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
 from .game import ROLLS_PER_TURN, Game, IllegalActionError, outcome_points, prefilled_sheets
-from .picture import render_rgb
+from .picture import check_scale, render_rgb
 from .render import render_text
 from .rules import RuleSet, load_rules
 
@@ -265,7 +265,8 @@ class GeneralaEnv(gym.Env):
     - `render_mode`: `"ansi"` (returns text), `"human"` (prints it) or `"rgb_array"` (returns
       a `uint8 (H, W, 3)` picture of the dice, the sheets and the last moves, for
       `gymnasium.wrappers.RecordVideo`; `generala_env.picture`); another mode gives a warning
-      and renders as `None`.
+      and renders as `None`. `render_scale`: 2 (default) or 1, a picture of half the width
+      and height (a quarter of the pixels: a video of it is much cheaper to encode).
 
     ## Seeding
     Every die comes from `np_random` (seeded by `reset(seed=...)`), drawn 1024 faces
@@ -289,6 +290,7 @@ class GeneralaEnv(gym.Env):
     obs_type, _dict_obs = "flat", False
     max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW
     _illegal_streak = 0
+    render_scale = 2
 
     def __init__(
         self,
@@ -303,9 +305,11 @@ class GeneralaEnv(gym.Env):
         exploring_starts: float = 0.0,
         obs_type: str = "flat",
         max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW,
+        render_scale: int = 2,
     ):
         self.rules = load_rules(rules)
         self.game = Game(self.rules, num_players)
+        self.render_scale = check_scale(render_scale)
         self.num_players = self.game.num_players
         self.obs_type = check_obs_type(obs_type)
         self.max_illegal_in_a_row = check_max_illegal(max_illegal_in_a_row)
@@ -446,7 +450,7 @@ class GeneralaEnv(gym.Env):
         if self._halt in (NOT_RESET, RESET_FAILED):
             raise RuntimeError(f"render() has nothing to show: {self._halt}")
         if self.render_mode == "rgb_array":
-            return render_rgb(self.game, seat=self.seat, moves=self._shown_moves)
+            return render_rgb(self.game, seat=self.seat, moves=self._shown_moves, scale=self.render_scale)
         text = render_text(self.game, seat=self.seat)
         if self.render_mode == "human":
             print(text)

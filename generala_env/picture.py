@@ -150,11 +150,12 @@ def die_image(face: int, held: bool) -> np.ndarray:
     return img
 
 
-def frame_size(num_lines: int, num_players: int) -> tuple[int, int]:
-    """``(height, width)`` of a frame, each a multiple of 16 (what video encoders like)."""
+def frame_size(num_lines: int, num_players: int, scale: int = 2) -> tuple[int, int]:
+    """``(height, width)`` of a frame: multiples of 16 at scale 2 (what video encoders like), of 8 at scale 1."""
     w = max(480, PAD + LABEL_W + COL_W * num_players + PAD)
     h = TOP_SHEET + ROW_H * (num_lines + 2) + 10 + MOVES_SHOWN * (CHAR_H + 6) + PAD
-    return (h + 15) // 16 * 16, (w + 15) // 16 * 16
+    h, w = (h + 15) // 16 * 16, (w + 15) // 16 * 16
+    return (h, w) if scale == 2 else (h // 2, w // 2)
 
 
 def _col_x(p: int) -> int:
@@ -224,12 +225,30 @@ def _status(game: Game) -> str:
     return f"round {game.turn + 1}/{game.num_lines}   p{game.player} to move"
 
 
-def render_rgb(game: Game, seat: int | None = None, moves=()) -> np.ndarray:
+SCALES = (1, 2)
+
+
+def check_scale(scale) -> int:
+    """``render_scale`` as an int: 2 (the default, text two pixels per font pixel) or 1 (half
+    the width and height: a quarter of the pixels, what a video encoder must code)."""
+    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, np.integer)) or scale not in SCALES:
+        raise ValueError(f"render_scale must be 1 or 2, got {scale!r}")
+    return int(scale)
+
+
+def render_rgb(game: Game, seat: int | None = None, moves=(), scale: int = 2) -> np.ndarray:
     """The game as an ``uint8 (H, W, 3)`` picture (a new array).
 
     ``seat`` is marked ``*`` in the sheet's header ("you"); ``moves`` are the last moves as
     ``(seat, action, points, roll_before)`` tuples, oldest first: the last
-    :data:`MOVES_SHOWN` are written under the sheet."""
+    :data:`MOVES_SHOWN` are written under the sheet. ``scale=1`` gives the picture at half
+    the width and height: every line and letter is drawn on even pixels, so keeping every
+    other pixel gives the same picture with the font at one pixel per font pixel."""
+    img = _draw(game, seat, moves)
+    return np.ascontiguousarray(img[::2, ::2]) if scale == 1 else img
+
+
+def _draw(game: Game, seat: int | None, moves) -> np.ndarray:
     P, L = game.num_players, game.num_lines
     img = _background(game.rules.lines, P).copy()
     draw_text(img, PAD, 12, _status(game), WHITE)
@@ -275,4 +294,4 @@ def render_rgb(game: Game, seat: int | None = None, moves=()) -> np.ndarray:
     return img
 
 
-__all__ = ["render_rgb", "describe_move", "held_dice", "frame_size", "draw_text", "text_mask"]
+__all__ = ["render_rgb", "describe_move", "held_dice", "frame_size", "check_scale", "draw_text", "text_mask"]

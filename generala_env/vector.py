@@ -212,6 +212,7 @@ class GeneralaVectorEnv(VectorEnv):
         exploring_starts: float = 0.0,
         obs_type: str = "flat",
         max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW,
+        render_scale: int = 2,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -224,6 +225,9 @@ class GeneralaVectorEnv(VectorEnv):
         self.obs_type = check_obs_type(obs_type)
         self.max_illegal_in_a_row = check_max_illegal(max_illegal_in_a_row)
         self.render_mode = check_arguments(P, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty)
+        from .picture import check_scale
+
+        self.render_scale = check_scale(render_scale)
         self.reward_mode = reward
         self.agent_seat_option = agent_seat
         self.illegal_action = illegal_action
@@ -587,7 +591,8 @@ class GeneralaVectorEnv(VectorEnv):
         if self.render_mode == "rgb_array":
             from .picture import render_rgb
 
-            return tuple(render_rgb(self.game_view(i), seat=int(self.seat[i]), moves=self._shown_move(i)) for i in idx)
+            scale = getattr(self, "render_scale", 2)
+            return tuple(render_rgb(self.game_view(i), seat=int(self.seat[i]), moves=self._shown_move(i), scale=scale) for i in idx)
         from .render import render_text
 
         return tuple(render_text(self.game_view(i), seat=int(self.seat[i])) for i in idx)

@@ -185,3 +185,19 @@ def test_sb3_vector_env_tiles_its_pictures():
     venv.reset()
     h, w = frame_size(10, 1)
     assert venv.render().shape == (2 * h, 2 * w, 3)
+
+
+def test_half_scale_is_every_other_pixel_of_the_full_picture():
+    full = GeneralaEnv(num_players=2, opponents="greedy", render_mode="rgb_array")
+    half = GeneralaEnv(num_players=2, opponents="greedy", render_mode="rgb_array", render_scale=1)
+    a, b = play(full, 4, 30), play(half, 4, 30)
+    assert b[0].shape == frame_size(10, 2, scale=1) + (3,) == (a[0].shape[0] // 2, a[0].shape[1] // 2, 3)
+    assert all(np.array_equal(x[::2, ::2], y) for x, y in zip(a, b, strict=True))
+    # the letters survive: a half-size text mask is the full one's every other pixel
+    assert np.array_equal(text_mask("p0 wrote 16 on fours", 2)[::2, ::2], text_mask("p0 wrote 16 on fours", 1))
+    venv = GeneralaVectorEnv(2, render_mode="rgb_array", render_scale=1)
+    venv.reset(seed=0)
+    assert venv.render()[0].shape == frame_size(10, 1, scale=1) + (3,)
+    for bad in (0, 3, True, 1.0, "1"):
+        with pytest.raises(ValueError, match="render_scale must be 1 or 2"):
+            GeneralaEnv(render_scale=bad)
