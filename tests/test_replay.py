@@ -90,3 +90,22 @@ def test_same_seed_same_page():
     b, _ = record(["greedy"], SMALL, games=1, seed=5)
     assert page(a, notes) == page(b, notes)
     assert np.array_equal(a[0].sheets, b[0].sheets)
+
+
+def test_evaluate_writes_replays_of_its_own_games(tmp_path):
+    pytest.importorskip("matplotlib")
+    import json
+
+    from training.evaluate import main as evaluate_main
+
+    out = tmp_path / "ev"
+    assert evaluate_main(["--agents", "greedy,random", "--games", "3", "--replays", "2", "--workers", "1", "--no-progress", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results
+    for name in ("greedy", "random"):
+        text = (out / f"replays-{name}.html").read_text()
+        assert "Game 2" in text and "Game 3" not in text
+    replays, _ = record(["greedy"], "classic", games=2, seed=0)
+    text = (out / "replays-greedy.html").read_text()
+    for r in replays:  # the evaluation's first games: the same seeds, the same totals
+        assert f"(seed {r.seed})" in text and f"Final total: {r.totals[0]};" in text

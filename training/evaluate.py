@@ -188,6 +188,7 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=positive_int, default=None, help="processes (default: every core)")
     p.add_argument("--out", default=None, help="output folder (default results/evaluate-RULES-seedS)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--replays", type=seed_int, default=0, metavar="N", help="also write replays-AGENT.html: each agent's first N games, every move judged (generala replay)")
     args = p.parse_args(argv)
     require_outputs(args)
 
@@ -211,6 +212,10 @@ def main(argv=None) -> int:
             scores[name] = [float(r.totals[0]) for r in recs]
         progress["writing"] = True
         report(args, rules, rows, scores, optimal, out, time.time() - t0, "generala evaluate " + " ".join(argv or sys.argv[1:]))
+        if args.replays:
+            from .replay import write_replays
+
+            write_replays(names, rules, min(args.replays, args.games), args.seed, out)
 
     return run_guarded("generala evaluate", out, args.games * len(names), body)
 

@@ -319,6 +319,20 @@ def write_page(path: Path, text: str, force: bool = False) -> None:
     write_whole(path, lambda f: f.write(text.encode("utf-8")))
 
 
+def write_replays(names: list[str], rules, games: int, seed: int, out: Path) -> list[Path]:
+    """``generala evaluate --replays N``: ``out/replays-NAME.html`` for each one-player agent,
+    its first ``games`` games of the evaluation (the same seeds, so the same dice and totals)."""
+    paths = []
+    for name in names:
+        replays, notes = record([name], rules, min(games, 100), seed)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name) or "agent"
+        path = Path(out) / f"replays-{safe}.html"
+        write_page(path, page(replays, notes, title=f"Generala replay: {name}"), force=True)  # evaluate's own output folder
+        paths.append(path)
+    print(f"wrote {len(paths)} replay page(s) in {out}")
+    return paths
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="generala replay", description=__doc__.split("\n\n")[0])
     p.add_argument("agents", nargs="+", help="one agent per seat: a name (generala agents), a checkpoint folder, or a run's SB3 .zip")
