@@ -291,6 +291,7 @@ class GeneralaEnv(gym.Env):
     max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW
     _illegal_streak = 0
     render_scale = 2
+    _shown_moves: "list | tuple" = ()
 
     def __init__(
         self,
