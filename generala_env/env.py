@@ -266,7 +266,7 @@ class GeneralaEnv(gym.Env):
       a `uint8 (H, W, 3)` picture of the dice, the sheets and the last moves, for
       `gymnasium.wrappers.RecordVideo`; `generala_env.picture`); another mode gives a warning
       and renders as `None`. `render_scale`: 2 (default) or 1, a picture of half the width
-      and height (a quarter of the pixels: a video of it is much cheaper to encode).
+      and height (a quarter of the pixels, cheaper to encode as video).
 
     ## Seeding
     Every die comes from `np_random` (seeded by `reset(seed=...)`), drawn 1024 faces
