@@ -13,6 +13,7 @@ from . import opponents as opponents_registry
 from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
 from .game import ROLLS_PER_TURN, Game, IllegalActionError, outcome_points, prefilled_sheets
+from .picture import check_scale, render_rgb
 from .render import render_text
 from .rules import RuleSet, load_rules
 
@@ -261,8 +262,11 @@ class GeneralaEnv(gym.Env):
     - `obs_type`: `"flat"` (default, the Box) or `"dict"` (observation and action mask).
     - `max_illegal_in_a_row`: illegal actions in a row that truncate the episode (default
       100), or `None` for no cap.
-    - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it); another mode (SB3's
-      `make_vec_env` asks for `"rgb_array"`) gives a warning and renders as `None`.
+    - `render_mode`: `"ansi"` (returns text), `"human"` (prints it) or `"rgb_array"` (returns
+      a `uint8 (H, W, 3)` picture of the dice, the sheets and the last moves, for
+      `gymnasium.wrappers.RecordVideo`; `generala_env.picture`); another mode gives a warning
+      and renders as `None`. `render_scale`: 2 (default) or 1, a picture of half the width
+      and height (a quarter of the pixels, cheaper to encode as video).
 
     ## Seeding
     Every die comes from `np_random` (seeded by `reset(seed=...)`), drawn 1024 faces
@@ -276,15 +280,18 @@ class GeneralaEnv(gym.Env):
     - v0: initial release (observation layout version 1). After 0.2.0: `obs_type`, the cap
       on illegal actions in a row (truncation), every `info` key at every step with a fixed
       shape, every action marked legal once the game is over, and a warning instead of an
-      error for an unknown `render_mode`. Legal play gives the same games as before.
+      error for an unknown `render_mode`; `render_mode="rgb_array"`. Legal play gives the same
+      games as before.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
     # set per env in __init__; the class defaults serve envs pickled before they existed
     _halt: str | None = None
     obs_type, _dict_obs = "flat", False
     max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW
     _illegal_streak = 0
+    render_scale = 2
+    _shown_moves: "list | tuple" = ()
 
     def __init__(
         self,
@@ -299,9 +306,11 @@ class GeneralaEnv(gym.Env):
         exploring_starts: float = 0.0,
         obs_type: str = "flat",
         max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW,
+        render_scale: int = 2,
     ):
         self.rules = load_rules(rules)
         self.game = Game(self.rules, num_players)
+        self.render_scale = check_scale(render_scale)
         self.num_players = self.game.num_players
         self.obs_type = check_obs_type(obs_type)
         self.max_illegal_in_a_row = check_max_illegal(max_illegal_in_a_row)
@@ -325,6 +334,7 @@ class GeneralaEnv(gym.Env):
         self._illegal_streak = 0  # illegal actions in a row
         self._halt: str | None = NOT_RESET  # why step() cannot go on as usual; None while it can
         self._last_opponent_moves: list[tuple[int, int, int]] = []
+        self._shown_moves: list[tuple[int, int, int, int]] = []  # (seat, action, points, roll before) since the agent's last move, its own first
         self._cup: DiceCup | None = None
 
     @property
@@ -336,6 +346,13 @@ class GeneralaEnv(gym.Env):
         """The opponents as given or built, in play order after the agent: an agent object
         (with ``act``), or a callable ``(observation, info) -> action``."""
         return tuple(self._opponent_agents)
+
+    @property
+    def last_moves(self) -> tuple[tuple[int, int, int, int], ...]:
+        """The moves since the agent's last decision, its own first, as the ``rgb_array``
+        picture lists them: ``(seat, action, points, roll before the move)``
+        (:func:`generala_env.picture.describe_move` puts one in words)."""
+        return tuple(self._shown_moves)
 
     def _resolve_opponents(self, opponents) -> list[Any]:
         n = self.num_players - 1
@@ -372,6 +389,7 @@ class GeneralaEnv(gym.Env):
             if hasattr(opp, "act") and hasattr(opp, "reset"):
                 opp.reset(seed=int(self.np_random.integers(2**63)))
         self._last_opponent_moves = []
+        self._shown_moves = []
         self._illegal_streak = 0
         self._play_opponents()
         self._ended_before_move = self.game.over
@@ -391,6 +409,7 @@ class GeneralaEnv(gym.Env):
             raise RuntimeError("step() called after the episode ended; call reset()")
         if action.__class__ is not int and isinstance(action, np.ndarray) and action.shape == ():
             action = action[()]  # SB3's predict() gives one observation's action as a 0-d array
+        roll_before = game.roll
         try:
             outcome = game.step(action, self._dice())
         except IllegalActionError as err:  # the game changed nothing and says why
@@ -403,6 +422,7 @@ class GeneralaEnv(gym.Env):
             info = self._info(illegal=True, reason=str(err))
             return self._obs(info["action_mask"]), self.illegal_penalty, False, truncated, info
         self._illegal_streak = 0
+        self._shown_moves = [(outcome.player, outcome.action, outcome.points, roll_before)]
         reward = float(outcome.points) if self.reward_mode == "score" else 0.0
         if self.opponents:
             self._last_opponent_moves = []
@@ -430,6 +450,8 @@ class GeneralaEnv(gym.Env):
     def render(self):
         if self._halt in (NOT_RESET, RESET_FAILED):
             raise RuntimeError(f"render() has nothing to show: {self._halt}")
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.game, seat=self.seat, moves=self._shown_moves, scale=self.render_scale)
         text = render_text(self.game, seat=self.seat)
         if self.render_mode == "human":
             print(text)
@@ -457,6 +479,7 @@ class GeneralaEnv(gym.Env):
             except BaseException as err:
                 self._halt = f"{_who(seat, opp, act)} raised {type(err).__name__}: {err}; the game stopped in its turn: call reset()"
                 raise
+            roll_before = g.roll
             try:
                 out = g.step(action, self._dice())
             except IllegalActionError as err:
@@ -467,6 +490,7 @@ class GeneralaEnv(gym.Env):
                 self._halt = f"{_who(seat, opp, act)}'s move failed with {type(err).__name__}: {err}; the game stopped in its turn: call reset()"
                 raise
             self._last_opponent_moves.append((seat, out.action, out.points))
+            self._shown_moves.append((seat, out.action, out.points, roll_before))
 
     def _final_reward(self) -> float:
         return win_reward(self.game.winners(), self.seat) if self.reward_mode == "win" else 0.0

@@ -29,6 +29,7 @@ from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
 from .env import NOT_RESET, REWARDS, check_finite, check_render_mode, make_info, win_reward
 from .game import MAX_PLAYERS, Game, IllegalActionError
+from .picture import MOVES_SHOWN, render_rgb
 from .render import render_text
 from .rules import RuleSet, load_rules
 
@@ -123,7 +124,8 @@ class raw_env(AECEnv, EzPickle):
     - `rules`: preset name (`classic`, `double`, `sixty`), YAML path, mapping or `RuleSet`.
     - `num_players`: 2–6 (default 2); for one player use `Generala-v0`.
     - `reward`: `"score"` or `"win"`.
-    - `render_mode`: `"ansi"` (returns text) or `"human"` (prints it after every step);
+    - `render_mode`: `"ansi"` (returns text), `"human"` (prints it after every step) or
+      `"rgb_array"` (returns a `uint8 (H, W, 3)` picture: `generala_env.picture`);
       another mode gives a warning and renders as `None`.
     - `env(illegal_reward=-1.0, ...)`: reward of an illegal action under the wrappers.
 
@@ -142,7 +144,7 @@ class raw_env(AECEnv, EzPickle):
     """
 
     metadata = {
-        "render_modes": ["ansi", "human"],
+        "render_modes": ["ansi", "human", "rgb_array"],
         "name": "generala_v0",
         "is_parallelizable": False,
         "render_fps": 4,
@@ -187,6 +189,7 @@ class raw_env(AECEnv, EzPickle):
         self._np_random_seed: int | None = None
         self._cup: DiceCup | None = None
         self._last_move: tuple[int, int, int] = _NO_MOVE
+        self._shown_moves: list[tuple[int, int, int, int]] = []  # the last moves, as the picture lists them
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
@@ -207,6 +210,8 @@ class raw_env(AECEnv, EzPickle):
         self.__dict__.update(state)
         if self._last_move is None:  # a pickle from before last_move had a fixed shape
             self._last_move = _NO_MOVE
+        if "_shown_moves" not in state:  # a pickle from before the pictures
+            self._shown_moves = []
 
     @property
     def layout_version(self) -> int:
@@ -250,6 +255,7 @@ class raw_env(AECEnv, EzPickle):
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
         self._last_move = _NO_MOVE
+        self._shown_moves = []
         self._update_infos()
         self.agent_selection = self.possible_agents[self.game.player]
 
@@ -274,8 +280,10 @@ class raw_env(AECEnv, EzPickle):
             raise IllegalActionError(f"{agent}: {why}")
         self._cumulative_rewards[agent] = 0.0  # the agent has seen its reward: start afresh
         self._clear_rewards()
+        roll_before = g.roll
         outcome = g.step(int(action), self._dice())
         self._last_move = (outcome.player, outcome.action, outcome.points)
+        self._shown_moves = (self._shown_moves + [(*self._last_move, roll_before)])[-MOVES_SHOWN:]
         if self.reward_mode == "score":
             self.rewards[agent] = float(outcome.points)
         if g.over:
@@ -295,10 +303,12 @@ class raw_env(AECEnv, EzPickle):
         if self.render_mode is None:
             from gymnasium import logger
 
-            logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            logger.warn("render() called without a render_mode; pass render_mode='ansi', 'human' or 'rgb_array'")
             return None
         if not self._started:
             raise RuntimeError(f"render() has nothing to show: {NOT_RESET}")
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.game, moves=self._shown_moves)
         text = render_text(self.game)
         if self.render_mode == "human":
             print(text)

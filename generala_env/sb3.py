@@ -117,8 +117,10 @@ class GeneralaSB3VecEnv(VecEnv):
     def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
         return [False] * len(self._indices(indices))
 
-    def get_images(self):
-        raise NotImplementedError("the Generala vector env renders text only: use venv.render()")
+    def get_images(self) -> list:
+        """Each game's picture (``render_mode="rgb_array"``), what SB3's ``render()`` and
+        ``VecVideoRecorder`` tile; with another render mode, what ``venv.render()`` gives."""
+        return list(self.venv.render() or [None] * self.num_envs)
 
 
 def make_sb3_vec_env(

@@ -192,7 +192,7 @@ class GeneralaVectorEnv(VectorEnv):
       default draws from ``np_random``; tests replay given dice through it.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["ansi"]}
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     _halt: str | None = None  # set per env in __init__; the class default serves envs pickled before it existed
 
     def __init__(
@@ -212,6 +212,7 @@ class GeneralaVectorEnv(VectorEnv):
         exploring_starts: float = 0.0,
         obs_type: str = "flat",
         max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW,
+        render_scale: int = 2,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -224,6 +225,9 @@ class GeneralaVectorEnv(VectorEnv):
         self.obs_type = check_obs_type(obs_type)
         self.max_illegal_in_a_row = check_max_illegal(max_illegal_in_a_row)
         self.render_mode = check_arguments(P, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty)
+        from .picture import check_scale
+
+        self.render_scale = check_scale(render_scale)
         self.reward_mode = reward
         self.agent_seat_option = agent_seat
         self.illegal_action = illegal_action
@@ -406,6 +410,9 @@ class GeneralaVectorEnv(VectorEnv):
         )  # fmt: skip
 
     def _reset_games(self, games: np.ndarray) -> None:
+        shown = getattr(self, "_shown", None)
+        if shown is not None:  # a new game has no last move to show
+            shown[2][games] = False
         if self.agent_seat_option == "random":
             self.seat[games] = self.np_random.integers(self.num_players, size=len(games))
         try:
@@ -518,6 +525,8 @@ class GeneralaVectorEnv(VectorEnv):
             streak[:] = 0
         cap = self.max_illegal_in_a_row
         truncated = streak >= cap if cap is not None else np.zeros(self.num_envs, dtype=bool)
+        if self.render_mode == "rgb_array":  # what the pictures show as each game's last move
+            self._shown = (a.copy(), self.roll.copy(), legal & ~ebm, self.seat.copy())
         if legal.all() and not ebm.any():  # the usual case: every game takes its action
             pts = self._apply(self._all, a)
             if self.reward_mode == "score":
@@ -566,14 +575,40 @@ class GeneralaVectorEnv(VectorEnv):
         """Legal actions of every game, ``(N, 32 + L)`` bool (all true where a game ended before the agent's move)."""
         return self._masks.copy()
 
-    def render(self) -> tuple[str, ...] | None:
+    def render(self, games=None) -> tuple | None:
+        """Each game as text (``render_mode="ansi"``) or as an ``uint8 (H, W, 3)`` picture
+        (``"rgb_array"``: :func:`~generala_env.picture.render_rgb`, with the agent's last
+        action of a game not reset since); ``games``: the indices of the games to show
+        (default all of them)."""
         if self.render_mode is None:
             return None
         if self._halt in (NOT_RESET, RESET_FAILED):
             raise RuntimeError(f"render() has nothing to show: {self._halt}")
+        idx = range(self.num_envs) if games is None else [int(i) for i in np.asarray(games, dtype=np.int64).reshape(-1)]
+        bad = [i for i in idx if not 0 <= i < self.num_envs]
+        if bad:
+            raise ValueError(f"games must be indices from 0 to {self.num_envs - 1}, got {bad}")
+        if self.render_mode == "rgb_array":
+            from .picture import render_rgb
+
+            scale = getattr(self, "render_scale", 2)
+            return tuple(render_rgb(self.game_view(i), seat=int(self.seat[i]), moves=self._shown_move(i), scale=scale) for i in idx)
         from .render import render_text
 
-        return tuple(render_text(self.game_view(i), seat=int(self.seat[i])) for i in range(self.num_envs))
+        return tuple(render_text(self.game_view(i), seat=int(self.seat[i])) for i in idx)
+
+    def _shown_move(self, i: int) -> list[tuple[int, int, int, int]]:
+        """The agent's last move in game ``i`` as the picture lists it; none if the game
+        was reset since (autoreset) or the action was not played."""
+        shown = getattr(self, "_shown", None)
+        if shown is None:
+            return []
+        actions, rolls, played, seats = shown
+        if not played[i]:
+            return []
+        a = int(actions[i])
+        points = int(self.sheets[i, int(seats[i]), a - NUM_MASKS]) if a >= NUM_MASKS else 0
+        return [(int(seats[i]), a, max(points, 0), int(rolls[i]))]
 
     # -- one game as a Game object --------------------------------------------------------
     def game_view(self, i: int) -> Game:

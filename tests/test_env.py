@@ -96,7 +96,7 @@ def test_maskable_ppo_finds_the_masks_through_a_vec_env():
     from sb3_contrib.common.maskable.utils import get_action_masks
     from stable_baselines3.common.env_util import make_vec_env
 
-    # make_vec_env asks for render_mode="rgb_array" unless told otherwise; this env has no rgb
+    # make_vec_env asks for render_mode="rgb_array" unless told otherwise; None is fine too
     vec = make_vec_env("Generala-v0", n_envs=2, seed=0, env_kwargs={"rules": "double", "render_mode": None})
     vec.reset()
     masks = get_action_masks(vec)

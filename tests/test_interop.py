@@ -126,8 +126,8 @@ def test_unsupported_render_mode_warns_and_renders_as_none():
     from generala_env.multiagent import raw_env
 
     for make in (GeneralaEnv, lambda **kw: GeneralaVectorEnv(2, **kw), raw_env):
-        with pytest.warns(UserWarning, match="render_mode='rgb_array' is not one of"):
-            env = make(render_mode="rgb_array")
+        with pytest.warns(UserWarning, match="render_mode='rgb_array_list' is not one of"):
+            env = make(render_mode="rgb_array_list")
         assert env.render_mode is None
 
 
@@ -135,7 +135,7 @@ def test_sb3_make_vec_env_works_as_is():
     from stable_baselines3.common.env_util import make_vec_env
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # gymnasium's make and the env both warn about rgb_array
+        warnings.simplefilter("error")  # make_vec_env asks for render_mode="rgb_array", which the env has
         vec = make_vec_env("Generala-v0", n_envs=4, seed=0)
     obs = vec.reset()
     assert obs.shape == (4, vec.observation_space.shape[0])

@@ -507,3 +507,44 @@ def test_two_player_hint_gives_the_chance_to_win(monkeypatch, capsys, tmp_path):
     assert "next best for winning:" in out
     one = run(monkeypatch, capsys, ["--rules", str(rules_file), "--opponents", "none", "--seed", "3"], "hint\nquit\n", dice=[[5, 5, 5, 6, 1]])[1]
     assert "chance to win" not in one  # one player: there is no one to beat
+
+
+@pytest.mark.parametrize("rules", ["classic", "double"])
+def test_every_hint_is_accepted_as_typed(rules):
+    # what the hint says ("write 40 on four of a kind", "keep 6 6, reroll 3", "roll all five
+    # again", "cross out ones", "... (served, +5)") is read back as that very move
+    rng = np.random.default_rng(0)
+    g = Game(rules, 1)
+    for _ in range(300):
+        if g.over:
+            g.reset(rng)
+        if g.rolls_left == 2 and g.turn == 0:
+            g.set_state(dice=rng.integers(1, 7, 5).tolist())
+        for a in g.legal_actions():
+            words = play.describe(g, a)
+            got = play.parse_move(words, g)
+            assert not isinstance(got, str) and got.confirm is None, words
+            if a < 32:  # hold masks that keep the same dice are the same move
+                assert sorted(g.dice[[i for i in range(5) if got.action >> i & 1]]) == sorted(g.dice[[i for i in range(5) if a >> i & 1]]), words
+            else:
+                assert got.action == a, words
+        g.step(int(rng.choice(g.legal_actions())), rng)
+
+
+def test_a_write_that_names_wrong_points_is_refused():
+    g = Game("classic", 1)
+    g.reset(np.random.default_rng(0))
+    g.set_state(dice=[4, 4, 4, 2, 1], rolls_left=0)
+    assert play.parse_move("write 12 on fours", g).action == 32 + 3
+    with pytest.raises(MoveError, match="score 12 on fours, not 16: type 'write fours' to write 12"):
+        play.parse_move("write 16 on fours", g)
+
+
+def test_a_two_player_hint_without_a_cached_table_answers_at_once(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    rc, out, _, _ = run(monkeypatch, capsys, ["--opponents", "greedy", "--seed", "3"], "hint\nquit\n", dice=[[5, 5, 5, 6, 1]])
+    assert rc == 0
+    assert re.search(r"the optimal player would .+: expected final total [0-9.]+", out), out
+    assert "no chance-to-win hint: the two-player table of the 'classic' rules is not in the cache" in out
+    assert "generala solve --players 2 --rules classic" in out
+    assert not list(tmp_path.glob("solve2p-*"))  # nothing was solved

@@ -204,6 +204,8 @@ PROGRAMS = {
     "train": ("training.train", "train a MaskablePPO agent from a YAML config", ("train", TRAIN_MODULES)),
     "export": ("training.export", "make a shipped checkpoint from a training run", ("train", TRAIN_MODULES)),
     "play": ("training.play", "play in the terminal against agents", None),
+    "replay": ("training.replay", "games as one self-contained HTML page, every move judged by the exact optimum", None),
+    "serve": ("training.serve", "play in the browser against agents, with hints (local only by default)", ("serve", ("fastapi", "uvicorn"))),
     # checks its own extras ([benchmark], and [ray] for --backend ray)
     "benchmark": ("training.benchmark", "train RL algorithms on the task suite, scored against the optimum with rliable", None),
 }

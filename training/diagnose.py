@@ -44,6 +44,18 @@ class Decisions:
     entropy: list[float] = field(default_factory=list)  # of the policy over legal actions (nan if unknown)
 
 
+def judged_values(solver, info) -> np.ndarray:
+    """The one-player solver's expected points still to come after each action of the seat
+    to move (``-inf`` for an illegal one): what every judgement of a move here is made of
+    (a move's regret is the best value minus its own)."""
+    from agents.base import SeatView
+    from generala_env.scoring import generala_scored
+
+    v = SeatView.from_info(info)
+    vals = solver.action_values(v.filled_mask, generala_scored(solver.rules, v.sheet), v.roll, v.rolls_left, v.locked)
+    return np.where(v.mask, vals, -np.inf)
+
+
 class Judged:
     """Wraps an agent: plays its moves and records what the solver thinks of each."""
 
@@ -57,13 +69,10 @@ class Judged:
 
     def act(self, obs, info):
         from agents.base import SeatView
-        from generala_env.scoring import generala_scored
 
         a = int(self.agent.act(obs, info))
         v = SeatView.from_info(info)
-        scored = generala_scored(self.solver.rules, v.sheet)
-        vals = self.solver.action_values(v.filled_mask, scored, v.roll, v.rolls_left, v.locked)
-        vals = np.where(v.mask, vals, -np.inf)
+        vals = judged_values(self.solver, info)
         best = float(vals.max())
         self.rec.kind.append(HOLD if a < 32 else WRITE)
         self.rec.turn.append(int((v.sheet >= 0).sum()))

@@ -277,6 +277,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="output folder (default results/evaluate-RULES-seedS)")
     p.add_argument("--force", action="store_true", help="replace results that a different generala evaluate command wrote in --out")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--replays", type=seed_int, default=0, metavar="N", help="also write replays-AGENT.html: each agent's first N games, every move judged (generala replay)")
     args = p.parse_args(argv)
     require_outputs(args)
 
@@ -294,6 +295,10 @@ def main(argv=None) -> int:
         rows, scores, optimal = play_evaluation(table, rules, args.games, args.seed, args.workers, not args.no_progress, args.trust_zip, progress)
         progress["writing"] = True
         report(args, rules, rows, scores, optimal, out, time.time() - t0, command)
+        if args.replays:
+            from .replay import write_replays
+
+            write_replays(names, rules, min(args.replays, args.games), args.seed, out)
 
     return run_guarded("generala evaluate", out, args.games * len(names), body)
 

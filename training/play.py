@@ -124,7 +124,7 @@ def _line_table() -> dict[str, str]:
 def _tokens(text: str) -> list[str]:
     """Lower-case words, punctuation and hyphens gone: ``Re-roll 4,4!`` → ``reroll 4 4``."""
     text = text.lower().replace("re-roll", "reroll").replace("re roll", "reroll")
-    text = re.sub(r"[_\-,;.!:/+]+", " ", text)
+    text = re.sub(r"[_\-,;.!:/+()]+", " ", text)
     return text.split()
 
 
@@ -297,12 +297,20 @@ def parse_move(text: str, game: Game) -> "Move | str":
 
     crossing = head in CROSS_VERBS
     if crossing or head in WRITE_VERBS:
+        rest, claimed = _hint_words(rest)
         phrase = _phrase(rest)
         if not phrase:
             raise MoveError(f"{head} which line? e.g. '{'cross out ones' if crossing else 'write fours'}'; open lines: {', '.join(_open_lines(game))}")
         if phrase not in lines:
             raise MoveError(f"there is no line called {' '.join(rest)!r}; open lines: {', '.join(_open_lines(game))}")
-        return _write_move(game, lines[phrase], crossing)
+        move = _write_move(game, lines[phrase], crossing)
+        if claimed is not None:  # "write 40 on four of a kind", as a hint says it
+            pts = points_if_written(game, move.action - NUM_MASKS)[0]
+            if pts != claimed:
+                name = line_label(lines[phrase])
+                raise MoveError(f"your dice {_faces_text(dice)} score {pts} on {name}, not {claimed}: type 'write {name}' to write {pts}")
+            move = Move(move.action, note=move.note)  # the points were said: no question
+        return move
 
     phrase = _phrase(tokens)
     if phrase in lines and not (phrase.isdigit() or phrase in FACE_WORDS):
@@ -314,6 +322,18 @@ def parse_move(text: str, game: Game) -> "Move | str":
     if all(t.isdigit() and set(t) <= set("123456") for t in tokens):
         return _hold_move(game, _dice_phrase(tokens, game, "keep"), "keep")
     raise MoveError(f"I don't understand {text.strip()!r}. Try 'keep 4 4', 'reroll 1 2', 'roll all', 'write fours', 'cross out ones', or 'help'")
+
+
+def _hint_words(rest: list[str]) -> tuple[list[str], int | None]:
+    """The words of a write as a hint says it: ``12 on fours``, ``35 on full house (served,
+    +5)``: the line's words, and the points named first (``None`` if none)."""
+    if rest and rest[-1].isdigit() and len(rest) >= 2 and rest[-2] == "served":
+        rest = rest[:-2]
+    elif rest and rest[-1] == "served":
+        rest = rest[:-1]
+    if len(rest) >= 2 and rest[0].isdigit() and rest[1] in ("on", "in", "as", "to", "for", "into"):
+        return rest[2:], int(rest[0])
+    return rest, None
 
 
 def _minus(dice, drop: list[int]) -> list[int]:
@@ -571,15 +591,11 @@ class Table:
         from agents.solver2p import SolveTooBigError
 
         g = self.game
-        if self._optimal_2p is None:
-            import agents
+        if self._optimal_2p is None or isinstance(self._optimal_2p, str) and "not in the cache" in self._optimal_2p:
+            from .replay import two_player_table
 
-            try:
-                from agents.solver2p import _cache_path
-
-                if not _cache_path(self.rules).is_file():
-                    self.say(self.style.dim("  (solving the two-player game for these rules once; classic takes a few minutes)"))
-                self._optimal_2p = agents.load("optimal-2p", rules=self.rules)
+            try:  # only a cached table: a hint never blocks the game on a solve of minutes
+                self._optimal_2p = two_player_table(self.rules)
             except SolveTooBigError as e:
                 self._optimal_2p = str(e)
         if isinstance(self._optimal_2p, str):

@@ -1,0 +1,152 @@
+"""The browser game and a replay page in a real browser: headless Chromium through selenium.
+
+Skipped where no Chromium and chromedriver are installed (CI installs Debian's
+``chromium`` and ``chromium-driver``). With ``GENERALA_SCREENSHOTS=DIR`` the screenshots
+are also kept in ``DIR`` (how docs/play.png and docs/replay.png were made).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+webdriver = pytest.importorskip("selenium.webdriver")
+pytest.importorskip("fastapi")
+uvicorn = pytest.importorskip("uvicorn")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+DRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="no Chromium and chromedriver installed (apt-get install chromium chromium-driver)")
+
+
+def keep_screenshot(browser, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    assert browser.save_screenshot(str(path))
+    assert path.stat().st_size > 10_000
+    if os.environ.get("GENERALA_SCREENSHOTS"):
+        folder = Path(os.environ["GENERALA_SCREENSHOTS"])
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, folder / name)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1300,900"):
+        opts.add_argument(arg)
+    opts.binary_location = CHROMIUM
+    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def server():
+    from training.serve import make_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(make_app(), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not srv.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+def shown(browser) -> int:
+    return int(browser.find_element(By.TAG_NAME, "body").get_attribute("data-shown") or 0)
+
+
+def click_and_wait(browser, element, attr="data-shown"):
+    body = browser.find_element(By.TAG_NAME, "body")
+    before = int(body.get_attribute(attr) or 0)
+    element.click()
+    WebDriverWait(browser, 20).until(lambda b: int(body.get_attribute(attr) or 0) > before)
+
+
+def test_a_whole_game_through_the_page(browser, server, tmp_path):
+    browser.get(server + "/")
+    WebDriverWait(browser, 20).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#opponent option")) > 2)
+    Select(browser.find_element(By.ID, "opponent")).select_by_value("greedy")
+    click_and_wait(browser, browser.find_element(By.ID, "new-game"))
+    assert "Your move" in browser.find_element(By.ID, "status").text
+    click_and_wait(browser, browser.find_element(By.ID, "hint"), "data-hints")
+    assert "expected final total" in browser.find_element(By.ID, "hint-text").text
+    turns = 0
+    while "Game over" not in browser.find_element(By.ID, "status").text:
+        reroll = browser.find_element(By.ID, "reroll")
+        if reroll.is_enabled() and turns % 2 == 0 and browser.find_element(By.ID, "rolls-left").text == "2":
+            die = browser.find_element(By.ID, "die-4")
+            die.click()  # keep the highest die, reroll the rest
+            assert "keep" in die.get_attribute("class")
+            click_and_wait(browser, reroll)
+            assert browser.find_element(By.ID, "rolls-left").text == "1"
+            if turns == 4:  # a picture of a game under way: dice kept, a hint, the sheets
+                click_and_wait(browser, browser.find_element(By.ID, "hint"), "data-hints")
+                keep_screenshot(browser, tmp_path, "play.png")
+        writes = browser.find_elements(By.CSS_SELECTOR, "button.write")
+        assert writes, "no line to write on during my move"
+        click_and_wait(browser, writes[0])
+        turns += 1
+        assert turns <= 10
+    assert turns == 10 and not browser.find_element(By.ID, "error").text
+    log = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#log li")]
+    assert sum(m.startswith("you: wrote") or m.startswith("you: crossed") for m in log) >= 1
+    assert any(m.startswith("greedy: ") for m in log)
+    totals = [int(browser.find_element(By.ID, f"total-{s}").text) for s in (0, 1)]
+    cells = browser.find_elements(By.CSS_SELECTOR, "#sheet td")
+    assert totals[0] + totals[1] > 0 and len(cells) == 10 * 3
+    keep_screenshot(browser, tmp_path, "play-end.png")
+
+
+def test_a_bad_move_shows_the_error_and_the_game_goes_on(browser, server):
+    browser.get(server + "/")
+    WebDriverWait(browser, 20).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#opponent option")) > 2)
+    click_and_wait(browser, browser.find_element(By.ID, "new-game"))
+    for i in range(5):  # keep all five: not a reroll
+        browser.find_element(By.ID, f"die-{i}").click()
+    click_and_wait(browser, browser.find_element(By.ID, "reroll"), "data-errors")
+    assert "holding all five dice" in browser.find_element(By.ID, "error").text
+    click_and_wait(browser, browser.find_elements(By.CSS_SELECTOR, "button.write")[0])
+    assert not browser.find_element(By.ID, "error").text
+
+
+def test_a_replay_shows_every_move(browser, tmp_path):
+    from training.replay import page, record, write_page
+
+    replays, notes = record(["greedy"], "classic", games=1, seed=3)
+    path = tmp_path / "replay.html"
+    write_page(path, page(replays, notes))
+    browser.get(path.as_uri())
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr[id^='g1m']")
+    moves = replays[0].moves
+    assert len(rows) == len(moves)
+    for row, m in zip(rows, moves, strict=True):
+        cells = row.find_elements(By.TAG_NAME, "td")
+        assert cells[5].text == m.text and cells[-1].text == f"{m.regret:.2f}"
+    keep_screenshot(browser, tmp_path, "replay.png")
+    worst = max(range(len(moves)), key=lambda i: moves[i].regret)
+    link = browser.find_element(By.CSS_SELECTOR, f"a[href='#g1m{worst + 1}']")
+    link.click()
+    assert browser.current_url.endswith(f"#g1m{worst + 1}")
+    held = browser.find_elements(By.CSS_SELECTOR, "span.die.held")
+    assert len(held) == sum(sum(m.held) for m in moves)
