@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from generala_env.game import outcome_points
+from generala_env.safe_yaml import YamlFileError, read_yaml, short_repr
 
 from .harness import game_seed, play_many
 from .options import positive_int, seed_int
@@ -240,9 +240,9 @@ def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
     if not run.is_dir():
         raise ExportError(f"{run} is not a run folder")
     try:
-        cfg = yaml.safe_load((run / "config.yaml").read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ExportError(f"{run / 'config.yaml'} cannot be read: {e}") from None
+        cfg = read_yaml(run / "config.yaml")
+    except YamlFileError as e:
+        raise ExportError(f"the run's config.yaml cannot be read: {e}") from None
     if not isinstance(cfg, dict) or not isinstance(cfg.get("env"), dict):
         raise ExportError(f"{run / 'config.yaml'} is not a training config")
     state: dict = {}
