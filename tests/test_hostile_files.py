@@ -134,3 +134,60 @@ def test_error_messages_never_expand_a_value_without_bound():
     assert len(short_repr(list(range(10**6)))) <= 120
     assert short_repr(10**5000) == "<int>"  # no ValueError from int -> str, no 5000 digits
     assert MAX_NODES >= 10_000  # room for every real file (the biggest shipped one has a few hundred values)
+
+
+# -- fuzzing: whatever the file holds, the loaders answer with their own one-line error ----------
+import yaml  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from generala_env.rules import SETTING_KEYS  # noqa: E402
+
+scalars = st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats() | st.text(max_size=12)
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(scalars, inner, max_size=4), max_leaves=16)
+RULE_KEYS = st.sampled_from([*SETTING_KEYS, "base", "values", "x"])
+CONFIG_KEYS = st.sampled_from(["name", "seed", "total_timesteps", "env", "algo", "policy", "pretrain", "eval", "run_dir", "x"])
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def _text(mapping, junk: str, cut: int) -> str:
+    text = yaml.safe_dump(mapping, allow_unicode=True)
+    return text[: cut % (len(text) + 1)] + junk  # a cut file with something after the cut
+
+
+@FUZZ
+@given(mapping=st.dictionaries(RULE_KEYS, values, max_size=5), junk=st.text(max_size=20), cut=st.integers(0, 10**6))
+def test_fuzz_rules_files_fail_only_with_rules_error(tmp_path_factory, mapping, junk, cut):
+    f = tmp_path_factory.mktemp("r") / "rules.yaml"
+    f.write_text(_text(mapping, junk, cut), encoding="utf-8", errors="surrogatepass")
+    try:
+        load_rules(f)
+    except RulesError as e:
+        one_line(e)
+
+
+@FUZZ
+@given(mapping=st.dictionaries(CONFIG_KEYS, values, max_size=5), junk=st.text(max_size=20), cut=st.integers(0, 10**6))
+def test_fuzz_config_files_fail_only_with_config_error(tmp_path_factory, mapping, junk, cut):
+    from training.config import ConfigError, load_config
+
+    f = tmp_path_factory.mktemp("c") / "cfg.yaml"
+    f.write_text(_text(mapping, junk, cut), encoding="utf-8", errors="surrogatepass")
+    try:
+        load_config(f)
+    except ConfigError as e:
+        one_line(e)
+
+
+@FUZZ
+@given(data=st.binary(max_size=300))
+def test_fuzz_raw_bytes_fail_only_with_the_loaders_errors(tmp_path_factory, data):
+    from training.config import ConfigError, load_config
+
+    f = tmp_path_factory.mktemp("b") / "raw.yaml"
+    f.write_bytes(data)
+    for load, error in ((load_rules, RulesError), (load_config, ConfigError)):
+        try:
+            load(f)
+        except error as e:
+            one_line(e)
