@@ -24,6 +24,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -376,7 +377,9 @@ def main(argv=None) -> int:
         print(f"generala export: error: {e}", file=sys.stderr)
         return 2
     except Interrupted as e:
-        print(f"generala export: {e}: nothing was written, {Path(args.dest) / args.name} is as it was", file=sys.stderr)
+        where = Path(args.dest) / args.name
+        done = f"{where} was already written, whole" if getattr(args, "written", False) else f"nothing was written, {where} is as it was"
+        print(f"generala export: {e}: {done}", file=sys.stderr)
         return e.exit_status
 
 
@@ -423,7 +426,14 @@ def _export(args) -> int:
         # 3. the evaluation, added to the metadata
         meta["evaluation"] = evaluate(tmp, args.name, rules, players, args.games, args.seed, opponents)
         write_metadata(tmp, meta)
-        put_in_place(tmp, dest, args.force)
+        from .harness import _STOP_SIGNALS
+
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # the swap is a few ms: it finishes, then a signal counts
+        try:
+            put_in_place(tmp, dest, args.force)
+            args.written = True
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
