@@ -507,3 +507,11 @@ def test_two_player_hint_gives_the_chance_to_win(monkeypatch, capsys, tmp_path):
     assert "next best for winning:" in out
     one = run(monkeypatch, capsys, ["--rules", str(rules_file), "--opponents", "none", "--seed", "3"], "hint\nquit\n", dice=[[5, 5, 5, 6, 1]])[1]
     assert "chance to win" not in one  # one player: there is no one to beat
+
+
+def test_a_negative_seed_names_the_option(capsys):
+    from training.play import main as play_main
+
+    with pytest.raises(SystemExit) as e:
+        play_main(["--seed", "-5"])
+    assert e.value.code == 2 and "argument --seed: must be 0 or more, got -5" in capsys.readouterr().err
