@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -144,7 +145,9 @@ FIELDS = ("format", "net_arch", "activation", "obs_size", "n_actions", "layer_no
 CASES = {"checkpoint": 0}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(fmt=st.sampled_from(["generala-keep-head", "sb3-actor-critic-mlp"]), changes=st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=3))
 def test_fuzz_checkpoint_metadata_fails_only_with_agent_error(tmp_path_factory, fmt, changes):
     CASES["checkpoint"] += 1
@@ -158,7 +161,9 @@ def test_fuzz_checkpoint_metadata_fails_only_with_agent_error(tmp_path_factory, 
     assert info["action_mask"][agent.act(obs, info)]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.binary(max_size=200), cut=st.integers(0, 4000))
 def test_fuzz_weights_bytes_fail_only_with_agent_error(tmp_path_factory, data, cut):
     CASES["checkpoint"] += 1

@@ -5,6 +5,7 @@ Each file here is small; what it would grow into is what is refused (issue 19, i
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -147,7 +148,9 @@ scalars = st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(scalars, inner, max_size=4), max_leaves=16)
 RULE_KEYS = st.sampled_from([*SETTING_KEYS, "base", "values", "x"])
 CONFIG_KEYS = st.sampled_from(["name", "seed", "total_timesteps", "env", "algo", "policy", "pretrain", "eval", "run_dir", "x"])
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 def _text(mapping, junk: str, cut: int) -> str:
