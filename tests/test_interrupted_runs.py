@@ -86,3 +86,28 @@ def test_resume_after_a_kill_between_saves_agrees_with_best_model_and_repeats_no
     assert steps == sorted(set(steps)), steps  # the steps trained again after 384 are not listed twice
     assert state["best_step"] == _steps(run / "best_model.zip")
     assert state["best"] >= best  # best_model.zip's result, newer than the rolled-back state.json, is kept unless beaten
+
+
+def test_a_torn_self_play_checkpoint_stops_resume_with_one_line(tmp_path, capsys):
+    args = [
+        "--config",
+        "configs/ppo_tiny.yaml",
+        f"run_dir={tmp_path}",
+        "--run-name",
+        "sp",
+        "total_timesteps=256",
+        "env.num_players=2",
+        "env.opponents=self-play",
+        "env.reward=win",
+        "eval.games=2",
+        "eval.opponent=random",
+        "checkpoint_every=128",
+    ]
+    assert train_main(args) == 0
+    run = tmp_path / "sp"
+    for f in (run / "checkpoints").glob("step_*.zip"):
+        f.write_bytes(f.read_bytes()[:300])  # what a kill -9 during a non-atomic save left
+    capsys.readouterr()
+    assert train_main(["--resume", str(run), "total_timesteps=512"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be loaded" in err and "delete it" in err and "Traceback" not in err

@@ -610,6 +610,8 @@ def parse_args(argv):
 
 
 def main(argv=None) -> int:
+    from agents.base import AgentError
+
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     command = "generala train " + " ".join(shlex.quote(a) for a in argv)
@@ -627,6 +629,9 @@ def main(argv=None) -> int:
         train(cfg, Path(cfg.run_dir) / name, command=command)
     except ConfigError as e:
         print(f"generala train: error: {e}", file=sys.stderr)
+        return 2
+    except AgentError as e:  # an opponent that cannot play on (a self-play pool's unreadable step_N.zip)
+        print(f"generala train: error: {e}; the run keeps its last checkpoint", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # before the run folder was made: nothing to save
         print("\ngenerala train: interrupted before training started; nothing was written", file=sys.stderr)
