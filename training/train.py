@@ -8,8 +8,10 @@ Each run writes to its own folder: ``config.yaml`` (the resolved config), ``comm
 ``tb/`` (TensorBoard: episode score, share of the optimal expected score, win rate
 against the evaluation opponent, losses, entropy), ``checkpoints/step_N.zip``,
 ``latest.zip`` with ``state.json`` (what ``--resume`` continues from, optimizer state and
-step count included), ``best_model.zip`` and ``evaluations.csv``. Ctrl-C or SIGTERM saves
-``latest.zip`` before exiting, so a cut run loses nothing.
+step count included), ``best_model.zip`` and ``evaluations.csv``; every model file is written
+through a temporary file, so a kill never leaves a torn one. Ctrl-C or SIGTERM saves
+``latest.zip`` before exiting, so a cut run loses nothing. A run cut before its first
+``state.json`` (during pretraining, say) is started again by the same command or ``--resume``.
 
 Overrides on ``--resume`` may change ``total_timesteps``, ``device``, ``threads``,
 ``checkpoint_every``, ``algo.*`` and ``eval.*``; the others made the saved model and its envs,
@@ -524,7 +526,9 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Pa
 
     Nothing is written until the envs, the model (resuming: ``latest.zip`` loaded) and the
     evaluator are built, so a config that cannot train leaves no folder and changes no run.
-    A fresh run needs ``run`` to be absent or empty: an earlier run there is never overwritten.
+    A fresh run needs ``run`` to be absent or empty: an earlier run there is never overwritten,
+    unless it is a start cut short before its first ``state.json`` that holds nothing but what a
+    run writes (:func:`unfinished_start`), which is started again.
     """
     import torch
 
