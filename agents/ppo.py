@@ -32,6 +32,7 @@ import numpy as np
 from generala_env.dice import NUM_MASKS
 from generala_env.encoding import LAYOUT_VERSION, observation_size
 from generala_env.rules import RulesError, load_rules
+from generala_env.safe_yaml import short_repr
 
 from .base import Agent, AgentError
 
@@ -60,12 +61,33 @@ def read_metadata(path: Path) -> dict:
     """A checkpoint's ``metadata.json`` as a mapping; an :class:`AgentError` names what is wrong."""
     file = Path(path) / METADATA_FILE
     try:
-        meta = json.loads(file.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise AgentError(f"checkpoint {path} has no readable {METADATA_FILE}: {e}") from None
+        with open(file, "rb") as f:
+            raw = f.read(MAX_METADATA_BYTES + 1)
+        if len(raw) > MAX_METADATA_BYTES:
+            raise AgentError(f"checkpoint {path}: {METADATA_FILE} is larger than {MAX_METADATA_BYTES // 2**20} MiB; refused")
+        text = raw.decode("utf-8")
+        if _json_depth(text) > MAX_METADATA_DEPTH:
+            raise AgentError(f"checkpoint {path}: {METADATA_FILE} is nested more than {MAX_METADATA_DEPTH} levels deep; refused")
+        meta = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise AgentError(f"checkpoint {path} has no readable {METADATA_FILE}: {short_repr(str(e), 200)}") from None
     if not isinstance(meta, dict):
         raise AgentError(f"{file} must hold a JSON object, got {type(meta).__name__}")
     return meta
+
+
+MAX_METADATA_BYTES = 4 * 2**20
+MAX_METADATA_DEPTH = 32
+_JSON_STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+
+
+def _json_depth(text: str) -> int:
+    """How deep the lists and objects of a JSON text nest (strings skipped), without parsing it."""
+    depth = deepest = 0
+    for m in re.finditer(r"[\[\]{}]", _JSON_STRING.sub("", text)):
+        depth += 1 if m.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def checkpoint_line(name: str) -> str:
@@ -129,17 +151,11 @@ class PolicyNet:
     """
 
     def __init__(self, network: dict, tensors: dict[str, np.ndarray], where: str):
-        if not isinstance(network, dict) or network.get("format") not in NETWORK_FORMATS:
-            raise AgentError(f"{where}: metadata 'network' must describe a network of format {' or '.join(NETWORK_FORMATS)}, got {network!r}")
+        network_shapes(network, where)  # every field checked: types, ranges, the dice inside the observation
         self.format = network["format"]
-        act = network.get("activation")
-        if act not in _ACTIVATIONS:
-            raise AgentError(f"{where}: unknown activation {act!r}; known: {', '.join(_ACTIVATIONS)}")
-        self.activation = _ACTIVATIONS[act]
-        arch = network.get("net_arch", {}).get("pi") if isinstance(network.get("net_arch"), dict) else None
-        if not isinstance(arch, list) or not all(isinstance(w, int) and w > 0 for w in arch):
-            raise AgentError(f"{where}: metadata 'network.net_arch.pi' must be a list of layer widths, got {arch!r}")
-        self.obs_size, self.n_actions = int(network["obs_size"]), int(network["n_actions"])
+        self.activation = _ACTIVATIONS[network["activation"]]
+        arch = network["net_arch"]["pi"]
+        self.obs_size, self.n_actions = network["obs_size"], network["n_actions"]
         self.layer_norm = bool(network.get("layer_norm", False))
         per_layer = 3 if self.layer_norm else 2  # Linear, [LayerNorm,] activation
         self.layers: list[tuple[np.ndarray, np.ndarray]] = []
@@ -155,10 +171,7 @@ class PolicyNet:
         if self.format == NETWORK_FORMAT:
             self.out = self._linear(tensors, "action_net", self.n_actions, width, where)
             return
-        k = network.get("keep_width")
-        dice = network.get("dice_slice")
-        if not isinstance(k, int) or k < 1 or not (isinstance(dice, list) and len(dice) == 2 and dice[1] - dice[0] == 5):
-            raise AgentError(f"{where}: a keep-head network needs 'keep_width' and a 'dice_slice' of five dice, got {k!r} and {dice!r}")
+        k, dice = network["keep_width"], network["dice_slice"]
         self.dice = slice(*dice)
         self.hold_state = self._linear(tensors, "action_net.hold_state", k, width, where)
         self.hold_keep = self._linear(tensors, "action_net.hold_keep", k, KEEP_FEATURES, where)
@@ -219,10 +232,81 @@ def keep_features(dice_obs: np.ndarray) -> np.ndarray:
     return np.concatenate([kept, kept.sum(-1, keepdims=True)], axis=-1) / 5.0
 
 
+MAX_WIDTH = 4096  # of a hidden layer, keep_width included
+MAX_LAYERS = 16
+MAX_HEADER_BYTES = 2**20  # of policy.safetensors: its JSON list of tensor names, types and shapes
+
+
+def _whole(v, lo: int, hi: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def network_shapes(network, where: str) -> tuple[dict[str, tuple], dict[str, tuple]]:
+    """The tensors (name -> shape) of the actor and of the critic that ``metadata["network"]``
+    describes, every field of it checked for its type and range here, at load time."""
+    if not isinstance(network, dict) or network.get("format") not in NETWORK_FORMATS:
+        fmt = network.get("format") if isinstance(network, dict) else network
+        raise AgentError(f"{where}: metadata 'network' must describe a network of format {' or '.join(NETWORK_FORMATS)}, got {short_repr(fmt)}")
+    act = network.get("activation")
+    if not isinstance(act, str) or act not in _ACTIVATIONS:
+        raise AgentError(f"{where}: unknown activation {short_repr(act)}; known: {', '.join(_ACTIVATIONS)}")
+    arch = network.get("net_arch")
+    pi, vf = (arch.get("pi"), arch.get("vf", [])) if isinstance(arch, dict) else (None, None)
+    for key, widths in (("pi", pi), ("vf", vf)):
+        if not isinstance(widths, list) or len(widths) > MAX_LAYERS or not all(_whole(w, 1, MAX_WIDTH) for w in widths) or (key == "pi" and not widths):
+            raise AgentError(
+                f"{where}: metadata 'network.net_arch.{key}' must be a list of at most {MAX_LAYERS} layer widths from 1 to {MAX_WIDTH}, got {short_repr(widths)}"
+            )
+    obs_size, n_actions = network.get("obs_size"), network.get("n_actions")
+    if not _whole(obs_size, 1, 100_000) or not _whole(n_actions, NUM_MASKS + 1, NUM_MASKS + 100):
+        raise AgentError(f"{where}: metadata 'network' needs whole numbers 'obs_size' and 'n_actions', got {short_repr(obs_size)} and {short_repr(n_actions)}")
+    layer_norm = network.get("layer_norm", False)
+    if not isinstance(layer_norm, bool):
+        raise AgentError(f"{where}: metadata 'network.layer_norm' must be true or false, got {short_repr(layer_norm)}")
+
+    def mlp(prefix: str, widths: list[int]) -> dict[str, tuple]:
+        out, width, per_layer = {}, obs_size, 3 if layer_norm else 2
+        for i, w in enumerate(widths):
+            out[f"{prefix}.{per_layer * i}.weight"], out[f"{prefix}.{per_layer * i}.bias"] = (w, width), (w,)
+            if layer_norm:
+                out[f"{prefix}.{per_layer * i + 1}.weight"] = out[f"{prefix}.{per_layer * i + 1}.bias"] = (w,)
+            width = w
+        return out
+
+    actor = mlp("mlp_extractor.policy_net", pi)
+    last = pi[-1]
+    if network["format"] == NETWORK_FORMAT:
+        actor.update({"action_net.weight": (n_actions, last), "action_net.bias": (n_actions,)})
+    else:
+        k, dice = network.get("keep_width"), network.get("dice_slice")
+        if not _whole(k, 1, MAX_WIDTH) or not (
+            isinstance(dice, list) and len(dice) == 2 and all(_whole(d, 0, obs_size) for d in dice) and dice[1] - dice[0] == 5
+        ):
+            raise AgentError(
+                f"{where}: a keep-head network needs a 'keep_width' from 1 to {MAX_WIDTH} and a 'dice_slice' [start, start + 5] "
+                f"inside the {obs_size} observation values, got {short_repr(k)} and {short_repr(dice)}"
+            )
+        for at, out, width in (
+            ("hold_state", k, last),
+            ("hold_keep", k, KEEP_FEATURES),
+            ("hold_mid", k, k),
+            ("hold_out", 1, k),
+            ("write", n_actions - NUM_MASKS, last),
+        ):
+            actor.update({f"action_net.{at}.weight": (out, width), f"action_net.{at}.bias": (out,)})
+    critic = mlp("mlp_extractor.value_net", vf)
+    critic.update({"value_net.weight": (1, vf[-1] if vf else obs_size), "value_net.bias": (1,)})
+    return actor, critic
+
+
 def load_policy_net(path: Path, meta: dict) -> PolicyNet:
-    """The :class:`PolicyNet` of the checkpoint folder ``path``; tensors only, nothing unpickled."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
+    """The :class:`PolicyNet` of the checkpoint folder ``path``; tensors only, nothing unpickled.
+
+    Reading is bounded by the metadata: the file may hold only the tensors of the network it
+    describes (actor and critic), in float32 and of their shapes, and be no larger than they
+    are; only the actor's tensors are read.
+    """
+    from safetensors import SafetensorError, safe_open
 
     file = Path(path) / WEIGHTS_FILE
     if not file.is_file():
@@ -232,11 +316,42 @@ def load_policy_net(path: Path, meta: dict) -> PolicyNet:
             else ""
         )
         raise AgentError(f"checkpoint {path} has no {WEIGHTS_FILE}{extra}")
+    where = f"checkpoint {path}"
+    actor, critic = network_shapes(meta.get("network"), where)
+    allowed = {**critic, **actor}
     try:
-        tensors = load_file(str(file))
-    except (SafetensorError, OSError, ValueError) as e:
-        raise AgentError(f"checkpoint {path}: {WEIGHTS_FILE} cannot be read: {e}") from None
-    return PolicyNet(meta.get("network"), tensors, f"checkpoint {path}")
+        with open(file, "rb") as f:
+            head = f.read(8)
+            header = int.from_bytes(head, "little") if len(head) == 8 else -1
+            if not 0 < header <= MAX_HEADER_BYTES:
+                raise AgentError(f"{where}: {WEIGHTS_FILE} is not a safetensors file of at most {MAX_HEADER_BYTES:,} header bytes")
+            entries = json.loads(f.read(header))
+        if not isinstance(entries, dict):
+            raise ValueError("its header is not a JSON object")
+        entries.pop("__metadata__", None)
+        extra = sorted(set(entries) - set(allowed))
+        if extra:
+            raise AgentError(f"{where}: {WEIGHTS_FILE} holds tensors its network does not use: {short_repr(extra, 200)}; refused")
+        for n, e in entries.items():
+            shape, dtype = (tuple(e.get("shape") or ()), e.get("dtype")) if isinstance(e, dict) else ((), None)
+            if dtype != "F32":
+                raise AgentError(f"{where}: {n} holds {short_repr(dtype)} values; a checkpoint's weights are F32 (float32)")
+            if shape != allowed[n]:
+                raise AgentError(
+                    f"{where}: {n} has shape {short_repr(shape)}, the metadata's network needs {allowed[n]}; "
+                    "the weights were made for another network, number of players or rule set"
+                )
+        limit = 8 + header + 4 * sum(int(np.prod(s)) for s in allowed.values())
+        size = file.stat().st_size
+        if size > limit:
+            raise AgentError(f"{where}: {WEIGHTS_FILE} is {size:,} bytes, more than the {limit:,} its metadata's network needs; refused")
+        with safe_open(str(file), framework="numpy") as st:  # checks offsets and coverage; reads only the actor
+            tensors = {n: st.get_tensor(n) for n in st.keys() if n in actor}
+    except (SafetensorError, OSError, ValueError, TypeError, RecursionError) as e:
+        if isinstance(e, AgentError):
+            raise
+        raise AgentError(f"{where}: {WEIGHTS_FILE} cannot be read: {short_repr(str(e), 200)}") from None
+    return PolicyNet(meta.get("network"), tensors, where)
 
 
 REQUIRED_METADATA = ("rules", "num_players", "layout_version", "obs_size", "n_actions", "network")
@@ -264,7 +379,13 @@ class PolicyAgent(Agent):
                 f"{self.obs_size}); got an observation of shape {obs.shape}"
             )
         mask = self.legal_mask(info)
-        return int(np.argmax(np.where(mask, self.net.logits(obs), -np.inf)))
+        if not mask.any():
+            raise AgentError(f"{self.name}: the action mask is all zeros: no legal action to play")
+        logits = np.where(mask, self.net.logits(obs), -np.inf)
+        logits[~np.isfinite(logits)] = -np.inf
+        if not np.isfinite(logits).any():
+            raise AgentError(f"{self.name}: no legal action has a finite logit (the weights give -inf or NaN); the checkpoint is broken")
+        return int(np.argmax(logits))
 
 
 class PPOAgent(PolicyAgent):
@@ -362,7 +483,12 @@ class PoolAgent(Agent):
                 ) from None
 
             self._models = {k: v for k, v in self._models.items() if k in files}
-            self._models[pick] = MaskablePPO.load(pick, device="cpu").policy
+            try:
+                self._models[pick] = MaskablePPO.load(pick, device="cpu").policy
+            except Exception as e:  # a cut or foreign zip fails in many ways inside SB3
+                raise AgentError(
+                    f"pool {self.pool_dir}: {pick.name} cannot be loaded ({type(e).__name__}: {short_repr(str(e), 200)}); delete it to go on"
+                ) from None
         self.current = self._models[pick]
 
     def act(self, observation, info) -> int:

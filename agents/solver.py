@@ -257,7 +257,7 @@ def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
             with np.load(path, allow_pickle=False) as z:
                 meta = json.loads(str(z["meta"]))
                 V = z["V"]
-            if cache_matches(meta, rules, SOLVER_VERSION, V) and V.shape == (2 * (1 << rules.num_lines),):
+            if cache_matches(meta, rules, SOLVER_VERSION, V) and V.dtype == np.float64 and V.shape == (2 * (1 << rules.num_lines),):
                 s = Solver(rules, V)
                 s.solve_seconds = float(meta.get("solve_seconds", 0.0))
                 return s, "cache"

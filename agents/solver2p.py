@@ -404,7 +404,12 @@ def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
     """The values as ``path`` (``.npy``), then their metadata beside it (``.json``), each
     written whole or not at all."""
     write_whole(path, lambda f: np.save(f, V, allow_pickle=False))
-    write_whole(path.with_suffix(".json"), lambda f: f.write(json.dumps(meta, indent=1).encode()))
+    side = path.with_suffix(".json")
+    try:
+        write_whole(side, lambda f: f.write(json.dumps(meta, indent=1).encode()))
+    except OSError as e:  # values without their metadata are never read: do not keep gigabytes for nothing
+        path.unlink(missing_ok=True)
+        raise OSError(e.errno, f"{e.strerror or e} (writing {side}; {path.name} removed again)") from None
 
 
 def load_or_solve_2p(
@@ -420,7 +425,7 @@ def load_or_solve_2p(
         try:
             meta = json.loads(path.with_suffix(".json").read_text())
             V = np.load(path, allow_pickle=False)
-            if cache_matches(meta, rules, SOLVER2P_VERSION, V) and V.dtype == np.float32:
+            if cache_matches(meta, rules, SOLVER2P_VERSION, V) and V.dtype == np.float32 and V.ndim == 1:
                 s = TwoPlayerSolver(rules, V)
                 s.solve_seconds = float(meta.get("solve_seconds", 0.0))
                 return s, "cache"

@@ -268,6 +268,8 @@ class raw_env(AECEnv, EzPickle):
     def step(self, action) -> None:
         if not self._started:
             raise RuntimeError(f"step() cannot go on: {NOT_RESET}")
+        if not self.agents:
+            raise RuntimeError("step() after the game has ended: every agent is done; call reset() to play again")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)

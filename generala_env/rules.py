@@ -21,6 +21,8 @@ from typing import Any, Mapping
 import numpy as np
 import yaml
 
+from .safe_yaml import YamlFileError, read_yaml, short_repr
+
 NUMBER_LINES = ("ones", "twos", "threes", "fours", "fives", "sixes")
 COMBINATION_LINES = ("straight", "full_house", "four_of_a_kind", "generala", "double_generala")
 OPTIONAL_LINES = ("three_of_a_kind",)
@@ -72,7 +74,7 @@ class RuleSet:
         try:
             return self.lines.index(line)
         except ValueError:
-            raise RulesError(f"line {line!r} is not on this sheet; lines: {', '.join(self.lines)}") from None
+            raise RulesError(f"line {short_repr(line)} is not on this sheet; lines: {', '.join(self.lines)}") from None
 
     def has_line(self, line: str) -> bool:
         return line in self.lines
@@ -128,13 +130,9 @@ def preset_names() -> list[str]:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise RulesError(f"cannot read rule file {path}: {e.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise RulesError(f"rule file {path} is not valid YAML: {e}") from None
+        data = read_yaml(path)
+    except YamlFileError as e:
+        raise RulesError(f"rule file {e}") from None
     if not isinstance(data, dict):
         raise RulesError(f"rule file {path} must hold a mapping of settings, got {type(data).__name__}")
     return data
@@ -143,7 +141,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def _preset_settings(name: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
     path = PRESETS_DIR / f"{name}.yaml"
     if not path.is_file():
-        raise RulesError(f"unknown rule set {name!r}; presets: {', '.join(preset_names())} (or a path to a YAML file)")
+        raise RulesError(f"unknown rule set {short_repr(name)}; presets: {', '.join(preset_names())} (or a path to a YAML file)")
     return _resolve(_read_yaml(path), _seen + (name,))
 
 
@@ -151,22 +149,22 @@ def _resolve(data: Mapping[str, Any], seen: tuple[str, ...] = ()) -> dict[str, A
     """Overlay a mapping on its base (``base:`` key, else classic) and return full settings."""
     data = dict(data)
     base = data.pop("base", None)
-    unknown = sorted(set(data) - set(SETTING_KEYS))
+    unknown = sorted(set(data) - set(SETTING_KEYS), key=str)
     if unknown:
-        raise RulesError(f"unknown rule key(s) {', '.join(map(repr, unknown))}; known keys: base, {', '.join(SETTING_KEYS)}")
+        raise RulesError(f"unknown rule key(s) {', '.join(map(short_repr, unknown))}; known keys: base, {', '.join(SETTING_KEYS)}")
     if base is None and "classic" not in seen:
         base = "classic"
     if base is None:
         return data
     if not isinstance(base, str):
-        raise RulesError(f"'base' must be a preset name, got {base!r}")
+        raise RulesError(f"'base' must be a preset name, got {short_repr(base)}")
     if base in seen:
-        raise RulesError(f"rule set 'base' chain loops through {base!r}")
+        raise RulesError(f"rule set 'base' chain loops through {short_repr(base)}")
     settings = _preset_settings(base, seen)
     values = dict(settings.get("values", {}))
     if "values" in data:
         if not isinstance(data["values"], Mapping):
-            raise RulesError(f"'values' must be a mapping of line to points, got {data['values']!r}")
+            raise RulesError(f"'values' must be a mapping of line to points, got {short_repr(data['values'])}")
         values.update(data["values"])
     settings.update(data)
     settings["values"] = values
@@ -178,7 +176,7 @@ def _int(key: str, v: Any, allow_none: bool = False) -> int | None:
     if v is None and allow_none:
         return None
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise RulesError(f"{key} must be a whole number, got {v!r}")
+        raise RulesError(f"{key} must be a whole number, got {short_repr(v)}")
     v = int(v)  # a NumPy integer would not go through JSON (the fingerprint) and compares unlike an int
     if v < 0:
         raise RulesError(f"{key} must not be negative, got {v}")
@@ -189,7 +187,7 @@ def _int(key: str, v: Any, allow_none: bool = False) -> int | None:
 
 def _bool(key: str, v: Any) -> bool:
     if not isinstance(v, (bool, np.bool_)):
-        raise RulesError(f"{key} must be true or false, got {v!r}")
+        raise RulesError(f"{key} must be true or false, got {short_repr(v)}")
     return bool(v)
 
 
@@ -200,10 +198,10 @@ def _build(settings: Mapping[str, Any], name: str) -> RuleSet:
 
     lines = settings["lines"]
     if isinstance(lines, str) or not isinstance(lines, (list, tuple)) or not lines:
-        raise RulesError(f"lines must be a non-empty list of line names, got {lines!r}")
+        raise RulesError(f"lines must be a non-empty list of line names, got {short_repr(lines)}")
     for line in lines:
         if line not in KNOWN_LINES:
-            raise RulesError(f"unknown line {line!r}; known lines: {', '.join(KNOWN_LINES)}")
+            raise RulesError(f"unknown line {short_repr(line)}; known lines: {', '.join(KNOWN_LINES)}")
     dupes = sorted({line for line in lines if list(lines).count(line) > 1})
     if dupes:
         raise RulesError(f"duplicate line(s) on the sheet: {', '.join(dupes)}")
@@ -212,10 +210,12 @@ def _build(settings: Mapping[str, Any], name: str) -> RuleSet:
 
     values = settings["values"]
     if not isinstance(values, Mapping):
-        raise RulesError(f"values must be a mapping of line to points, got {values!r}")
-    unknown = sorted(set(values) - set(VALUE_KEYS))
+        raise RulesError(f"values must be a mapping of line to points, got {short_repr(values)}")
+    unknown = sorted(set(values) - set(VALUE_KEYS), key=str)
     if unknown:
-        raise RulesError(f"unknown key(s) in values: {', '.join(unknown)}; known: {', '.join(VALUE_KEYS)}")
+        raise RulesError(
+            f"unknown key(s) in values: {', '.join(short_repr(k)[1:-1] if isinstance(k, str) else short_repr(k) for k in unknown)}; known: {', '.join(VALUE_KEYS)}"
+        )
     missing = [k for k in VALUE_KEYS if k not in values]
     if missing:
         raise RulesError(f"values is missing: {', '.join(missing)}")
@@ -223,7 +223,7 @@ def _build(settings: Mapping[str, Any], name: str) -> RuleSet:
 
     mode = settings["served_generala"]
     if mode not in SERVED_GENERALA_MODES:
-        raise RulesError(f"served_generala must be one of {', '.join(SERVED_GENERALA_MODES)}, got {mode!r}")
+        raise RulesError(f"served_generala must be one of {', '.join(SERVED_GENERALA_MODES)}, got {short_repr(mode)}")
     sg_points = _int("served_generala_points", settings["served_generala_points"], allow_none=True)
     if mode == "points" and sg_points is None:
         raise RulesError("served_generala: points needs served_generala_points (the worth of a served generala)")
@@ -266,6 +266,8 @@ def load_rules(spec: "str | Path | Mapping[str, Any] | RuleSet | None" = None) -
         looks_like_path = isinstance(spec, Path) or s.endswith((".yaml", ".yml")) or "/" in s or "\\" in s
         if looks_like_path:
             path = Path(s)
+            if path.is_dir():
+                raise RulesError(f"rule file {s} is a folder, not a YAML file")
             if not path.is_file():
                 raise RulesError(f"rule file {s} does not exist")
             return _build(_resolve(_read_yaml(path)), name=path.stem)

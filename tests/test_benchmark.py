@@ -351,3 +351,20 @@ def test_our_statistics_equal_rliables():
             assert score_distribution(x) == pytest.approx(rly.score_distributions(x, TAUS))
     frames = rng.random((5, 7))
     assert iqm(frames, axis=0) == pytest.approx([rm.aggregate_iqm(frames[:, f]) for f in range(7)])
+
+
+def test_wall_seconds_count_only_the_calls_that_trained_this_grid(configs, tmp_path):
+    from training.benchmark import CALLS_FILE, calls_of
+
+    out = tmp_path / "out"
+    out.mkdir()
+    ours = plan(["ppo_mask"], ["classic"], 1, STEPS, out, configs)
+    theirs = plan(["dqn"], ["classic"], 1, STEPS, out, configs)  # another grid, trained earlier in the same --out
+    key = lambda specs: [str(Path(s.folder).relative_to(out)) for s in specs]  # noqa: E731
+    lines = [
+        {"command": "earlier grid", "seconds": 500.0, "runs": key(theirs)},
+        {"command": "this grid", "seconds": 7.0, "runs": key(ours)},
+        {"command": "an old line, runs not named", "seconds": 1.0},
+    ]
+    (out / CALLS_FILE).write_text("".join(json.dumps(c) + "\n" for c in lines))
+    assert [c["command"] for c in calls_of(out, ours)] == ["this grid", "an old line, runs not named"]

@@ -173,7 +173,9 @@ def test_export_writes_tensors_that_play_like_the_model_and_replaces_atomically(
     assert first["training_steps"] >= 512 and first["evaluation"]["games"] == 4 and first["pretrain"] is None
     assert 0 < first["training_seconds_to_model"] <= first["training_seconds"]  # best_model.zip is an evaluated step
     assert (dest / "tiny").stat().st_mode & 0o777 == 0o755 and (dest / "tiny" / WEIGHTS_FILE).stat().st_mode & 0o777 == 0o644
-    assert export_main([str(tiny_run), "--name", "tiny", "--games", "5", "--dest", str(dest)]) == 0
+    assert export_main([str(tiny_run), "--name", "tiny", "--games", "5", "--dest", str(dest)]) == 2  # no --force: kept
+    assert read_metadata(dest / "tiny")["evaluation"]["games"] == 4
+    assert export_main([str(tiny_run), "--name", "tiny", "--games", "5", "--dest", str(dest), "--force"]) == 0
     assert read_metadata(dest / "tiny")["evaluation"]["games"] == 5
     assert sorted(p.name for p in dest.iterdir()) == ["tiny"]  # no temporary or old folders left
 
@@ -185,7 +187,7 @@ def test_export_of_a_broken_model_leaves_the_old_checkpoint_untouched(tiny_run, 
     dest = tmp_path / "cks"
     shutil.copytree(SHIPPED / "ppo-classic", dest / "ppo-classic")
     before = _tree(dest)
-    assert export_main([str(run), "--name", "ppo-classic", "--games", "4", "--dest", str(dest)]) == 2
+    assert export_main([str(run), "--name", "ppo-classic", "--games", "4", "--dest", str(dest), "--force"]) == 2
     assert "does not load as a MaskablePPO model" in capsys.readouterr().err
     assert _tree(dest) == before
 

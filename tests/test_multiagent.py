@@ -303,3 +303,17 @@ def test_reseeding_replays_the_game_whatever_dice_were_left_over():
     for _ in range(3):
         e.step(int(np.flatnonzero(e.last()[0]["action_mask"])[0]))
     assert play_trace(e, 5) == first
+
+
+def test_step_after_the_game_has_ended_is_a_clear_error():
+    import numpy as np
+
+    from generala_env.multiagent import raw_env
+
+    e = raw_env(num_players=2)
+    e.reset(seed=0)
+    while e.agents:
+        obs, _, term, trunc, _ = e.last()
+        e.step(None if term or trunc else int(np.flatnonzero(obs["action_mask"])[0]))
+    with pytest.raises(RuntimeError, match="after the game has ended"):
+        e.step(0)

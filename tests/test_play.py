@@ -548,3 +548,11 @@ def test_a_two_player_hint_without_a_cached_table_answers_at_once(monkeypatch, c
     assert "no chance-to-win hint: the two-player table of the 'classic' rules is not in the cache" in out
     assert "generala solve --players 2 --rules classic" in out
     assert not list(tmp_path.glob("solve2p-*"))  # nothing was solved
+
+
+def test_a_negative_seed_names_the_option(capsys):
+    from training.play import main as play_main
+
+    with pytest.raises(SystemExit) as e:
+        play_main(["--seed", "-5"])
+    assert e.value.code == 2 and "argument --seed: must be 0 or more, got -5" in capsys.readouterr().err

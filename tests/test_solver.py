@@ -117,3 +117,17 @@ def test_cache_is_keyed_by_the_rules(tmp_path, monkeypatch):
 def test_optimal_agent_reports_its_expected_score():
     ag = agents.load("optimal", rules="classic")
     assert ag.expected_score == pytest.approx(149.1133, abs=1e-3)
+
+
+def test_a_cache_of_complex_values_with_a_matching_checksum_is_not_trusted(tmp_path, monkeypatch):
+    import agents.solver as solver_mod
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    rules = load_rules({"lines": ["ones", "twos", "generala"]})
+    s1, _ = load_or_solve(rules)
+    path = _cache_path(rules)
+    V = s1.V.astype(np.complex128)  # same shape, a checksum made for it: only the dtype gives it away
+    meta = solver_mod.cache_meta(rules, SOLVER_VERSION, V, 0.0)
+    np.savez(path, V=V, meta=np.array(json.dumps(meta)))
+    s2, src = load_or_solve(rules)
+    assert src == "solved" and s2.V.dtype == np.float64

@@ -243,3 +243,21 @@ def test_behaviour_cloning_from_optimal_2p_learns_its_exact_chances(tmp_path, mo
     assert np.all(np.abs(vals) <= 0.5 + 1e-6)
     assert np.mean(~np.isin(np.round(vals, 6), [-0.5, 0.0, 0.5])) > 0.5
     assert solver_ingredients({"pretrain": {"games": 10, "teacher": "optimal-2p"}})[0].endswith("(behaviour cloning from the optimal-2p player)")
+
+
+def test_values_whose_metadata_cannot_be_written_are_not_left_behind(tmp_path, monkeypatch):
+    import agents.solver2p as s2p
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    rules = load_rules({"lines": ["ones", "twos", "generala"]})
+    real = s2p.write_whole
+
+    def disk_full_for_json(path, write):
+        if path.suffix == ".json":
+            raise OSError(28, "No space left on device")
+        real(path, write)
+
+    monkeypatch.setattr(s2p, "write_whole", disk_full_for_json)
+    with pytest.warns(RuntimeWarning, match=r"writing .*\.json"):
+        load_or_solve_2p(rules)
+    assert list(tmp_path.iterdir()) == []  # no .npy without its .json

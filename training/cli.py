@@ -229,6 +229,9 @@ def main(argv=None) -> int:
     except (RulesError, ValueError, MissingExtra) as e:
         print(f"generala {command}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # SIGINT while a program loads or solves: one line, the shell's status
+        print(f"\ngenerala {command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
 from generala_env.game import MAX_PLAYERS
+from generala_env.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_repr
 
 
 class ConfigError(ValueError):
@@ -168,13 +167,13 @@ _NULLABLE = {("env", "opponents"), ("algo", "target_kl"), ("init_from",)}
 def _merge(base: dict, over: dict, path: tuple = ()) -> dict:
     out = copy.deepcopy(base)
     for k, v in over.items():
-        where = ".".join(path + (k,))
+        where = ".".join(map(str, path + (k,)))
         if k not in base:
             known = ", ".join(sorted(base))
-            raise ConfigError(f"unknown config key {where!r}; known keys here: {known}")
+            raise ConfigError(f"unknown config key {short_repr(where)}; known keys here: {known}")
         if isinstance(base[k], dict):
             if not isinstance(v, dict):
-                raise ConfigError(f"config key {where!r} must be a mapping, got {v!r}")
+                raise ConfigError(f"config key {short_repr(where)} must be a mapping, got {short_repr(v)}")
             out[k] = _merge(base[k], v, path + (k,))
         else:
             out[k] = _check_type(where, path + (k,), base[k], v)
@@ -185,39 +184,39 @@ def _check_type(where: str, key: tuple, default: Any, v: Any) -> Any:
     if v is None:
         if default is None or key in _NULLABLE:
             return None
-        raise ConfigError(f"config key {where!r} may not be null")
+        raise ConfigError(f"config key {short_repr(where)} may not be null")
     if default is None:
         return v
     if key == ("env", "agent_seat"):
         if v != "random" and (isinstance(v, bool) or not isinstance(v, int)):
-            raise ConfigError(f"config key {where!r} must be a seat number or 'random', got {v!r}")
+            raise ConfigError(f"config key {short_repr(where)} must be a seat number or 'random', got {short_repr(v)}")
         return v
     if isinstance(default, bool):
         if not isinstance(v, bool):
-            raise ConfigError(f"config key {where!r} must be true or false, got {v!r}")
+            raise ConfigError(f"config key {short_repr(where)} must be true or false, got {short_repr(v)}")
         return v
     if isinstance(default, int) and not isinstance(default, bool):
         if isinstance(v, float) and v.is_integer():
             v = int(v)
         if isinstance(v, bool) or not isinstance(v, int):
-            raise ConfigError(f"config key {where!r} must be a whole number, got {v!r}")
+            raise ConfigError(f"config key {short_repr(where)} must be a whole number, got {short_repr(v)}")
         return v
     if isinstance(default, float):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ConfigError(f"config key {where!r} must be a number, got {v!r}")
+            raise ConfigError(f"config key {short_repr(where)} must be a number, got {short_repr(v)}")
         if not math.isfinite(v):
-            raise ConfigError(f"config key {where!r} must be a finite number, got {v!r}")
+            raise ConfigError(f"config key {short_repr(where)} must be a finite number, got {short_repr(v)}")
         return float(v)
     if isinstance(default, str) and key == ("env", "rules"):
         if not isinstance(v, (str, dict)):
-            raise ConfigError(f"config key {where!r} must be a preset name, a YAML path or a mapping of settings, got {v!r}")
+            raise ConfigError(f"config key {short_repr(where)} must be a preset name, a YAML path or a mapping of settings, got {short_repr(v)}")
         return v
     if isinstance(default, list):
         if not isinstance(v, list):
-            raise ConfigError(f"config key {where!r} must be a list, got {v!r}")
+            raise ConfigError(f"config key {short_repr(where)} must be a list, got {short_repr(v)}")
         return v
     if isinstance(default, str) and not isinstance(v, str):
-        raise ConfigError(f"config key {where!r} must be text, got {v!r}")
+        raise ConfigError(f"config key {short_repr(where)} must be text, got {short_repr(v)}")
     return v
 
 
@@ -270,7 +269,7 @@ def _get(cfg: Config, key: tuple) -> Any:
 
 
 def _fail(key: tuple, what: str, v: Any) -> ConfigError:
-    return ConfigError(f"config key {'.'.join(key)!r} must be {what}, got {v!r}")
+    return ConfigError(f"config key {'.'.join(key)!r} must be {what}, got {short_repr(v)}")
 
 
 def _validate(cfg: Config) -> None:
@@ -327,11 +326,13 @@ def _validate(cfg: Config) -> None:
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``algo.learning_rate=1e-4`` → (["algo", "learning_rate"], 0.0001)."""
     if "=" not in text:
-        raise ConfigError(f"an override is KEY=VALUE (e.g. algo.learning_rate=1e-4), got {text!r}")
+        raise ConfigError(f"an override is KEY=VALUE (e.g. algo.learning_rate=1e-4), got {short_repr(text)}")
     key, raw = text.split("=", 1)
     try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
+        value = parse_yaml(raw, f"override {short_repr(key)}")
+    except YamlFileError as e:
+        if "is not valid YAML" not in str(e):  # an alias bomb or deep nesting is refused, not read as text
+            raise ConfigError(str(e)) from None
         value = raw
     if isinstance(value, str):  # YAML reads 3e-5 (no dot) as text; people mean the number
         try:
@@ -356,12 +357,13 @@ def load_config(path: "str | Path | dict | Config | None" = None, overrides: lis
         values = _merge(values, path)
     elif path is not None:
         p = Path(path)
-        if not p.is_file():
+        if not p.exists():
             raise ConfigError(f"config file {p} does not exist")
         try:
-            data = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as e:
-            raise ConfigError(f"config file {p} is not valid YAML: {e}") from None
+            data = read_yaml(p)
+        except YamlFileError as e:
+            raise ConfigError(f"config file {e}") from None
+        data = {} if data is None else data
         if not isinstance(data, dict):
             raise ConfigError(f"config file {p} must hold a mapping of keys, got {type(data).__name__}")
         try:

@@ -11,7 +11,10 @@ several players: win rates against baselines, seats swapped).
 
 Nothing is overwritten until the new checkpoint is complete: it is written into a temporary
 folder beside ``DEST/NAME``, loaded back and checked to choose the same actions as the
-run's model, evaluated, and only then put in place of the old one.
+run's model, evaluated, and only then put at ``DEST/NAME``. Export replaces only a checkpoint
+it made itself (a folder of exactly those two files, its metadata marked by export), and only
+with ``--force``; a file, a link or any other folder there is refused, ``--force`` or not.
+SIGINT or SIGTERM stops its evaluation workers and leaves ``DEST`` as it was.
 """
 
 from __future__ import annotations
@@ -19,16 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from generala_env.game import outcome_points
+from generala_env.safe_yaml import YamlFileError, read_yaml, short_repr
 
 from .harness import game_seed, play_many
 from .options import positive_int, seed_int
@@ -214,17 +219,94 @@ def _seconds_at(state: dict, step: int) -> float | None:
     return None
 
 
-def put_in_place(tmp: Path, dest: Path) -> None:
-    """Replace ``dest`` by the finished folder ``tmp``: two renames on one file system.
+MAX_NAME = 100  # characters of --name: room for a clear name, far below a file system's 255
+
+
+def is_export_checkpoint(folder: Path) -> bool:
+    """Whether ``folder`` is a checkpoint this program wrote: a real folder (not a link) holding
+    exactly ``metadata.json`` and ``policy.safetensors``, its metadata marked by export."""
+    from agents.ppo import METADATA_FILE, WEIGHTS_FILE
+
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    try:
+        if sorted(p.name for p in folder.iterdir()) != sorted([METADATA_FILE, WEIGHTS_FILE]):
+            return False
+        if (folder / METADATA_FILE).stat().st_size > 2**20 or any((folder / f).is_symlink() for f in (METADATA_FILE, WEIGHTS_FILE)):
+            return False
+        meta = json.loads((folder / METADATA_FILE).read_text())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(meta, dict) and all(k in meta for k in ("source_run", "source_model", "exported"))
+
+
+def check_dest(dest: Path, force: bool) -> None:
+    """Refuse a ``DEST/NAME`` that export may not replace: anything it did not make, and
+    without ``--force`` a checkpoint it made. Checked before any work, and again at the end."""
+    if not os.path.lexists(dest):
+        return
+    if not is_export_checkpoint(dest):
+        kind = "a link" if dest.is_symlink() else ("a file" if not dest.is_dir() else "a folder that is not a checkpoint made by generala export")
+        raise ExportError(
+            f"{dest} exists and is {kind}: nothing was written; pick another --name or --dest (--force replaces only a checkpoint made by export)"
+        )
+    if not force:
+        raise ExportError(f"checkpoint {dest} exists: nothing was written; pick another --name, or replace it with --force")
+
+
+def _temp_name(name: str, kind: str) -> str:
+    return f".{name}.{kind}-{os.getpid()}-"
+
+
+def sweep_leftovers(root: Path, name: str) -> None:
+    """Clean up after an export of ``name`` that was killed (kill -9) before it could: its
+    ``.NAME.new-PID-*`` and ``.NAME.old-PID-*`` folders in ``root``, when that PID is no longer
+    running and the folder holds nothing but files export writes. An old checkpoint moved
+    aside just before the kill goes back to ``NAME`` if nothing took its place; the rest is removed."""
+    from agents.ppo import METADATA_FILE, WEIGHTS_FILE
+
+    for p in root.glob(f".{glob_escape(name)}.*-*-*"):
+        kind, _, rest = p.name[len(name) + 2 :].partition("-")
+        pid = rest.partition("-")[0]
+        if kind not in ("new", "old") or not pid.isdigit() or p.is_symlink() or not p.is_dir() or _running(int(pid)):
+            continue
+        if not all(f.name in (METADATA_FILE, WEIGHTS_FILE) and f.is_file() and not f.is_symlink() for f in p.iterdir()):
+            continue
+        if kind == "old" and not os.path.lexists(root / name) and is_export_checkpoint(p):
+            os.rename(p, root / name)
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def put_in_place(tmp: Path, dest: Path, force: bool = False) -> None:
+    """Put the finished folder ``tmp`` at ``dest``: one rename, or, replacing a checkpoint export
+    made (``force``), two renames on one file system and the old one removed.
 
     ``tmp`` comes from ``mkdtemp`` (owner-only); the checkpoint gets the usual modes first.
     """
     os.chmod(tmp, 0o755)
     for f in tmp.iterdir():
         os.chmod(f, 0o644)
+    check_dest(dest, force)  # again: something may have appeared there while we evaluated
     old = None
-    if dest.exists():
-        old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+    if os.path.lexists(dest):
+        old = dest.with_name(_temp_name(dest.name, "old") + secrets.token_hex(4))
         os.rename(dest, old)
     try:
         os.rename(tmp, dest)
@@ -233,16 +315,16 @@ def put_in_place(tmp: Path, dest: Path) -> None:
             os.rename(old, dest)
         raise
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(old)
 
 
 def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
     if not run.is_dir():
         raise ExportError(f"{run} is not a run folder")
     try:
-        cfg = yaml.safe_load((run / "config.yaml").read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ExportError(f"{run / 'config.yaml'} cannot be read: {e}") from None
+        cfg = read_yaml(run / "config.yaml")
+    except YamlFileError as e:
+        raise ExportError(f"the run's config.yaml cannot be read: {e}") from None
     if not isinstance(cfg, dict) or not isinstance(cfg.get("env"), dict):
         raise ExportError(f"{run / 'config.yaml'} is not a training config")
     state: dict = {}
@@ -284,12 +366,21 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--opponents", default="rules-of-thumb,optimal,greedy", help="for several players: whom to measure against")
     p.add_argument("--dest", default="checkpoints", help="folder that receives NAME/ (default: ./checkpoints)")
+    p.add_argument("--force", action="store_true", help="replace DEST/NAME if it is a checkpoint made by generala export (never anything else)")
     args = p.parse_args(argv)
+    from .harness import Interrupted, signals_interrupt
+
     try:
-        return _export(args)
+        with signals_interrupt():
+            return _export(args)
     except ExportError as e:
         print(f"generala export: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:
+        where = Path(args.dest) / args.name
+        done = f"{where} was already written, whole" if getattr(args, "written", False) else f"nothing was written, {where} is as it was"
+        print(f"generala export: {e}: {done}", file=sys.stderr)
+        return e.exit_status
 
 
 def _export(args) -> int:
@@ -297,11 +388,16 @@ def _export(args) -> int:
     from agents.ppo import METADATA_FILE, WEIGHTS_FILE, is_plain_name
     from generala_env.rules import RulesError, load_rules
 
-    if not is_plain_name(args.name):
-        raise ExportError(f"--name must be a plain name (letters, digits, '.', '_', '-'; no path), got {args.name!r}")
+    if not is_plain_name(args.name) or len(args.name) > MAX_NAME:
+        raise ExportError(
+            f"--name must be a plain name of at most {MAX_NAME} characters (letters, digits, '.', '_', '-'; no path), got {short_repr(args.name, 60)}"
+        )
     root = Path(args.dest)
     if root.exists() and not root.is_dir():
         raise ExportError(f"--dest {root} is a file, not a folder")
+    if root.is_dir():
+        sweep_leftovers(root, args.name)
+    check_dest(root / args.name, args.force)
     cfg, state, model_file = _read_run(Path(args.run), args.model)
     try:
         rules = load_rules(cfg["env"]["rules"])
@@ -316,7 +412,7 @@ def _export(args) -> int:
     # everything is made in a temporary folder beside DEST/NAME, which takes its place at the end
     root.mkdir(parents=True, exist_ok=True)
     dest = root / args.name
-    tmp = Path(tempfile.mkdtemp(prefix=f".{args.name}.new-", dir=root))
+    tmp = Path(tempfile.mkdtemp(prefix=_temp_name(args.name, "new"), dir=root))
     try:
         # 1. the weights, as plain tensors
         write_policy(model, tmp)
@@ -330,7 +426,14 @@ def _export(args) -> int:
         # 3. the evaluation, added to the metadata
         meta["evaluation"] = evaluate(tmp, args.name, rules, players, args.games, args.seed, opponents)
         write_metadata(tmp, meta)
-        put_in_place(tmp, dest)
+        from .harness import _STOP_SIGNALS
+
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # the swap is a few ms: it finishes, then a signal counts
+        try:
+            put_in_place(tmp, dest, args.force)
+            args.written = True
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

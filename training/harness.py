@@ -179,9 +179,28 @@ def _worker_init() -> None:
     _IN_WORKER = True
     if "torch" in sys.modules:  # before any torch op: a forked child must not start OpenMP's pool
         sys.modules["torch"].set_num_threads(1)
+    _end_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # held while play_many started it
+
+
+def _end_with_parent() -> None:
+    """On Linux, have the kernel send this worker SIGTERM when its parent dies (even by kill -9),
+    so that no worker outlives the program that started it; elsewhere a no-op."""
+    import multiprocessing as mp
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    parent = mp.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # the parent died before prctl
+        os._exit(1)
 
 
 def _run_chunk(job):

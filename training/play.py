@@ -32,6 +32,8 @@ from generala_env.render import PIPS, line_label
 from generala_env.rules import NUMBER_LINES, RuleSet, load_rules
 from generala_env.scoring import generala_scored
 
+from .options import seed_int
+
 HUMAN = "human"
 YES = ("y", "yes", "yeah", "yep", "sure", "ok", "si", "sí")
 NO = ("n", "no", "nope", "cancel")
@@ -798,7 +800,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     who.add_argument("--seats", help="every seat in play order, 'human' for a person, e.g. human,greedy,human")
     p.add_argument("--rules", default="classic", help="rule set: classic, double, sixty, or a YAML file (default classic)")
-    p.add_argument("--seed", type=int, default=None, help="seed for the dice and the agents (default: a fresh one, printed)")
+    p.add_argument("--seed", type=seed_int, default=None, help="seed for the dice and the agents (default: a fresh one, printed)")
     p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="ANSI colour (auto: when stdout is a terminal and NO_COLOR is unset)")
     return p

@@ -118,9 +118,23 @@ def behaviour_clone(model, cfg: Config, log=print) -> dict:
         parts = [_generate(j) for j in jobs]
     else:
         import multiprocessing as mp
+        import signal
 
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
-            parts = list(pool.map(_generate, jobs))
+        from .harness import _STOP_SIGNALS, _stop_workers, _worker_init
+
+        # the workers ignore SIGINT, end with this process and are stopped when it is interrupted
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_worker_init)
+        try:
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+            try:
+                results = pool.map(_generate, jobs)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            parts = list(results)
+        except BaseException:
+            _stop_workers(pool)
+            raise
+        pool.shutdown()
     obs, masks, acts, vals = (np.concatenate([x[i] for x in parts]) for i in range(4))
     log(f"behaviour cloning: {len(acts):,} decisions from {games:,} games of the {p.teacher} player in {time.time() - t0:.0f} s")
 

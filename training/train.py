@@ -8,8 +8,10 @@ Each run writes to its own folder: ``config.yaml`` (the resolved config), ``comm
 ``tb/`` (TensorBoard: episode score, share of the optimal expected score, win rate
 against the evaluation opponent, losses, entropy), ``checkpoints/step_N.zip``,
 ``latest.zip`` with ``state.json`` (what ``--resume`` continues from, optimizer state and
-step count included), ``best_model.zip`` and ``evaluations.csv``. Ctrl-C or SIGTERM saves
-``latest.zip`` before exiting, so a cut run loses nothing.
+step count included), ``best_model.zip`` and ``evaluations.csv``; every model file is written
+through a temporary file, so a kill never leaves a torn one. Ctrl-C or SIGTERM saves
+``latest.zip`` before exiting, so a cut run loses nothing. A run cut before its first
+``state.json`` (during pretraining, say) is started again by the same command or ``--resume``.
 
 Overrides on ``--resume`` may change ``total_timesteps``, ``device``, ``threads``,
 ``checkpoint_every``, ``algo.*`` and ``eval.*``; the others made the saved model and its envs,
@@ -23,6 +25,7 @@ import dataclasses
 import json
 import os
 import pickle
+import re
 import shlex
 import signal
 import sys
@@ -290,7 +293,7 @@ class TrainCallback(BaseCallback):
             self.evaluate()
         if self.num_timesteps >= self.next_ckpt:
             self.next_ckpt += self.cfg.checkpoint_every
-            self.model.save(self.run / "checkpoints" / f"step_{self.num_timesteps}.zip")
+            save_model(self.model, self.run / "checkpoints" / f"step_{self.num_timesteps}.zip")
             save_latest(self.model, self.run, self.state, self.t_start)
         return True
 
@@ -319,7 +322,7 @@ class TrainCallback(BaseCallback):
         if res[key] > state.get("best", -np.inf):
             state["best"] = res[key]
             state["best_step"] = self.num_timesteps
-            self.model.save(run / "best_model.zip")
+            save_model(self.model, run / "best_model.zip")
         self.bar.set_postfix(score=f"{res['mean_score']:.1f}", opt=f"{res['share_of_optimal']:.1%}", win=f"{res['win_rate']:.1%}")
         self.logger.dump(self.num_timesteps)
 
@@ -339,10 +342,16 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def save_latest(model, run: Path, state: dict, t_start: float) -> None:
-    tmp = run / "latest.tmp.zip"
+def save_model(model, path: Path) -> None:
+    """``model.save(path)`` through a hidden temporary file beside it: a cut save leaves the old
+    file whole (or none), never a torn zip that a resume or a self-play pool would load."""
+    tmp = path.with_name(f".{path.name}.tmp")  # suffix .tmp: SB3 adds no .zip, the pool's glob skips it
     model.save(tmp)
-    os.replace(tmp, run / "latest.zip")
+    os.replace(tmp, path)
+
+
+def save_latest(model, run: Path, state: dict, t_start: float) -> None:
+    save_model(model, run / "latest.zip")
     s = dict(state)
     s["num_timesteps"] = int(model.num_timesteps)
     s["train_seconds"] = state["train_seconds"] + (time.time() - t_start)
@@ -412,6 +421,96 @@ def read_state(run: Path) -> dict:
     return state
 
 
+# -- runs cut short -------------------------------------------------------------------------
+# what a run writes before its first state.json (temporary files included); a folder holding
+# only these and no state.json is a start that was cut short, and starts again
+_START_FILES = {"config.yaml", "config.yaml.tmp", "command.txt", "pretrained.zip", ".pretrained.zip.tmp", "latest.zip", ".latest.zip.tmp"}
+_START_FILES |= {"best_model.zip", ".best_model.zip.tmp", "evaluations.csv", "state.json.tmp"}
+
+
+def _own_tree(folder: Path, ok) -> bool:
+    """Whether ``folder`` is a real folder whose every file (links refused) passes ``ok(name)``."""
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    for p in folder.rglob("*"):
+        if p.is_symlink() or (p.is_file() and not ok(p.name)) or not (p.is_file() or p.is_dir()):
+            return False
+    return True
+
+
+def unfinished_start(run: Path) -> bool:
+    """Whether ``run`` is a run folder cut short before it first saved ``state.json``, holding
+    nothing but files a run writes (so starting it again loses nothing anyone else made)."""
+    if run.is_symlink() or not run.is_dir() or (run / "state.json").exists() or not any(run.iterdir()):
+        return False
+    for p in run.iterdir():
+        if p.name == "checkpoints":
+            ok = _own_tree(p, lambda n: bool(re.fullmatch(r"\.?step_\d+\.zip(\.tmp)?", n)))
+        elif p.name == "tb":
+            ok = _own_tree(p, lambda n: n.startswith("events.out.tfevents."))
+        else:
+            ok = p.name in _START_FILES and p.is_file() and not p.is_symlink()
+        if not ok:
+            return False
+    return True
+
+
+def clear_unfinished(run: Path) -> None:
+    """Remove what a cut-short start wrote (see :func:`unfinished_start`), keeping the folder."""
+    import shutil
+
+    for p in run.iterdir():
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
+def _model_steps(path: Path) -> int | None:
+    """The step count saved in an SB3 model zip (its ``data`` entry), without loading the model."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            steps = json.loads(z.read("data")).get("num_timesteps")
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, AttributeError):
+        return None
+    return steps if isinstance(steps, int) else None
+
+
+def reconcile_best(run: Path, state: dict, key: str) -> None:
+    """Make a resumed run's state agree with the files beside it after a kill.
+
+    ``best_model.zip`` may be newer than ``state.json`` (which is saved with ``latest.zip``): its
+    step's row of ``evaluations.csv`` becomes the best, so a later, worse model cannot replace it.
+    Rows of ``evaluations.csv`` after ``latest.zip``'s step are dropped: those steps are trained again.
+    """
+    csv = run / "evaluations.csv"
+    lines = csv.read_text().splitlines() if csv.is_file() else []
+    header, rows = (lines[0].split(","), lines[1:]) if lines else ([], [])
+    parsed = []
+    for line in rows:
+        try:
+            parsed.append((line, dict(zip(header, map(float, line.split(","))))))
+        except ValueError:
+            parsed.append((line, {}))
+    best_step = _model_steps(run / "best_model.zip") if (run / "best_model.zip").is_file() else None
+    if best_step is not None and best_step != state.get("best_step"):
+        row = next((r for _, r in parsed if r.get("step") == best_step and key in r), None)
+        if row is not None:
+            state["best"], state["best_step"] = row[key], best_step
+            print(f"best_model.zip is the model of step {best_step:,} ({key} {row[key]:.4g}), saved after state.json: it stays the best")
+    saved = state.get("num_timesteps")
+    if isinstance(saved, int) and any(r.get("step", 0) > saved for _, r in parsed):
+        kept = [line for line, r in parsed if r.get("step", 0) <= saved]
+        _write_atomic(csv, "\n".join([lines[0], *kept]) + "\n")
+
+
+def check_run_name(name: str) -> str:
+    """``--run-name``: one folder name under ``run_dir``, never a path out of it."""
+    if not name or "/" in name or "\\" in name or name in (".", "..") or "\0" in name or len(name) > 200:
+        raise ConfigError(f"--run-name must be a folder name of at most 200 characters, without path separators and not '..', got {name[:80]!r}")
+    return name
+
+
 # -- the program ----------------------------------------------------------------------------
 def _build_envs(cfg: dict, run: Path):
     try:
@@ -427,13 +526,17 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Pa
 
     Nothing is written until the envs, the model (resuming: ``latest.zip`` loaded) and the
     evaluator are built, so a config that cannot train leaves no folder and changes no run.
-    A fresh run needs ``run`` to be absent or empty: an earlier run there is never overwritten.
+    A fresh run needs ``run`` to be absent or empty: an earlier run there is never overwritten,
+    unless it is a start cut short before its first ``state.json`` that holds nothing but what a
+    run writes (:func:`unfinished_start`), which is started again.
     """
     import torch
 
     state = {"train_seconds": 0.0, "evaluations": [], "best": -float("inf")}
     if resume:
         state.update(read_state(run))
+    elif unfinished_start(run):
+        print(f"{run} was started but never saved (no state.json: stopped during pretraining or before its first checkpoint); starting it again")
     elif run.exists() and (not run.is_dir() or any(run.iterdir())):
         raise ConfigError(f"run folder {run} already exists and is not empty; continue it with --resume {run} or pick another --run-name")
     torch.set_num_threads(cfg.threads)
@@ -444,41 +547,58 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Pa
     except BaseException:
         venv.close()
         raise
+    if resume:
+        reconcile_best(run, state, "mean_score" if cfg.env.num_players == 1 else "win_rate")
+    elif unfinished_start(run):
+        clear_unfinished(run)
     run.mkdir(parents=True, exist_ok=True)
     (run / "checkpoints").mkdir(exist_ok=True)
     _write_atomic(run / "config.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
     with open(run / "command.txt", "a") as f:
         f.write(command + "\n")
+    old = signal.signal(signal.SIGTERM, _term)
+    try:
+        return _train_in(cfg, run, resume, state, model, venv, evaluator)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _term(signum, frame):  # SIGTERM saves like Ctrl-C
+    raise KeyboardInterrupt
+
+
+def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, evaluator) -> Path:
+    """The part of :func:`train` that runs in the run folder, SIGTERM raising KeyboardInterrupt."""
     if resume:
         print(f"resuming {run} at step {model.num_timesteps:,}")
     elif cfg.pretrain.games > 0 and not cfg.init_from:
         from .pretrain import behaviour_clone
 
-        state["pretrain"] = behaviour_clone(model, cfg)
-        model.save(run / "pretrained.zip")
+        try:
+            state["pretrain"] = behaviour_clone(model, cfg)
+        except KeyboardInterrupt:
+            venv.close()
+            print(f"\ninterrupted during behaviour cloning, before anything was saved; the same command, or generala train --resume {run}, starts it again")
+            raise SystemExit(130) from None
+        save_model(model, run / "pretrained.zip")
+        save_latest(model, run, state, time.time())  # from here on --resume goes on from the cloned policy
     remaining = cfg.total_timesteps - model.num_timesteps
     if remaining <= 0:
         venv.close()
         print(f"run {run} already has {model.num_timesteps:,} of {cfg.total_timesteps:,} steps")
         return run
     cb = _callback(cfg, run, state, cfg.total_timesteps, evaluator)
-
-    def _term(signum, frame):  # SIGTERM saves like Ctrl-C
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, _term)
     t0 = time.time()
     try:
         model.learn(total_timesteps=remaining, callback=cb, reset_num_timesteps=False, tb_log_name="ppo")
     except KeyboardInterrupt:
         save_latest(model, run, state, t0)
         print(f"\ninterrupted at step {model.num_timesteps:,}: saved {run / 'latest.zip'}; continue with: generala train --resume {run}")
-        raise SystemExit(130)
+        raise SystemExit(130) from None
     finally:
-        signal.signal(signal.SIGTERM, old)
         venv.close()
     save_latest(model, run, state, t0)
-    model.save(run / "final_model.zip")
+    save_model(model, run / "final_model.zip")
     print(f"done: {model.num_timesteps:,} steps in {time.time() - t0:.0f} s; run folder {run}")
     return run
 
@@ -494,20 +614,32 @@ def parse_args(argv):
 
 
 def main(argv=None) -> int:
+    from agents.base import AgentError
+
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     command = "generala train " + " ".join(shlex.quote(a) for a in argv)
     try:
         if args.resume:
             run = Path(args.resume)
+            if unfinished_start(run) and (run / "config.yaml").is_file():
+                print(f"{run} was cut short before its first save (no state.json): starting it again from its config.yaml")
+                train(load_config(run / "config.yaml", args.overrides), run, command=command)
+                return 0
             train(resume_config(run, args.overrides), run, resume=True, command=command)
             return 0
         cfg = load_config(args.config, args.overrides)
-        name = args.run_name or f"{cfg.name}__seed{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+        name = check_run_name(args.run_name) if args.run_name is not None else f"{cfg.name}__seed{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
         train(cfg, Path(cfg.run_dir) / name, command=command)
     except ConfigError as e:
         print(f"generala train: error: {e}", file=sys.stderr)
         return 2
+    except AgentError as e:  # an opponent that cannot play on (a self-play pool's unreadable step_N.zip)
+        print(f"generala train: error: {e}; the run keeps its last checkpoint", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # before the run folder was made: nothing to save
+        print("\ngenerala train: interrupted before training started; nothing was written", file=sys.stderr)
+        return 130
     return 0
 
 

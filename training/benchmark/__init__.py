@@ -124,10 +124,12 @@ def _lock(out: Path):
 
 
 @contextlib.contextmanager
-def _logged_call(out: Path, command: str, runs: int):
-    """Append this call to ``OUT/calls.jsonl`` when it ends (how it ended, how long it took):
-    the wall-clock of a grid is that of the calls that trained its runs."""
+def _logged_call(out: Path, command: str, runs: int, folders: list[str] | None = None):
+    """Append this call to ``OUT/calls.jsonl`` when it ends (how it ended, how long it took, the
+    run folders it trained): the wall-clock of a grid is that of the calls that trained its runs."""
     call = {"command": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs_to_train": runs, "outcome": "done"}
+    if folders is not None:
+        call["runs"] = folders
     t0 = time.perf_counter()
     try:
         yield call
@@ -271,6 +273,19 @@ def collect(specs: list[RunSpec], out: Path) -> tuple[list[dict], dict]:
     return runs, out
 
 
+def _folder_key(spec: RunSpec, out: Path) -> str:
+    return os.path.relpath(spec.folder, out)
+
+
+def calls_of(out: Path, specs: list[RunSpec]) -> list[dict]:
+    """The calls in ``OUT/calls.jsonl`` that trained runs of this grid (another grid trained in
+    the same ``--out`` is not counted); a line from before calls named their runs is kept."""
+    log = out / CALLS_FILE
+    calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
+    mine = {_folder_key(s, out) for s in specs}
+    return [c for c in calls if not isinstance(c.get("runs"), list) or mine.intersection(c["runs"])]
+
+
 def results(specs: list[RunSpec], out: Path, algos: list[str], tasks: list[str], seeds: int, steps: int, reps: int, command: str) -> dict:
     """``results.json``'s content for the finished grid of ``specs``."""
     from .report import aggregate
@@ -278,8 +293,7 @@ def results(specs: list[RunSpec], out: Path, algos: list[str], tasks: list[str],
     from .suite import Task
 
     runs, curves = collect(specs, out)
-    log = out / CALLS_FILE
-    calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
+    calls = calls_of(out, specs)
     first = {s.task: s for s in specs}
     tasks_def = {t: Task(t, **first[t].task_def) for t in tasks}
     import stable_baselines3
@@ -363,7 +377,10 @@ def main(argv=None) -> int:
             if pending:
                 from ..harness import signals_interrupt
 
-                with signals_interrupt(), _logged_call(out, command, len(pending)) as call:  # SIGTERM too ends as Ctrl-C does
+                with (
+                    signals_interrupt(),
+                    _logged_call(out, command, len(pending), [_folder_key(s, out) for s in pending]) as call,
+                ):  # SIGTERM too ends as Ctrl-C does
                     failures = run_ray(pending, args.workers, out, args.ray_address) if args.backend == "ray" else run_local(pending, args.workers)
                     if failures:
                         call["outcome"] = "failed"

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from generala_env.safe_yaml import YamlFileError, read_yaml
 
 
 class BenchmarkError(ValueError):
@@ -61,9 +61,9 @@ def _read_yaml(path: Path, what: str) -> dict:
     if not path.is_file():
         raise BenchmarkError(f"{what}: {path} is not a file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise BenchmarkError(f"{what}: {path} is not valid YAML: {e}") from None
+        data = read_yaml(path)
+    except YamlFileError as e:
+        raise BenchmarkError(f"{what}: {e}") from None
     if not isinstance(data, dict):
         raise BenchmarkError(f"{what}: {path} must hold a mapping of keys, got {type(data).__name__}")
     return data

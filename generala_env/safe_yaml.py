@@ -1,0 +1,119 @@
+"""Reading YAML files that someone else may have written: bounded, and failing in one line.
+
+Every YAML file the project reads (rule sets, training configs, benchmark configs, a run's
+``config.yaml``) goes through :func:`read_yaml`. PyYAML's ``safe_load`` runs no code, but
+it lets a few hundred bytes of aliases (``&a [*b, *b, ...]`` nested nine deep) stand for
+billions of values, and a list nested 100,000 deep overflows the stack. Here the document
+is measured while it is composed, before any Python value is built: the values it stands
+for (each alias counted as everything it repeats) and its nesting depth are capped, mapping
+keys must be text, and a file that is not UTF-8 or holds an integer too long to convert is
+reported with its name. Everything raises :class:`YamlFileError` (a ``ValueError``) naming
+the file; callers turn it into their own error.
+
+No framework import here: rules, agents and training all use it.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MAX_NODES = 100_000  # values a document may stand for, aliases expanded
+MAX_DEPTH = 64  # lists and mappings inside each other
+MAX_BYTES = 4 * 2**20  # a rules or config file is a few hundred bytes
+
+
+class YamlFileError(ValueError):
+    """A YAML file that cannot be read safely, or is not valid YAML."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """``SafeLoader`` that counts the values a document stands for while composing it."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+        self._nodes = 0
+        self._sizes: dict[int, int] = {}  # id(node) -> values it stands for, itself included
+
+    def _count(self, n: int, mark) -> None:
+        self._nodes += n
+        if self._nodes > MAX_NODES:
+            raise YamlFileError(f"{_where(mark)}: the document stands for more than {MAX_NODES:,} values (aliases expanded); refused")
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            node = super().compose_node(parent, index)
+            self._count(self._sizes.get(id(node), 1), mark)
+            return node
+        mark = self.peek_event().start_mark
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise YamlFileError(f"{_where(mark)}: nested more than {MAX_DEPTH} levels deep; refused")
+        before = self._nodes
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        self._count(1, mark)
+        self._sizes[id(node)] = self._nodes - before
+        return node
+
+    def construct_mapping(self, node, deep=False):
+        for key_node, _ in node.value:
+            if not (isinstance(key_node, yaml.ScalarNode) and key_node.tag == "tag:yaml.org,2002:str"):
+                raise YamlFileError(f"{_where(key_node.start_mark)}: a key must be text, got {short_repr(key_node.value)}")
+        return super().construct_mapping(node, deep=deep)
+
+
+def _where(mark) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "the document"
+
+
+def parse_yaml(text: str, name: str = "<text>") -> Any:
+    """The value of the YAML document ``text``; a :class:`YamlFileError` names ``name`` and the problem."""
+    try:
+        return yaml.load(text, Loader=_BoundedLoader)
+    except YamlFileError as e:
+        raise YamlFileError(f"{name}: {e}") from None
+    except yaml.YAMLError as e:
+        raise YamlFileError(f"{name} is not valid YAML: {short_repr(str(e), 400)}") from None
+    except (ValueError, RecursionError) as e:  # an integer of thousands of digits; a deep flow collection
+        raise YamlFileError(f"{name}: a value cannot be read: {short_repr(str(e), 200)}") from None
+
+
+def read_yaml(path: str | Path) -> Any:
+    """The value of the YAML file ``path``, read with the bounds above."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise YamlFileError(f"{path} is a folder, not a YAML file")
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise YamlFileError(f"cannot read {path}: {e.strerror or e}") from None
+    if len(data) > MAX_BYTES:
+        raise YamlFileError(f"{path} is larger than {MAX_BYTES // 2**20} MiB; refused")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise YamlFileError(f"{path} is not UTF-8 text (byte {e.start})") from None
+    return parse_yaml(text, str(path))
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 3, 8, 8, 8, 8
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 80, 80, 40
+
+
+def short_repr(value: Any, limit: int = 120) -> str:
+    """``repr(value)`` cut to at most about ``limit`` characters, however large ``value`` is."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # a value whose repr fails is still named
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
