@@ -322,6 +322,8 @@ def test_a_bad_submission_is_refused_with_its_field():
         ["export", "runs/x", "--name", "y", "--gam", "3"],
         ["play", "--opponent", "greedy"],
         ["solve", "--rule", "classic"],
+        ["replay", "greedy", "--game", "1"],
+        ["serve", "--por", "8001"],
     ],
 )
 def test_no_option_is_taken_from_a_prefix(argv, capsys):

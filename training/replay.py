@@ -334,7 +334,7 @@ def write_replays(names: list[str], rules, games: int, seed: int, out: Path) -> 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="generala replay", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala replay", description=__doc__.split("\n\n")[0])
     p.add_argument("agents", nargs="+", help="one agent per seat: a name (generala agents), a checkpoint folder, or a run's SB3 .zip")
     p.add_argument("--rules", default="classic")
     p.add_argument("--games", type=positive_int, default=1)

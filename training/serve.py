@@ -307,7 +307,7 @@ def make_app(rules="classic", max_games: int = MAX_GAMES):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="generala serve", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala serve", description=__doc__.split("\n\n")[0])
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=positive_int, default=8000)
     p.add_argument("--rules", default="classic", help="the rules of a new game unless the page asks for others")
