@@ -210,6 +210,17 @@ class Model:
         total = FACES ** (DICE - int(KEEP_SIZE[state.throw_keep])) if state.is_chance else 1
         return [Chance(roll, count / total) for roll, count in self.chance_counts(state)]
 
+    def chance_indices(self, state: ModelState) -> list[tuple[int, float]]:
+        """:meth:`chance_outcomes` with each roll as its index into ``ROLLS`` (OpenSpiel's chance actions)."""
+        if not state.is_chance:
+            raise IllegalActionError("only a chance state has outcomes: decide first")
+        keep = state.throw_keep
+        counts = _THROW_COUNTS.get(keep)
+        if counts is None:
+            counts = _THROW_COUNTS[keep] = _throw_counts(keep)
+        total = FACES ** (DICE - int(KEEP_SIZE[keep]))
+        return [(r, c / total) for r, c in counts]
+
     def land(self, state: ModelState, roll) -> ModelState:
         """A chance state with its throw ending on ``roll``: five faces in any order (or an
         index into ``ROLLS``) that hold the dice kept on the table."""
