@@ -16,10 +16,12 @@ in arrays.
   line at the most it can hold), so the greedy player tries what it has not yet learned
   is worse (real-time dynamic programming).
 * ``td-search-2p`` (two players, the win objective): the writer's chance to win after a
-  write, ``sigmoid(a[k] * margin + b[k])``, where ``margin`` is the score difference
-  plus the one-player table's points to come for each sheet (both sheets) and ``k`` the
-  lines still open in the game; ``a`` and ``b`` are learned by TD(0) from self-play (the
-  target: one minus the opponent's expectimax chance to win at its next turn).
+  write, ``sigmoid((a[k] - c . n) * margin + b[k])``, where ``margin`` is the score
+  difference plus the one-player table's points to come for each sheet (both sheets),
+  ``k`` the lines still open in the game and ``n[l]`` how many of the two sheets still have
+  line ``l`` open (open lines widen the final margin's spread by ``c[l]``); ``a``, ``b`` and
+  ``c`` are learned by TD(0) from self-play (the target: one minus the opponent's
+  expectimax chance to win at its next turn).
 """
 
 from __future__ import annotations
@@ -111,15 +113,18 @@ class OnePlayerLearner:
 
 
 class TwoPlayerValue:
-    """The writer's chance to win after a write: ``sigmoid(a[k] * margin + b[k])``."""
+    """The writer's chance to win after a write: ``sigmoid((a[k] - c . n) * margin + b[k])`` (see the module)."""
 
-    def __init__(self, rules: RuleSet, V1: np.ndarray, a: np.ndarray | None = None, b: np.ndarray | None = None):
+    def __init__(self, rules: RuleSet, V1: np.ndarray, a: np.ndarray | None = None, b: np.ndarray | None = None, c: np.ndarray | None = None):
         self.rules = rules
         self.L = rules.num_lines
         self.V1 = np.asarray(V1, dtype=np.float64)
         n = 2 * self.L + 1
         self.a = np.full(n, 0.1) if a is None else np.array(a, dtype=np.float64)
         self.b = np.zeros(n) if b is None else np.array(b, dtype=np.float64)
+        # c[l]: how much each sheet with line l still open widens the spread of the final margin
+        # (the scale on the margin is a[k] - c . open counts); zero to start
+        self.c = np.zeros(self.L) if c is None else np.array(c, dtype=np.float64)
         self.points = points_table(rules).astype(np.float64)  # (L, 252, 2)
         self.gen, self.dbl = rules.generala_line, rules.double_generala_line
         self.served_win = rules.served_generala_wins(2)
@@ -137,6 +142,7 @@ class TwoPlayerValue:
         blocked = blocked_line(self.rules, bool(generala_scored(self.rules, np.asarray(me))))
         W = np.full((L, NUM_ROLLS, 2), NEG)
         k_after = int(np.sum(np.asarray(me) == OPEN) + np.sum(np.asarray(opp) == OPEN)) - 1
+        spread_now = float(self.c @ self.open_counts(me, opp))
         for line in range(L):
             if me[line] != OPEN:
                 continue
@@ -151,10 +157,16 @@ class TwoPlayerValue:
                 final = diff + pts
                 W[line] = np.where(final > 0, 1.0, np.where(final == 0, 0.5, 0.0))
             else:
-                W[line] = 1.0 / (1.0 + np.exp(-(self.a[k_after] * margin + self.b[k_after])))
+                scale = self.a[k_after] - (spread_now - self.c[line])  # line is no longer open on the writer's sheet
+                W[line] = 1.0 / (1.0 + np.exp(-(scale * margin + self.b[k_after])))
             if line == self.gen and self.served_win:
                 W[line, self.five, 1] = 1.0  # a served generala wins on the spot
         return W, k_after
+
+    @staticmethod
+    def open_counts(me, opp) -> np.ndarray:
+        """Per line, how many of the two sheets have it open (0, 1 or 2)."""
+        return (np.asarray(me) == OPEN).astype(np.float64) + (np.asarray(opp) == OPEN)
 
     def margin(self, me, opp, diff: int) -> float:
         mask, flag = sheet_state(self.rules, me)
@@ -163,13 +175,14 @@ class TwoPlayerValue:
 
 
 class TwoPlayerLearner:
-    """TD(0) self-play learning of :class:`TwoPlayerValue`'s ``a`` and ``b`` (win objective)."""
+    """TD(0) self-play learning of :class:`TwoPlayerValue`'s ``a``, ``b`` and ``c`` (win objective)."""
 
-    def __init__(self, rules, V1: np.ndarray, lr: float = 0.02, value: TwoPlayerValue | None = None):
+    def __init__(self, rules, V1: np.ndarray, lr: float = 0.02, value: TwoPlayerValue | None = None, spread: bool = True):
         self.rules = load_rules(rules)
         self.solver = Solver(self.rules)
         self.value = value or TwoPlayerValue(self.rules, V1)
         self.lr = lr
+        self.spread = spread  # learn c (else it stays as given)
         self.games = 0
 
     def plan(self, game: Game):
@@ -200,18 +213,20 @@ class TwoPlayerLearner:
             me2 = me.copy()
             me2[a - NUM_MASKS] = out.points
             k = int(np.sum(me2 == OPEN) + np.sum(opp == OPEN))
-            pending = None if game.over else (self.value.margin(me2, opp, diff + out.points), k)
+            pending = None if game.over else (self.value.margin(me2, opp, diff + out.points), k, self.value.open_counts(me2, opp))
         self.games += learn
         w = game.winners()
         return w[0] if len(w) == 1 else -1
 
-    def _update(self, margin: float, k: int, target: float) -> None:
+    def _update(self, margin: float, k: int, counts: np.ndarray, target: float) -> None:
         v = self.value
-        z = v.a[k] * margin + v.b[k]
+        z = (v.a[k] - v.c @ counts) * margin + v.b[k]
         p = 1.0 / (1.0 + math.exp(-z))
         g = target - p  # the cross-entropy gradient with respect to z
         v.a[k] += self.lr * g * margin / 1000.0  # margins run to tens of points: a smaller step for a
         v.b[k] += self.lr * g
+        if self.spread:
+            v.c -= self.lr * g * margin * counts / 1000.0
 
 
 # -- checkpoints -----------------------------------------------------------------------------
@@ -266,7 +281,7 @@ class TDSearchTwoPlayerAgent(Agent):
         super().__init__(rules, seed)
         data = _checked(self.name, self.rules)
         self.metadata = {k: v for k, v in data.items() if k not in ("values", "a", "b")}
-        self.value = TwoPlayerValue(self.rules, data["values"], data["a"], data["b"])
+        self.value = TwoPlayerValue(self.rules, data["values"], data["a"], data["b"], data.get("c"))
         self.solver = Solver(self.rules)
         self._key, self._plan = None, None
 

@@ -11,7 +11,10 @@ import pytest
 import agents
 from agents.base import AgentError
 from agents.solver import Solver
-from agents.td_search import OnePlayerLearner, TwoPlayerLearner, optimistic_values, read_checkpoint
+from agents.td_search import OnePlayerLearner, TwoPlayerLearner, TwoPlayerValue, optimistic_values, read_checkpoint
+from generala_env.dice import ROLL_COUNTS
+from generala_env.game import OPEN
+from generala_env.rules import load_rules
 from training.td_search import main as train_main
 
 
@@ -60,6 +63,20 @@ def test_two_player_self_play_moves_the_win_model():
     winners = [learner.play_game(rng) for _ in range(5)]
     assert set(winners) <= {-1, 0, 1}
     assert not np.array_equal(learner.value.a, a0) and not np.array_equal(learner.value.b, b0)
+    assert learner.value.c.any()  # the spread of open lines is learned too
+
+
+def test_the_last_write_of_the_game_is_valued_by_its_result():
+    V1 = read_checkpoint("td-search")["values"]
+    value = TwoPlayerValue(load_rules("classic"), V1)
+    me = np.array([3, 6, 9, 12, 15, 18, 20, 30, 0, OPEN])  # seat 1's last line: generala; 113 points so far
+    opp = np.array([3, 6, 9, 12, 15, 18, 20, 30, 40, 0])  # seat 0 has finished: 153
+    W, k = value.write_values(me, opp, 113 - 153, last_seat=True)
+    assert k == 0
+    generala = W[9][:, 0]
+    five = ROLL_COUNTS.max(axis=1) == 5
+    assert (generala[five] == 1.0).all() and (generala[~five] == 0.0).all()  # 50 wins (163 > 153), nothing else does
+    assert np.isneginf(W[:9]).all()  # filled lines cannot be written
 
 
 def test_training_saves_as_it_goes_and_resumes(tmp_path, capsys):

@@ -44,6 +44,7 @@ def main(argv=None) -> int:
     ap.add_argument("--eval-games", type=int, default=1000, help="games of each evaluation on the curve (one player)")
     ap.add_argument("--values", type=Path, help="two players: the one-player td_search.json to build on")
     ap.add_argument("--lr", type=float, default=0.02, help="two players: the step size")
+    ap.add_argument("--no-spread", action="store_true", help="two players: keep the spread weights c as they are (zero in a new run)")
     args = ap.parse_args(argv)
     try:
         rules = load_rules(args.rules)
@@ -67,7 +68,7 @@ def main(argv=None) -> int:
     else:
         if state:
             V1 = state["values"]
-            value = TwoPlayerValue(rules, V1, state["a"], state["b"])
+            value = TwoPlayerValue(rules, V1, state["a"], state["b"], state.get("c"))
         else:
             if args.values is None:
                 ap.error("--players 2 builds on a one-player table: give --values DIR/td_search.json")
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
                 ap.error(f"{args.values} was trained for other rules")
             V1 = one["values"]
             value = TwoPlayerValue(rules, V1)
-        learner = TwoPlayerLearner(rules, V1, lr=args.lr, value=value)
+        learner = TwoPlayerLearner(rules, V1, lr=args.lr, value=value, spread=not args.no_spread)
         learner.games = state["games"] if state else 0
 
     stop = []
@@ -100,7 +101,7 @@ def main(argv=None) -> int:
             "values": learner.V.tolist() if args.players == 1 else list(map(float, learner.value.V1)),
         }
         if args.players == 2:
-            data["a"], data["b"] = learner.value.a.tolist(), learner.value.b.tolist()
+            data["a"], data["b"], data["c"] = learner.value.a.tolist(), learner.value.b.tolist(), learner.value.c.tolist()
         if args.players == 1:
             data["expected_score_estimate"] = float(learner.V[0])
         save_checkpoint(file, data)
