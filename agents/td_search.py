@@ -39,11 +39,10 @@ from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import blocked_line, generala_scored, points_table
 
 from .base import Agent, AgentError, best_legal
+from .ppo import SHIPPED
 from .solver import NEG, Solver
 
-CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
-if not CHECKPOINTS.is_dir():  # an installed wheel carries them as agents/checkpoints/
-    CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+CHECKPOINTS = SHIPPED  # checkpoints/ in a checkout, agents/checkpoints/ in a wheel
 VALUES_FILE = "td_search.json"
 FORMAT = "td-search-v1"
 

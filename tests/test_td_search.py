@@ -90,6 +90,7 @@ def test_training_saves_as_it_goes_and_resumes(tmp_path, capsys):
     assert train_main([*args, "--games", "30"]) == 0
     again = json.loads((out / "td_search.json").read_text())
     assert again["games"] == 30 and [r["games"] for r in again["curve"]] == [10, 20, 30]
+    assert len(again["recipes"]) == 2 and again["recipes"][1].endswith("--games 30")
     assert "resuming" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         train_main(["--rules", "classic", "--out", str(out), "--games", "1"])  # another rule set's folder: refused

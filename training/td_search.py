@@ -61,6 +61,9 @@ def main(argv=None) -> int:
     if state:
         rng.bit_generator.state = state["rng_state"]
     curve = state["curve"] if state else []
+    recipe = "python -m training.td_search " + " ".join(sys.argv[1:] if argv is None else argv)
+    previous = (state.get("recipes") or ([state["recipe"]] if "recipe" in state else [])) if state else []
+    recipes = [*previous, recipe]
     spent = state["train_seconds"] if state else 0.0
     if args.players == 1:
         learner = OnePlayerLearner(rules, state["values"] if state else None)
@@ -95,7 +98,7 @@ def main(argv=None) -> int:
             "solver_in_training": [],
             "how": "TD(0) from its own games"
             + (" (one player: expected target of the turn's expectimax, optimistic start)" if args.players == 1 else " (self-play, win objective)"),
-            "recipe": "python -m training.td_search " + " ".join(sys.argv[1:] if argv is None else argv),
+            "recipes": recipes,  # every run that trained this file, in order
             "rng_state": rng.bit_generator.state,
             "curve": curve,
             "values": learner.V.tolist() if args.players == 1 else list(map(float, learner.value.V1)),
