@@ -19,7 +19,14 @@ from generala_env.rules import load_rules  # noqa: E402
 
 
 @pytest.mark.parametrize(
-    "params", [{}, {"players": 2, "reward": "win"}, {"players": 3, "rules": "double"}, {"players": 2, "rules": "sixty", "reward": "total"}]
+    "params",
+    [
+        {},
+        {"players": 2, "reward": "win"},
+        {"players": 3, "rules": "double"},
+        {"players": 2, "rules": "sixty", "reward": "total"},
+        {"players": 6, "reward": "win"},
+    ],
 )
 def test_openspiels_random_simulation_test_with_serialisation(params):
     game = pyspiel.load_game("python_generala", params)
