@@ -259,11 +259,15 @@ class TDSearchAgent(Agent):
 
     name = "td-search"
 
-    def __init__(self, rules="classic", seed: int | None = None):
+    def __init__(self, rules="classic", seed: int | None = None, values=None):
         super().__init__(rules, seed)
-        data = _checked(self.name, self.rules)
-        self.metadata = {k: v for k, v in data.items() if k != "values"}
-        self.solver = Solver(self.rules, np.array(data["values"], dtype=np.float64))  # learned values, not solved ones
+        if values is None:
+            data = _checked(self.name, self.rules)
+            self.metadata = {k: v for k, v in data.items() if k != "values"}
+            values = data["values"]
+        else:  # a table just learned (benchmarks/dice_model_track.py)
+            self.metadata = {"solver_in_training": []}
+        self.solver = Solver(self.rules, np.array(values, dtype=np.float64))  # learned values, not solved ones
 
     def act(self, observation, info) -> int:
         v = self.view(info)
