@@ -10,6 +10,7 @@ from both seats (a shared win counts half).
 
     python benchmarks/dice_model_track.py            # about 10 minutes on one core
     python benchmarks/dice_model_track.py --games 5000 --eval-games 200   # quicker
+    python benchmarks/dice_model_track.py --optimal  # the exact optimum's mean on the same dice
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def main(argv=None) -> int:
     ap.add_argument("--games", type=int, default=20000, help="training games per one-player task (default 20000)")
     ap.add_argument("--eval-games", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--optimal", action="store_true", help="only the yardstick: the exact optimal agent on the same evaluation dice")
     args = ap.parse_args(argv)
 
     import agents
@@ -37,6 +39,11 @@ def main(argv=None) -> int:
     from training.harness import game_seed, play_game
 
     seeds = [game_seed(EVAL_SEED, i) for i in range(args.eval_games)]
+    if args.optimal:
+        for task, rules in ONE_PLAYER.items():
+            agent = agents.load("optimal", rules=rules)
+            print(f"{task:<22} optimal on the same dice: {np.mean([int(play_game([agent], rules, s).totals[0]) for s in seeds]):.2f}")
+        return 0
     print(f"{'task':<22} {'train games':>11} {'train s':>8} {'eval mean':>10} {'optimum':>8} {'% of optimum':>12} {'eval s':>7}")
     for task, rules in ONE_PLAYER.items():
         learner = OnePlayerLearner(rules)
