@@ -176,6 +176,9 @@ class Game:
     :attr:`legal_int8_view`, and :meth:`views` for what an observer reads at every step.
     """
 
+    throw_keep = -1  # class defaults for games pickled before the dice model (see __init__)
+    _throw_starts_turn = False
+
     def __init__(self, rules="classic", num_players: int = 1):
         self.rules: RuleSet = load_rules(rules)
         if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= MAX_PLAYERS:
@@ -196,6 +199,8 @@ class Game:
         self.over = True
         self.served_generala_winner: int | None = None
         self.writes = 0
+        self.throw_keep = -1  # after decide(): the keep of the dice on the table while the rest are in the cup; -1: no throw pending
+        self._throw_starts_turn = False  # the pending throw is the next player's first roll
         # legal_mask() and the sheet sums, kept until the state they were computed from changes
         self._legal_key: tuple | None = None
         self._legal: np.ndarray | None = None
@@ -219,6 +224,7 @@ class Game:
         self.over = False
         self.served_generala_winner = None
         self.writes = 0
+        self.throw_keep = -1
         self._start_turn(throw(rng, DICE))
 
     def _start_turn(self, faces) -> None:
@@ -336,6 +342,7 @@ class Game:
         self.player = seat
         self.locked = keep_index(kept)
         self.served_generala_winner = winner
+        self.throw_keep = -1
         self.over = full or winner is not None
         self._sheets_key = None  # recount the facts and writes from the sheets
         self._legal_key = None
@@ -487,6 +494,8 @@ class Game:
         a = int(action)
         if not 0 <= a < self.num_actions:
             return f"action {a} is out of range 0..{self.num_actions - 1}"
+        if self.throw_keep >= 0:
+            return "a throw is pending after decide(): land its faces first"
         legal = self._legal_now()[a]  # first: sheets written by hand may end the game
         if self.over:
             return "the game is over"
@@ -506,7 +515,7 @@ class Game:
     def step(self, action: int, rng) -> Outcome:
         """Apply a legal action, drawing any dice it needs from ``rng``."""
         a = action
-        if not (a.__class__ is int and 0 <= a < self.num_actions and not self.over and self._legal_now()[a]):
+        if not (a.__class__ is int and 0 <= a < self.num_actions and not self.over and self.throw_keep < 0 and self._legal_now()[a]):
             why = self.why_illegal(action)  # the slow path names the problem (or accepts a numpy integer)
             if why is not None:
                 raise IllegalActionError(why)
@@ -534,15 +543,52 @@ class Game:
         return self._apply(a, faces)
 
     def _apply(self, a: int, faces) -> Outcome:
+        if a < NUM_MASKS and len(faces) != DICE - _KEEP_SIZE[_HOLD_KEEP[self.roll][a]]:
+            raise ValueError(f"hold {a} rerolls {DICE - _KEEP_SIZE[_HOLD_KEEP[self.roll][a]]} dice, got {len(faces)} faces")
+        out = self._decide(a)
+        if self.throw_keep >= 0:
+            self._land(faces)
+        return out
+
+    # -- a decision and its throw apart (the dice model: generala_env.model) ------
+    def decide(self, action: int) -> Outcome:
+        """Apply a legal action without throwing: the afterstate.
+
+        A hold keeps its dice and puts the others in the cup; a write fills the line and
+        passes the turn, the next player's five dice in the cup. Unless the game ended,
+        :attr:`throw_keep` is then the keep index of the dice staying on the table, and
+        :meth:`land` must follow with the thrown faces before anything else. ``step``
+        and ``apply`` are ``decide`` then ``land``, so the model plays the env's rules.
+        """
+        why = self.why_illegal(action)
+        if why is not None:
+            raise IllegalActionError(why)
+        return self._decide(int(action))
+
+    def land(self, faces) -> None:
+        """The faces thrown after :meth:`decide` (as many as were in the cup)."""
+        if self.throw_keep < 0:
+            raise IllegalActionError("no throw is pending: land follows decide")
+        fs = [int(f) for f in faces]
+        if len(fs) != DICE - _KEEP_SIZE[self.throw_keep] or any(not 1 <= f <= 6 for f in fs):
+            raise ValueError(f"the throw is {DICE - _KEEP_SIZE[self.throw_keep]} faces from 1 to 6, got {fs}")
+        self._land(fs)
+
+    def _land(self, faces) -> None:
+        keep, self.throw_keep = self.throw_keep, -1
+        if self._throw_starts_turn:
+            self._start_turn(faces)
+        else:
+            fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
+            self.roll = _ROLL_OF_KEY[_KEEP_KEY[keep] + sum(map(_FACE_KEY.__getitem__, fs))]  # dice.reroll by keys
+
+    def _decide(self, a: int) -> Outcome:
         me = self.player
         if a < NUM_MASKS:
             keep = _HOLD_KEEP[self.roll][a]
-            if len(faces) != DICE - _KEEP_SIZE[keep]:
-                raise ValueError(f"hold {a} rerolls {DICE - _KEEP_SIZE[keep]} dice, got {len(faces)} faces")
-            fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
-            self.roll = _ROLL_OF_KEY[_KEEP_KEY[keep] + sum(map(_FACE_KEY.__getitem__, fs))]  # dice.reroll by keys
             self.rolls_left -= 1
             self.locked = keep
+            self.throw_keep, self._throw_starts_turn = keep, False
             return _REROLLED[me][a]
 
         line = a - NUM_MASKS
@@ -569,7 +615,7 @@ class Game:
             self.over = True
         else:
             self.player = (me + 1) % self.num_players
-            self._start_turn(faces)
+            self.throw_keep, self._throw_starts_turn = _EMPTY_KEEP, True
         return out
 
     # -- copying ----------------------------------------------------------------

@@ -1,0 +1,305 @@
+"""Search agents whose values come from their own play: ``td-search`` and ``td-search-2p``.
+
+Each decision is an expectimax over the rest of the current turn: the dice model's chance
+outcomes (the 252 rolls, every keep's distribution over them) and every hold and write,
+exactly, down to the turn's end. The turn's end is valued by a learned function of the
+sheet it leaves; that function is all that is learned, by temporal-difference learning
+from the agent's own games. No solver values and no cloning: the within-turn array code is
+:class:`agents.solver.Solver`'s (``write_values`` and ``turn``, fed the learned values),
+which is the same expectimax a search through :mod:`generala_env.model` would compute,
+in arrays.
+
+* ``td-search`` (one player): a table ``V[filled lines, generala scored]`` of the points
+  still to come. Learning: every turn of its own games, the value of the sheet it starts
+  from is set to the turn's expectimax under the current table (a TD(0) update with the
+  model's expected target, step size 1), starting from an optimistic table (each open
+  line at the most it can hold), so the greedy player tries what it has not yet learned
+  is worse (real-time dynamic programming).
+* ``td-search-2p`` (two players, the win objective): the writer's chance to win after a
+  write, ``sigmoid((a[k] - c . n) * margin + b[k])``, where ``margin`` is the score
+  difference plus the one-player table's points to come for each sheet (both sheets),
+  ``k`` the lines still open in the game and ``n[l]`` how many of the two sheets still have
+  line ``l`` open (open lines widen the final margin's spread by ``c[l]``); ``a``, ``b`` and
+  ``c`` are learned by TD(0) from self-play (the target: one minus the opponent's
+  expectimax chance to win at its next turn).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from generala_env.dice import FULL_ROLL_PROB, HOLD_KEEP, NUM_MASKS, NUM_ROLLS, ROLL_COUNTS
+from generala_env.game import OPEN, Game
+from generala_env.rules import RuleSet, load_rules
+from generala_env.scoring import blocked_line, generala_scored, points_table
+
+from .base import Agent, AgentError, best_legal
+from .ppo import SHIPPED
+from .solver import NEG, Solver
+
+CHECKPOINTS = SHIPPED  # checkpoints/ in a checkout, agents/checkpoints/ in a wheel
+VALUES_FILE = "td_search.json"
+FORMAT = "td-search-v1"
+
+
+# -- one turn: the expectimax given the values of its end ----------------------------------------
+def turn_action_values(W: np.ndarray, t: dict, roll: int, rolls_left: int) -> np.ndarray:
+    """Values of every action (holds 0..31, writes 32+l) at a decision of a turn whose
+    writes are worth ``W[l, r, served]`` and whose within-turn arrays are ``t``."""
+    L = W.shape[0]
+    vals = np.full(NUM_MASKS + L, NEG)
+    vals[NUM_MASKS:] = W[:, roll, 1 if rolls_left == 2 else 0]
+    if rolls_left > 0:
+        keeps = HOLD_KEEP[roll, : NUM_MASKS - 1]
+        vals[: NUM_MASKS - 1] = (t["K1"] if rolls_left == 2 else t["K2"])[0][keeps]
+    return vals
+
+
+def optimistic_values(rules: RuleSet) -> np.ndarray:
+    """The starting table: each open line at the most points it can hold (never below the truth)."""
+    L = rules.num_lines
+    most = points_table(rules).max(axis=(1, 2)).astype(np.float64)
+    masks = np.arange(1 << L)
+    open_most = ((masks[:, None] >> np.arange(L)) & 1 == 0) @ most
+    return np.repeat(open_most, 2)  # index filled_mask * 2 + generala flag, as the solver's
+
+
+def sheet_state(rules: RuleSet, sheet) -> tuple[int, int]:
+    """(filled mask, generala-scored flag) of one seat's sheet, as the solver indexes them."""
+    mask = sum(1 << i for i, v in enumerate(sheet) if v != OPEN)
+    flag = int(bool(generala_scored(rules, np.asarray(sheet))) and rules.double_generala_line >= 0)
+    return int(mask), flag
+
+
+class OnePlayerLearner:
+    """TD learning of the one-player table from the learner's own games (see the module)."""
+
+    def __init__(self, rules="classic", values: np.ndarray | None = None):
+        self.rules = load_rules(rules)
+        self.solver = Solver(self.rules)  # its array code only; its values are never solved
+        self.V = optimistic_values(self.rules) if values is None else np.array(values, dtype=np.float64)
+        full = (1 << self.rules.num_lines) - 1
+        self.V[full * 2 :] = 0.0
+        self.games = 0
+        self.updates = 0
+
+    def plan(self, mask: int, flag: int):
+        W = self.solver.write_values(np.array([mask]), np.array([flag]), self.V)
+        return W[0], self.solver.turn(W)
+
+    def play_game(self, rng, learn: bool = True) -> int:
+        """One game with the current table; with ``learn``, each turn's start is backed up."""
+        game = Game(self.rules, 1)
+        game.reset(rng)
+        while not game.over:
+            mask, flag = sheet_state(self.rules, game.sheets[0])
+            W, t = self.plan(mask, flag)
+            if learn:
+                self.V[mask * 2 + flag] = float(t["value"][0])
+                self.updates += 1
+            while True:
+                a = best_legal(turn_action_values(W, t, game.roll, game.rolls_left), game.legal_view)
+                game.step(a, rng)
+                if a >= NUM_MASKS:
+                    break
+        self.games += learn
+        return int(game.totals_view[0])
+
+
+class TwoPlayerValue:
+    """The writer's chance to win after a write: ``sigmoid((a[k] - c . n) * margin + b[k])`` (see the module)."""
+
+    def __init__(self, rules: RuleSet, V1: np.ndarray, a: np.ndarray | None = None, b: np.ndarray | None = None, c: np.ndarray | None = None):
+        self.rules = rules
+        self.L = rules.num_lines
+        self.V1 = np.asarray(V1, dtype=np.float64)
+        n = 2 * self.L + 1
+        self.a = np.full(n, 0.1) if a is None else np.array(a, dtype=np.float64)
+        self.b = np.zeros(n) if b is None else np.array(b, dtype=np.float64)
+        # c[l]: how much each sheet with line l still open widens the spread of the final margin
+        # (the scale on the margin is a[k] - c . open counts); zero to start
+        self.c = np.zeros(self.L) if c is None else np.array(c, dtype=np.float64)
+        self.points = points_table(rules).astype(np.float64)  # (L, 252, 2)
+        self.gen, self.dbl = rules.generala_line, rules.double_generala_line
+        self.served_win = rules.served_generala_wins(2)
+        self.five = ROLL_COUNTS.max(axis=1) == 5
+
+    def write_values(self, me: np.ndarray, opp: np.ndarray, diff: int, last_seat: bool):
+        """``W[l, r, served]``: the writer's chance to win after writing line ``l`` on roll
+        ``r``, and the (margin, k) of each write for learning. ``me``/``opp``: the two sheets;
+        ``diff``: the writer's total minus the opponent's; ``last_seat``: the writer is seat 1
+        (its last write ends the game)."""
+        L = self.L
+        mask, flag = sheet_state(self.rules, me)
+        omask, oflag = sheet_state(self.rules, opp)
+        opp_rest = self.V1[omask * 2 + oflag]
+        blocked = blocked_line(self.rules, bool(generala_scored(self.rules, np.asarray(me))))
+        W = np.full((L, NUM_ROLLS, 2), NEG)
+        k_after = int(np.sum(np.asarray(me) == OPEN) + np.sum(np.asarray(opp) == OPEN)) - 1
+        spread_now = float(self.c @ self.open_counts(me, opp))
+        for line in range(L):
+            if me[line] != OPEN:
+                continue
+            pts = self.points[line].copy()
+            if line == blocked:
+                pts[:] = 0.0
+            nmask = mask | (1 << line)
+            scores_generala = line == self.gen and self.dbl >= 0  # the write decides the flag of the sheet after it
+            rest = np.where(pts > 0, self.V1[nmask * 2 + 1], self.V1[nmask * 2]) if scores_generala else self.V1[nmask * 2 + flag]
+            margin = diff + pts + rest - opp_rest
+            if k_after == 0 or (last_seat and nmask == (1 << L) - 1):
+                final = diff + pts
+                W[line] = np.where(final > 0, 1.0, np.where(final == 0, 0.5, 0.0))
+            else:
+                scale = self.a[k_after] - (spread_now - self.c[line])  # line is no longer open on the writer's sheet
+                W[line] = 1.0 / (1.0 + np.exp(-(scale * margin + self.b[k_after])))
+            if line == self.gen and self.served_win:
+                W[line, self.five, 1] = 1.0  # a served generala wins on the spot
+        return W, k_after
+
+    @staticmethod
+    def open_counts(me, opp) -> np.ndarray:
+        """Per line, how many of the two sheets have it open (0, 1 or 2)."""
+        return (np.asarray(me) == OPEN).astype(np.float64) + (np.asarray(opp) == OPEN)
+
+    def margin(self, me, opp, diff: int) -> float:
+        mask, flag = sheet_state(self.rules, me)
+        omask, oflag = sheet_state(self.rules, opp)
+        return float(diff + self.V1[mask * 2 + flag] - self.V1[omask * 2 + oflag])
+
+
+class TwoPlayerLearner:
+    """TD(0) self-play learning of :class:`TwoPlayerValue`'s ``a``, ``b`` and ``c`` (win objective)."""
+
+    def __init__(self, rules, V1: np.ndarray, lr: float = 0.02, value: TwoPlayerValue | None = None, spread: bool = True):
+        self.rules = load_rules(rules)
+        self.solver = Solver(self.rules)
+        self.value = value or TwoPlayerValue(self.rules, V1)
+        self.lr = lr
+        self.spread = spread  # learn c (else it stays as given)
+        self.games = 0
+
+    def plan(self, game: Game):
+        p = game.player
+        me, opp = game.sheets[p], game.sheets[1 - p]
+        t = game.totals_view
+        W, _ = self.value.write_values(me, opp, int(t[p] - t[1 - p]), p == 1)
+        return W, self.solver.turn(W[None])
+
+    def play_game(self, rng, learn: bool = True) -> int:
+        """One self-play game; returns the winner seat (-1 for a draw)."""
+        game = Game(self.rules, 2)
+        game.reset(rng)
+        pending = None  # (margin, k) of the last write, from its writer's view
+        while not game.over:
+            W, t = self.plan(game)
+            if learn and pending is not None:
+                self._update(*pending, 1.0 - float(t["value"][0]))
+            p = game.player
+            me, opp = game.sheets[p].copy(), game.sheets[1 - p].copy()
+            tot = game.totals_view
+            diff = int(tot[p] - tot[1 - p])
+            while True:
+                a = best_legal(turn_action_values(W, t, game.roll, game.rolls_left), game.legal_view)
+                out = game.step(a, rng)
+                if a >= NUM_MASKS:
+                    break
+            me2 = me.copy()
+            me2[a - NUM_MASKS] = out.points
+            k = int(np.sum(me2 == OPEN) + np.sum(opp == OPEN))
+            pending = None if game.over else (self.value.margin(me2, opp, diff + out.points), k, self.value.open_counts(me2, opp))
+        self.games += learn
+        w = game.winners()
+        return w[0] if len(w) == 1 else -1
+
+    def _update(self, margin: float, k: int, counts: np.ndarray, target: float) -> None:
+        v = self.value
+        z = (v.a[k] - v.c @ counts) * margin + v.b[k]
+        p = 1.0 / (1.0 + math.exp(-z))
+        g = target - p  # the cross-entropy gradient with respect to z
+        v.a[k] += self.lr * g * margin / 1000.0  # margins run to tens of points: a smaller step for a
+        v.b[k] += self.lr * g
+        if self.spread:
+            v.c -= self.lr * g * margin * counts / 1000.0
+
+
+# -- checkpoints -----------------------------------------------------------------------------
+def save_checkpoint(path: Path, data: dict) -> None:
+    """Write a checkpoint file whole (a temp file renamed over it)."""
+    from .solver import write_whole
+
+    write_whole(Path(path), lambda f: (os.fchmod(f.fileno(), 0o644), f.write(json.dumps(data, indent=1).encode())))
+
+
+def read_checkpoint(name: str) -> dict:
+    file = CHECKPOINTS / name / VALUES_FILE
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise AgentError(f"{name}: cannot read its values {file}: {e}") from None
+    if data.get("format") != FORMAT:
+        raise AgentError(f"{file} is not a {FORMAT} checkpoint")
+    return data
+
+
+def _checked(name: str, rules: RuleSet) -> dict:
+    data = read_checkpoint(name)
+    if data["rules_fingerprint"] != rules.fingerprint():
+        raise AgentError(f"{name} learned its values under rules {data['rules_name']!r}; it cannot play {rules.name!r} (train it with training/td_search.py)")
+    return data
+
+
+class TDSearchAgent(Agent):
+    """Expectimax over the turn with learned end-of-turn values (TD from its own games, one player)."""
+
+    name = "td-search"
+
+    def __init__(self, rules="classic", seed: int | None = None, values=None):
+        super().__init__(rules, seed)
+        if values is None:
+            data = _checked(self.name, self.rules)
+            self.metadata = {k: v for k, v in data.items() if k != "values"}
+            values = data["values"]
+        else:  # a table just learned (benchmarks/dice_model_track.py)
+            self.metadata = {"solver_in_training": []}
+        self.solver = Solver(self.rules, np.array(values, dtype=np.float64))  # learned values, not solved ones
+
+    def act(self, observation, info) -> int:
+        v = self.view(info)
+        values = self.solver.action_values(v.filled_mask, generala_scored(self.rules, v.sheet), v.roll, v.rolls_left, v.locked)
+        return best_legal(values, v.mask)
+
+
+class TDSearchTwoPlayerAgent(Agent):
+    """Expectimax over the turn with a learned chance to win at its end (TD self-play, two players)."""
+
+    name = "td-search-2p"
+
+    def __init__(self, rules="classic", seed: int | None = None):
+        super().__init__(rules, seed)
+        data = _checked(self.name, self.rules)
+        self.metadata = {k: v for k, v in data.items() if k not in ("values", "a", "b")}
+        self.value = TwoPlayerValue(self.rules, data["values"], data["a"], data["b"], data.get("c"))
+        self.solver = Solver(self.rules)
+        self._key, self._plan = None, None
+
+    def act(self, observation, info) -> int:
+        v = self.view(info)
+        if v.sheets.shape[0] != 2:
+            raise AgentError(f"{self.name} plays two-player games only; this game has {v.sheets.shape[0]} seat(s)")
+        opp = 1 - v.seat
+        totals = np.where(v.sheets == OPEN, 0, v.sheets).sum(axis=1)
+        key = (v.sheets.tobytes(), v.seat)  # the turn's plan holds for all of its decisions
+        if key != self._key:
+            W, _ = self.value.write_values(v.sheet, v.sheets[opp], int(totals[v.seat] - totals[opp]), v.seat == 1)
+            self._key, self._plan = key, (W, self.solver.turn(W[None]))
+        W, t = self._plan
+        return best_legal(turn_action_values(W, t, v.roll, v.rolls_left), v.mask)
+
+
+__all__ = ["TDSearchAgent", "TDSearchTwoPlayerAgent", "OnePlayerLearner", "TwoPlayerLearner", "FULL_ROLL_PROB"]

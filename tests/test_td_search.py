@@ -1,0 +1,96 @@
+"""td-search: expectimax over the turn with values learned by TD from its own games."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import agents
+from agents.base import AgentError
+from agents.solver import Solver
+from agents.td_search import OnePlayerLearner, TwoPlayerLearner, TwoPlayerValue, optimistic_values, read_checkpoint
+from generala_env.dice import ROLL_COUNTS
+from generala_env.game import OPEN
+from generala_env.rules import load_rules
+from training.td_search import main as train_main
+
+
+def test_td_learning_from_its_own_games_finds_the_optimum_of_a_small_sheet(tmp_path):
+    path = tmp_path / "three.yaml"
+    path.write_text("lines: [fives, sixes, full_house]\n")
+    learner = OnePlayerLearner(str(path))
+    assert learner.V[0] > Solver(str(path)).solve().expected_score + 10  # it starts optimistic, from the rules alone
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        learner.play_game(rng)
+    exact = Solver(str(path)).solve()
+    assert abs(learner.V[0] - exact.expected_score) < 1e-9  # what its own games taught it is the optimum
+
+
+def test_the_shipped_agents_load_play_and_say_how_they_learned():
+    for name, players in (("td-search", 1), ("td-search-2p", 2)):
+        meta = read_checkpoint(name)
+        assert meta["solver_in_training"] == [] and meta["players"] == players and meta["games"] > 0
+        agent = agents.load(name, rules="classic")
+        env = gym.make("Generala-v0", num_players=players, **({"opponents": "greedy"} if players == 2 else {}))
+        obs, info = env.reset(seed=1)
+        done = False
+        while not done:
+            a = agent.act(obs, info)
+            assert info["action_mask"][a]
+            obs, _, term, trunc, info = env.step(a)
+            done = term or trunc
+    with pytest.raises(AgentError, match="learned its values under rules 'classic'"):
+        agents.load("td-search", rules="double")
+
+
+def test_the_shipped_one_player_table_is_the_optimum_where_its_games_went():
+    V = np.array(read_checkpoint("td-search")["values"])
+    exact = Solver("classic").solve()
+    assert abs(V[0] - exact.expected_score) < 1e-6
+    assert (V >= exact.V - 1e-9).all()  # never below the truth: unvisited sheets keep their optimistic start
+    assert not np.array_equal(V, optimistic_values(exact.rules))
+
+
+def test_two_player_self_play_moves_the_win_model():
+    V1 = read_checkpoint("td-search")["values"]
+    learner = TwoPlayerLearner("classic", V1, lr=0.05)
+    a0, b0 = learner.value.a.copy(), learner.value.b.copy()
+    rng = np.random.default_rng(0)
+    winners = [learner.play_game(rng) for _ in range(5)]
+    assert set(winners) <= {-1, 0, 1}
+    assert not np.array_equal(learner.value.a, a0) and not np.array_equal(learner.value.b, b0)
+    assert learner.value.c.any()  # the spread of open lines is learned too
+
+
+def test_the_last_write_of_the_game_is_valued_by_its_result():
+    V1 = read_checkpoint("td-search")["values"]
+    value = TwoPlayerValue(load_rules("classic"), V1)
+    me = np.array([3, 6, 9, 12, 15, 18, 20, 30, 0, OPEN])  # seat 1's last line: generala; 113 points so far
+    opp = np.array([3, 6, 9, 12, 15, 18, 20, 30, 40, 0])  # seat 0 has finished: 153
+    W, k = value.write_values(me, opp, 113 - 153, last_seat=True)
+    assert k == 0
+    generala = W[9][:, 0]
+    five = ROLL_COUNTS.max(axis=1) == 5
+    assert (generala[five] == 1.0).all() and (generala[~five] == 0.0).all()  # 50 wins (163 > 153), nothing else does
+    assert np.isneginf(W[:9]).all()  # filled lines cannot be written
+
+
+def test_training_saves_as_it_goes_and_resumes(tmp_path, capsys):
+    rules = tmp_path / "two.yaml"
+    rules.write_text("lines: [sixes, generala]\n")
+    out = tmp_path / "run"
+    args = ["--rules", str(rules), "--out", str(out), "--save-every", "10", "--eval-games", "5"]
+    assert train_main([*args, "--games", "20"]) == 0
+    first = json.loads((out / "td_search.json").read_text())
+    assert first["games"] == 20 and [r["games"] for r in first["curve"]] == [10, 20] and first["solver_in_training"] == []
+    assert train_main([*args, "--games", "30"]) == 0
+    again = json.loads((out / "td_search.json").read_text())
+    assert again["games"] == 30 and [r["games"] for r in again["curve"]] == [10, 20, 30]
+    assert len(again["recipes"]) == 2 and again["recipes"][1].endswith("--games 30")
+    assert "resuming" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        train_main(["--rules", "classic", "--out", str(out), "--games", "1"])  # another rule set's folder: refused
