@@ -87,6 +87,7 @@ class OnePlayerLearner:
         self.V[full * 2 :] = 0.0
         self.games = 0
         self.updates = 0
+        self.steps = 0  # decisions of its training games (environment steps)
 
     def plan(self, mask: int, flag: int):
         W = self.solver.write_values(np.array([mask]), np.array([flag]), self.V)
@@ -105,6 +106,7 @@ class OnePlayerLearner:
             while True:
                 a = best_legal(turn_action_values(W, t, game.roll, game.rolls_left), game.legal_view)
                 game.step(a, rng)
+                self.steps += learn
                 if a >= NUM_MASKS:
                     break
         self.games += learn

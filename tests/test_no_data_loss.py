@@ -107,5 +107,5 @@ def test_evaluate_does_not_write_through_a_link_in_out(tmp_path, capsys):
     victim.write_text("mine")
     (out / "results.md").symlink_to(victim)
     rc = cli_main(["evaluate", "--agents", "greedy", "--games", "2", "--out", str(out), "--no-progress", "--workers", "1"])
-    assert rc == 2 and "results.md there is a link" in capsys.readouterr().err
+    assert rc == 2 and "results.md is a symbolic link" in capsys.readouterr().err
     assert victim.read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["results.md"]
