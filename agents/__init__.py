@@ -107,8 +107,8 @@ def _register() -> None:
         opponents.register(name, partial(_checkpoint, SHIPPED / name), summary=partial(checkpoint_line, name))
     from .td_search import TDSearchAgent, TDSearchTwoPlayerAgent  # values learned from their own games (checkpoints/td-search*)
 
-    for cls in (TDSearchAgent, TDSearchTwoPlayerAgent):
-        opponents.register(cls.name, cls, summary=(cls.__doc__ or "").strip().splitlines()[0])
+    for search in (TDSearchAgent, TDSearchTwoPlayerAgent):
+        opponents.register(search.name, search, summary=(search.__doc__ or "").strip().splitlines()[0])
     opponents.register_prefix("pool:", _pool, summary="self-play: each game one of the newest step_N.zip of a training run's folder")
     opponents.register_resolver(_checkpoint_folder)
     opponents.register_resolver(specs.resolver)  # module:attr, file.py:attr; refuses a .zip

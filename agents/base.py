@@ -39,7 +39,7 @@ class SeatView:
         return int(sum(1 << i for i, v in enumerate(self.sheet) if v != OPEN))
 
     @classmethod
-    def from_info(cls, info: dict) -> "SeatView":
+    def from_info(cls, info: dict) -> SeatView:
         seat = int(info.get("seat", info.get("player", 0)))
         sheets = np.asarray(info["sheets"])
         dice = np.asarray(info["dice"])

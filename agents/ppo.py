@@ -25,7 +25,9 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -136,7 +138,7 @@ def masked_argmax_actions(policy, obs: np.ndarray, masks: np.ndarray) -> np.ndar
     return logits.argmax(axis=1)
 
 
-_ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
+_ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
 
 
 class PolicyNet:
@@ -166,7 +168,7 @@ class PolicyNet:
             self.layers.append(self._linear(tensors, at, w, width, where))
             if self.layer_norm:
                 ln = f"mlp_extractor.policy_net.{per_layer * i + 1}"
-                self.norms.append(tuple(self._tensor(tensors, f"{ln}.{k}", (w,), where) for k in ("weight", "bias")))
+                self.norms.append((self._tensor(tensors, f"{ln}.weight", (w,), where), self._tensor(tensors, f"{ln}.bias", (w,), where)))
             width = w
         if self.format == NETWORK_FORMAT:
             self.out = self._linear(tensors, "action_net", self.n_actions, width, where)
@@ -251,13 +253,15 @@ def network_shapes(network, where: str) -> tuple[dict[str, tuple], dict[str, tup
     if not isinstance(act, str) or act not in _ACTIVATIONS:
         raise AgentError(f"{where}: unknown activation {short_repr(act)}; known: {', '.join(_ACTIVATIONS)}")
     arch = network.get("net_arch")
-    pi, vf = (arch.get("pi"), arch.get("vf", [])) if isinstance(arch, dict) else (None, None)
+    pi: Any = arch.get("pi") if isinstance(arch, dict) else None  # checked below
+    vf: Any = arch.get("vf", []) if isinstance(arch, dict) else None
     for key, widths in (("pi", pi), ("vf", vf)):
         if not isinstance(widths, list) or len(widths) > MAX_LAYERS or not all(_whole(w, 1, MAX_WIDTH) for w in widths) or (key == "pi" and not widths):
             raise AgentError(
                 f"{where}: metadata 'network.net_arch.{key}' must be a list of at most {MAX_LAYERS} layer widths from 1 to {MAX_WIDTH}, got {short_repr(widths)}"
             )
-    obs_size, n_actions = network.get("obs_size"), network.get("n_actions")
+    obs_size: Any = network.get("obs_size")  # checked below
+    n_actions: Any = network.get("n_actions")
     if not _whole(obs_size, 1, 100_000) or not _whole(n_actions, NUM_MASKS + 1, NUM_MASKS + 100):
         raise AgentError(f"{where}: metadata 'network' needs whole numbers 'obs_size' and 'n_actions', got {short_repr(obs_size)} and {short_repr(n_actions)}")
     layer_norm = network.get("layer_norm", False)
@@ -265,7 +269,8 @@ def network_shapes(network, where: str) -> tuple[dict[str, tuple], dict[str, tup
         raise AgentError(f"{where}: metadata 'network.layer_norm' must be true or false, got {short_repr(layer_norm)}")
 
     def mlp(prefix: str, widths: list[int]) -> dict[str, tuple]:
-        out, width, per_layer = {}, obs_size, 3 if layer_norm else 2
+        out: dict[str, tuple] = {}
+        width, per_layer = obs_size, 3 if layer_norm else 2
         for i, w in enumerate(widths):
             out[f"{prefix}.{per_layer * i}.weight"], out[f"{prefix}.{per_layer * i}.bias"] = (w, width), (w,)
             if layer_norm:
@@ -278,7 +283,8 @@ def network_shapes(network, where: str) -> tuple[dict[str, tuple], dict[str, tup
     if network["format"] == NETWORK_FORMAT:
         actor.update({"action_net.weight": (n_actions, last), "action_net.bias": (n_actions,)})
     else:
-        k, dice = network.get("keep_width"), network.get("dice_slice")
+        k: Any = network.get("keep_width")  # checked below
+        dice: Any = network.get("dice_slice")
         if not _whole(k, 1, MAX_WIDTH) or not (
             isinstance(dice, list) and len(dice) == 2 and all(_whole(d, 0, obs_size) for d in dice) and dice[1] - dice[0] == 5
         ):
@@ -329,9 +335,9 @@ def load_policy_net(path: Path, meta: dict) -> PolicyNet:
         if not isinstance(entries, dict):
             raise ValueError("its header is not a JSON object")
         entries.pop("__metadata__", None)
-        extra = sorted(set(entries) - set(allowed))
-        if extra:
-            raise AgentError(f"{where}: {WEIGHTS_FILE} holds tensors its network does not use: {short_repr(extra, 200)}; refused")
+        unused = sorted(set(entries) - set(allowed))
+        if unused:
+            raise AgentError(f"{where}: {WEIGHTS_FILE} holds tensors its network does not use: {short_repr(unused, 200)}; refused")
         for n, e in entries.items():
             shape, dtype = (tuple(e.get("shape") or ()), e.get("dtype")) if isinstance(e, dict) else ((), None)
             if dtype != "F32":
@@ -346,12 +352,12 @@ def load_policy_net(path: Path, meta: dict) -> PolicyNet:
         if size > limit:
             raise AgentError(f"{where}: {WEIGHTS_FILE} is {size:,} bytes, more than the {limit:,} its metadata's network needs; refused")
         with safe_open(str(file), framework="numpy") as st:  # checks offsets and coverage; reads only the actor
-            tensors = {n: st.get_tensor(n) for n in st.keys() if n in actor}
+            tensors = {n: st.get_tensor(n) for n in st if n in actor}
     except (SafetensorError, OSError, ValueError, TypeError, RecursionError) as e:
         if isinstance(e, AgentError):
             raise
         raise AgentError(f"{where}: {WEIGHTS_FILE} cannot be read: {short_repr(str(e), 200)}") from None
-    return PolicyNet(meta.get("network"), tensors, where)
+    return PolicyNet(meta["network"], tensors, where)  # network_shapes checked it is a mapping
 
 
 REQUIRED_METADATA = ("rules", "num_players", "layout_version", "obs_size", "n_actions", "network")
@@ -459,7 +465,7 @@ class PoolAgent(Agent):
 
         self.fallback = load(fallback, rules=self.rules)
         self._models: dict[Path, object] = {}
-        self.current = None
+        self.current: Any = None  # an SB3 policy (torch), or None: the fallback plays
 
     def pool_files(self) -> list[Path]:
         """The ``newest`` ``step_N.zip`` files of the pool, oldest first."""

@@ -62,9 +62,9 @@ def _gather_max(values: np.ndarray, index: np.ndarray) -> np.ndarray:
 def _locked_pairs():
     """(first keep, roll) pairs with the roll containing the keep, for locked holds."""
     keep_of_pair, roll_of_pair = np.nonzero(ROLL_CONTAINS_KEEP.T)  # (k1, r)
-    roll_as_keep = np.array([int(np.flatnonzero((KEEP_COUNTS == ROLL_COUNTS[r]).all(1))[0]) for r in range(NUM_ROLLS)])
+    roll_as_keep = np.array([int(np.flatnonzero((ROLL_COUNTS[r] == KEEP_COUNTS).all(1))[0]) for r in range(NUM_ROLLS)])
     lists = []
-    for k1, r in zip(keep_of_pair, roll_of_pair):
+    for k1, r in zip(keep_of_pair, roll_of_pair, strict=True):
         ks = np.flatnonzero(KEEP_CONTAINS[:, k1] & ROLL_CONTAINS_KEEP[r])
         lists.append(ks[ks != roll_as_keep[r]])
     idx = np.full((len(lists), max(map(len, lists))), -1, dtype=np.int32)
@@ -88,8 +88,9 @@ class Solver:
         self.gen, self.dbl = self.rules.generala_line, self.rules.double_generala_line  # -1: not on the sheet
         self.locked = self.rules.locked_holds
         # (roll, served) pairs whose write on the generala line makes it scored
-        self.gen_scores = generala_scored(self.rules, self.points.transpose(1, 2, 0)) if self.gen >= 0 else None  # (252, 2)
-        self.V = values
+        # (252, 2); all False without a generala line
+        self.gen_scores = generala_scored(self.rules, self.points.transpose(1, 2, 0)) if self.gen >= 0 else np.zeros((NUM_ROLLS, 2), dtype=bool)
+        self.V: np.ndarray = np.zeros(0) if values is None else values  # empty until solve()
         self.solve_seconds = 0.0
 
     # -- state indexing ---------------------------------------------------------
@@ -134,14 +135,14 @@ class Solver:
         return out
 
     # -- the whole game -----------------------------------------------------------
-    def solve(self) -> "Solver":
+    def solve(self) -> Solver:
         t0 = time.perf_counter()
         L = self.L
         full = (1 << L) - 1
         V = np.zeros(2 * (1 << L))
-        by_filled = [[] for _ in range(L + 1)]
-        for m in range(1 << L):
-            by_filled[bin(m).count("1")].append(m)
+        by_filled: list[list[int]] = [[] for _ in range(L + 1)]
+        for mask in range(1 << L):
+            by_filled[bin(mask).count("1")].append(mask)
         for n in range(L - 1, -1, -1):
             ms = np.array(by_filled[n], dtype=np.int64)
             flags = np.zeros(len(ms), dtype=np.int64)
@@ -163,11 +164,16 @@ class Solver:
         return float(self.V[0])
 
     # -- decisions ----------------------------------------------------------------
-    @lru_cache(maxsize=512)
     def _turn_of_state(self, filled_mask: int, flag: int):
-        W = self.write_values(np.array([filled_mask]), np.array([flag]), self.V)
-        t = self.turn(W)
-        return W[0], t
+        """The write values and within-turn arrays of one sheet, kept per solver (at most 512 sheets)."""
+        cache = self.__dict__.setdefault("_turns", {})
+        key = (filled_mask, flag)
+        if key not in cache:
+            if len(cache) >= 512:
+                cache.pop(next(iter(cache)))
+            W = self.write_values(np.array([filled_mask]), np.array([flag]), self.V)
+            cache[key] = (W[0], self.turn(W))
+        return cache[key]
 
     def action_values(self, filled_mask: int, generala_scored: bool, roll: int, rolls_left: int, locked_keep: int) -> np.ndarray:
         """Expected final points still to come after each action (``-inf`` where not allowed).

@@ -31,9 +31,9 @@ from __future__ import annotations
 import json
 import time
 import warnings
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -160,12 +160,12 @@ class Layout:
         L = rules.num_lines
         sheets, gain, held = _sheets(rules)
         # per filled count, the number of sheets of each (gain, held): enough to count pairs and values
-        per_n = [Counter(zip(gain[ids].tolist(), held[ids].tolist())) for ids in map(np.array, sheets)]
+        per_n = [Counter(zip(gain[ids].tolist(), held[ids].tolist(), strict=True)) for ids in map(np.array, sheets)]
         values = pairs = 0
         for nA in range(L):
             for nB in (nA, nA + 1):
-                ga, ha, ca = (np.array(x) for x in zip(*[(g, h, c) for (g, h), c in per_n[nA].items()]))
-                gb, hb, cb = (np.array(x) for x in zip(*[(g, h, c) for (g, h), c in per_n[nB].items()]))
+                ga, ha, ca = (np.array(x) for x in zip(*[(g, h, c) for (g, h), c in per_n[nA].items()], strict=True))
+                gb, hb, cb = (np.array(x) for x in zip(*[(g, h, c) for (g, h), c in per_n[nB].items()], strict=True))
                 lo = np.maximum(-ga[:, None] - 1, -hb[None, :])
                 hi = np.minimum(gb[None, :] + 1, ha[:, None])
                 w = ca[:, None] * cb[None, :]
@@ -223,12 +223,12 @@ class TwoPlayerSolver:
         self.gen, self.dbl = self.rules.generala_line, self.rules.double_generala_line
         self.served_win = self.rules.served_generala_wins(2)
         self.layout: Layout | None = None
-        self.V = values
+        self.V: np.ndarray = np.zeros(0, dtype=np.float32) if values is None else values  # empty until solve()
         self.solve_seconds = 0.0
         if values is not None:
-            self._index()
-            if values.shape != (self.layout.num_values,):
-                raise ValueError(f"a two-player table for {self.rules.name!r} holds {self.layout.num_values} values, got {values.shape}")
+            n = self._index().num_values
+            if values.shape != (n,):
+                raise ValueError(f"a two-player table for {self.rules.name!r} holds {n} values, got {values.shape}")
 
     def _index(self) -> Layout:
         if self.layout is None:
@@ -237,7 +237,7 @@ class TwoPlayerSolver:
         return self.layout
 
     # -- solving -----------------------------------------------------------------------------
-    def solve(self, progress: Callable[[int, int], None] | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> "TwoPlayerSolver":
+    def solve(self, progress: Callable[[int, int], None] | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> TwoPlayerSolver:
         """Solve every pair; ``progress(values done, values in all)`` after each batch.
         Raises :class:`SolveTooBigError` before allocating when the table needs more than
         ``max_memory`` bytes (``None``: no limit)."""
@@ -270,7 +270,7 @@ class TwoPlayerSolver:
             dmax = int(lay.size[pairs].max())
             for s in range(0, len(pairs), 4096):
                 batch = pairs[s : s + 4096]
-                solve_pairs(
+                solve_pairs(  # type: ignore[call-arg]  # a numba dispatcher takes the kernel's arguments
                     batch,
                     lay.pair_a,
                     lay.pair_b,
@@ -346,10 +346,7 @@ class TwoPlayerSolver:
                 continue
             pts = np.zeros((NUM_ROLLS, 2), dtype=np.int64) if l == blocked else P[l]
             total = d + pts
-            if l == self.gen and self.dbl >= 0:
-                nflags = (pts > 0).astype(np.int64)
-            else:
-                nflags = np.full(pts.shape, flag, dtype=np.int64)
+            nflags = (pts > 0).astype(np.int64) if l == self.gen and self.dbl >= 0 else np.full(pts.shape, flag, dtype=np.int64)
             na = ((mask | (1 << l)) << 1) | nflags
             if (mask | (1 << l)) == lay.full and (b >> 1) == lay.full:  # the game's last write
                 W[l] = np.where(total > 0, 1.0, np.where(total == 0, 0.5, 0.0))
@@ -379,10 +376,16 @@ class TwoPlayerSolver:
             vals[: NUM_MASKS - 1] = (t["K1"] if rolls_left == 2 else t["K2"])[keeps]
         return vals
 
-    @lru_cache(maxsize=64)
     def _turn_cached(self, a: int, b: int, d: int):
-        W = self.write_values(a, b, d)
-        return W, _turn_arrays(self.rules, W)
+        """The write values and within-turn arrays of one state, kept per solver (at most 64 states)."""
+        cache = self.__dict__.setdefault("_turns", {})
+        key = (a, b, d)
+        if key not in cache:
+            if len(cache) >= 64:
+                cache.pop(next(iter(cache)))
+            W = self.write_values(a, b, d)
+            cache[key] = (W, _turn_arrays(self.rules, W))
+        return cache[key]
 
 
 def _turn_arrays(rules: RuleSet, W: np.ndarray) -> dict[str, np.ndarray]:

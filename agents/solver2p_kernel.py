@@ -22,7 +22,7 @@ from numba import njit, prange
 # evaluation and tournament programs fork their workers: take the fork-safe workqueue
 # layer unless the user chose one (NUMBA_THREADING_LAYER).
 if not os.environ.get("NUMBA_THREADING_LAYER"):
-    numba.config.THREADING_LAYER = "workqueue"
+    numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]  # numba.config's names are set at import
 
 from generala_env.dice import NUM_KEEPS, NUM_ROLLS
 

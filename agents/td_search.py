@@ -235,7 +235,11 @@ def save_checkpoint(path: Path, data: dict) -> None:
     """Write a checkpoint file whole (a temp file renamed over it)."""
     from .solver import write_whole
 
-    write_whole(Path(path), lambda f: (os.fchmod(f.fileno(), 0o644), f.write(json.dumps(data, indent=1).encode())))
+    def write(f) -> None:
+        os.fchmod(f.fileno(), 0o644)
+        f.write(json.dumps(data, indent=1).encode())
+
+    write_whole(Path(path), write)
 
 
 def read_checkpoint(name: str) -> dict:
@@ -288,7 +292,8 @@ class TDSearchTwoPlayerAgent(Agent):
         self.metadata = {k: v for k, v in data.items() if k not in ("values", "a", "b")}
         self.value = TwoPlayerValue(self.rules, data["values"], data["a"], data["b"], data.get("c"))
         self.solver = Solver(self.rules)
-        self._key, self._plan = None, None
+        self._key: tuple | None = None  # the state the plan was made for
+        self._plan: tuple = ()  # (write values, within-turn arrays) of the turn under way
 
     def act(self, observation, info) -> int:
         v = self.view(info)

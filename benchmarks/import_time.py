@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     print(f"{'import':<14} {'median s':>9} {'best s':>8} {'x gymnasium (median [p10-p90])':>32}")
     gym = times["gymnasium"]
     for name, ts in times.items():
-        ratios = [t / g for t, g in zip(ts, gym)]
+        ratios = [t / g for t, g in zip(ts, gym, strict=True)]
         band = f"{statistics.median(ratios):.2f} [{percentile(ratios, 0.1):.2f}-{percentile(ratios, 0.9):.2f}]"
         print(f"{name:<14} {statistics.median(ts):>9.3f} {min(ts):>8.3f} {band:>32}")
     return 0

@@ -83,7 +83,7 @@ def collect(env, policy: Policy, steps: int, reward_scale: float, seed: int | No
             if agent in pending:  # this seat's previous step leads here
                 buf["next"][pending[agent]] = len(buf["obs"])
             pending[agent] = len(buf["obs"])
-            for k, v in zip(keys, (x, m, action, d.log_prob(action), value.squeeze(), 0.0, False, -1)):
+            for k, v in zip(keys, (x, m, action, d.log_prob(action), value.squeeze(), 0.0, False, -1), strict=True):
                 buf[k].append(v)
             env.step(int(action))
         games += 1

@@ -12,7 +12,7 @@ __version__ = "0.2.0"
 
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout, observation_size
 from .game import OPEN, Game, IllegalActionError, Outcome
-from .rules import RuleSet, RulesError, load_rules, preset_names
+from .rules import RulesError, RuleSet, load_rules, preset_names
 from .scoring import line_points, points_table
 
 ENV_ID = "Generala-v0"

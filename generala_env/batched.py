@@ -58,7 +58,7 @@ try:
 except ImportError:  # plain Python: same results, much slower
     NUMBA = False
 
-    def njit(*args, **kwargs):
+    def njit(*args, **kwargs):  # type: ignore[no-redef]  # numba's njit, as a no-op
         return (lambda f: f) if not args or not callable(args[0]) else args[0]
 
 

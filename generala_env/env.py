@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -291,15 +292,15 @@ class GeneralaEnv(gym.Env):
     max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW
     _illegal_streak = 0
     render_scale = 2
-    _shown_moves: "list | tuple" = ()
+    _shown_moves: list[tuple[int, int, int, int]] = []  # noqa: RUF012  # made anew by __init__ and reset(); read-only here
 
     def __init__(
         self,
-        rules: "str | RuleSet | dict | None" = "classic",
+        rules: str | RuleSet | dict | None = "classic",
         num_players: int = 1,
-        opponents: "Any | Sequence[Any] | None" = None,
+        opponents: Any | Sequence[Any] | None = None,
         reward: str = "score",
-        agent_seat: "int | str" = 0,
+        agent_seat: int | str = 0,
         render_mode: str | None = None,
         illegal_action: str = "penalize",
         illegal_penalty: float = -1.0,
@@ -326,15 +327,15 @@ class GeneralaEnv(gym.Env):
 
         self.encoder = Encoder(self.rules, self.num_players)
         self.layout = observation_layout(self.rules, self.num_players)
-        self.action_space = spaces.Discrete(NUM_MASKS + self.rules.num_lines)
-        self.observation_space = observation_space(self.encoder.size, self.action_space.n, self.obs_type)
+        self.action_space: spaces.Discrete = spaces.Discrete(NUM_MASKS + self.rules.num_lines)
+        self.observation_space = observation_space(self.encoder.size, int(self.action_space.n), self.obs_type)
         self._dict_obs = self.obs_type == "dict"
         self.seat = 0 if agent_seat == "random" else int(agent_seat)
         self._ended_before_move = False
         self._illegal_streak = 0  # illegal actions in a row
         self._halt: str | None = NOT_RESET  # why step() cannot go on as usual; None while it can
         self._last_opponent_moves: list[tuple[int, int, int]] = []
-        self._shown_moves: list[tuple[int, int, int, int]] = []  # (seat, action, points, roll before) since the agent's last move, its own first
+        self._shown_moves = []  # (seat, action, points, roll before) since the agent's last move, its own first
         self._cup: DiceCup | None = None
 
     @property

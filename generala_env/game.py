@@ -104,7 +104,7 @@ def prefilled_sheets(rules: RuleSet, num_players: int, rng) -> np.ndarray:
     for p in range(num_players):
         lines = np.sort(rng.permutation(L)[:k])  # generala is written before double generala
         faces = rng.integers(1, 7, size=(k, 5))
-        for line, face in zip(lines, faces):
+        for line, face in zip(lines, faces, strict=True):
             r = roll_index(np.sort(face))
             pts = int(table[line, r, 0])
             if line == blocked_line(rules, generala_scored(rules, sheets[p])):
@@ -202,14 +202,15 @@ class Game:
         self.throw_keep = -1  # after decide(): the keep of the dice on the table while the rest are in the cup; -1: no throw pending
         self._throw_starts_turn = False  # the pending throw is the next player's first roll
         # legal_mask() and the sheet sums, kept until the state they were computed from changes
+        # (None keys: nothing computed yet; the empty values stand for nothing)
         self._legal_key: tuple | None = None
-        self._legal: np.ndarray | None = None
-        self._legal_i8: np.ndarray | None = None
+        self._legal: np.ndarray = np.zeros(0, dtype=bool)
+        self._legal_i8: np.ndarray = np.zeros(0, dtype=np.int8)
         self._sheets_key: bytes | None = None
-        self._facts: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
-        self._totals: np.ndarray | None = None
+        self._facts: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] = ((), (), ())
+        self._totals: np.ndarray = np.zeros(0, dtype=np.int64)
         self._totals_of: tuple | None = None  # the facts _totals was made from
-        self._filled: np.ndarray | None = None
+        self._filled: np.ndarray = np.zeros(0, dtype=np.int64)
         self._filled_of: tuple | None = None
         self._mask_of: dict[tuple[bool, int], tuple[np.ndarray, np.ndarray]] = {}  # legal masks by (rolls left?, open lines)
 
@@ -619,7 +620,7 @@ class Game:
         return out
 
     # -- copying ----------------------------------------------------------------
-    def clone(self) -> "Game":
+    def clone(self) -> Game:
         g = Game.__new__(Game)
         g.__dict__.update(self.__dict__)
         g.sheets = self.sheets.copy()

@@ -152,7 +152,7 @@ class raw_env(AECEnv, EzPickle):
 
     def __init__(
         self,
-        rules: "str | RuleSet | dict | None" = "classic",
+        rules: str | RuleSet | dict | None = "classic",
         num_players: int = 2,
         reward: str = "score",
         render_mode: str | None = None,
@@ -194,7 +194,7 @@ class raw_env(AECEnv, EzPickle):
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        self.infos = {a: {} for a in self.agents}
+        self.infos: dict[str, dict] = {a: {} for a in self.agents}
         self.agent_selection = self.possible_agents[0]
         self._started = False  # reset() was called
 

@@ -27,8 +27,9 @@ prefix (``"pool:DIR"``) or a resolver.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .rules import load_rules
 
@@ -54,7 +55,7 @@ _resolvers: list[Callable[[str], Callable[..., Any] | None]] = []
 _entry_points_loaded = False
 
 
-def register(name: str, factory: Callable[..., Any], *, batched: Callable[[Any], Any] | None = None, summary: "str | Callable[[], str]" = "") -> None:
+def register(name: str, factory: Callable[..., Any], *, batched: Callable[[Any], Any] | None = None, summary: str | Callable[[], str] = "") -> None:
     """Make ``name`` known: ``factory(rules=..., seed=..., **kwargs)`` builds the agent.
 
     ``batched(rules)``, if given, builds a batched opponent that plays exactly as the agent
@@ -130,9 +131,9 @@ def _find(name: str) -> Callable[..., Any] | None:
             rest, factory = name[len(prefix) :], entry.factory
             return lambda **kwargs: factory(rest, **kwargs)
     for resolver in _resolvers:
-        factory = resolver(name)
-        if factory is not None:
-            return factory
+        found = resolver(name)
+        if found is not None:
+            return found
     return None
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from .dice import KEEP_COUNTS, ROLLS
 from .game import OPEN, Game
 

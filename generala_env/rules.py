@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import yaml
@@ -171,10 +172,13 @@ def _resolve(data: Mapping[str, Any], seen: tuple[str, ...] = ()) -> dict[str, A
     return settings
 
 
-def _int(key: str, v: Any, allow_none: bool = False) -> int | None:
+def _optional_int(key: str, v: Any) -> int | None:
+    """:func:`_int`, or ``None`` for ``None``."""
+    return None if v is None else _int(key, v)
+
+
+def _int(key: str, v: Any) -> int:
     """A point value: a whole number (Python or NumPy) from 0 to :data:`MAX_VALUE`, as a Python int."""
-    if v is None and allow_none:
-        return None
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise RulesError(f"{key} must be a whole number, got {short_repr(v)}")
     v = int(v)  # a NumPy integer would not go through JSON (the fingerprint) and compares unlike an int
@@ -224,7 +228,7 @@ def _build(settings: Mapping[str, Any], name: str) -> RuleSet:
     mode = settings["served_generala"]
     if mode not in SERVED_GENERALA_MODES:
         raise RulesError(f"served_generala must be one of {', '.join(SERVED_GENERALA_MODES)}, got {short_repr(mode)}")
-    sg_points = _int("served_generala_points", settings["served_generala_points"], allow_none=True)
+    sg_points = _optional_int("served_generala_points", settings["served_generala_points"])
     if mode == "points" and sg_points is None:
         raise RulesError("served_generala: points needs served_generala_points (the worth of a served generala)")
     if mode == "win" and sg_points is not None:
@@ -244,7 +248,7 @@ def _build(settings: Mapping[str, Any], name: str) -> RuleSet:
     )
 
 
-def load_rules(spec: "str | Path | Mapping[str, Any] | RuleSet | None" = None) -> RuleSet:
+def load_rules(spec: str | Path | Mapping[str, Any] | RuleSet | None = None) -> RuleSet:
     """A validated :class:`RuleSet` from a preset name, YAML path, mapping or RuleSet.
 
     ``None`` means ``classic``. A mapping is overlaid on ``classic``, or on the preset

@@ -19,7 +19,8 @@ cap on illegal actions in a row is done with ``TimeLimit.truncated`` set.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor

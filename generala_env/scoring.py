@@ -81,7 +81,7 @@ def line_points(line: str, faces, rules: RuleSet, served: bool = False, generala
     if line == "generala":
         if not is_generala(faces):
             return 0
-        if served and rules.served_generala == "points":
+        if served and rules.served_generala == "points" and rules.served_generala_points is not None:
             return int(rules.served_generala_points)
         return rules.value("generala")
     if line == "double_generala":

@@ -66,7 +66,8 @@ naming the opponent until ``reset()``. ``step()`` and ``render()`` before the fi
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -107,10 +108,10 @@ class BatchedOpponent:
     def reset(self, seed: int | None = None) -> None:
         """Called on ``reset(seed=...)`` of the vector env."""
 
-    def games_started(self, venv: "GeneralaVectorEnv", games: np.ndarray) -> None:
+    def games_started(self, venv: GeneralaVectorEnv, games: np.ndarray) -> None:
         """Called whenever ``games`` (index array) start, by ``reset()`` or by autoreset."""
 
-    def act_batch(self, venv: "GeneralaVectorEnv", games: np.ndarray, masks: np.ndarray) -> np.ndarray:  # pragma: no cover
+    def act_batch(self, venv: GeneralaVectorEnv, games: np.ndarray, masks: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -198,11 +199,11 @@ class GeneralaVectorEnv(VectorEnv):
     def __init__(
         self,
         num_envs: int = 1,
-        rules: "str | RuleSet | dict | None" = "classic",
+        rules: str | RuleSet | dict | None = "classic",
         num_players: int = 1,
-        opponents: "Any | Sequence[Any] | None" = None,
+        opponents: Any | Sequence[Any] | None = None,
         reward: str = "score",
-        agent_seat: "int | str" = 0,
+        agent_seat: int | str = 0,
         render_mode: str | None = None,
         illegal_action: str = "penalize",
         illegal_penalty: float = -1.0,
@@ -551,7 +552,7 @@ class GeneralaVectorEnv(VectorEnv):
             if self.reward_mode == "win":
                 rewards[ended[over]] = win_reward[over]
             final_obs = np.empty(self.num_envs, dtype=object)  # None where the game goes on
-            for i, row, ended_now in zip(ended.tolist(), self._encode(ended), over.tolist()):
+            for i, row, ended_now in zip(ended.tolist(), self._encode(ended), over.tolist(), strict=True):
                 if self._dict_obs:  # a game that is over marks every action, as the single env's does
                     mask = np.ones(self.num_actions, dtype=np.int8) if ended_now else self._masks[i].astype(np.int8)
                     row = {"observation": row, "action_mask": mask}

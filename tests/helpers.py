@@ -27,7 +27,7 @@ class ScriptedDice:
     def __init__(self, *faces):
         self.faces = [int(f) for group in faces for f in str(group) if f.isdigit()] if faces else []
 
-    def push(self, *faces) -> "ScriptedDice":
+    def push(self, *faces) -> ScriptedDice:
         self.faces += [int(f) for group in faces for f in str(group) if f.isdigit()]
         return self
 

@@ -45,12 +45,13 @@ def test_a_run_is_diagnosed_checkpoint_by_checkpoint_with_its_training_scalars(t
 
 
 def test_learning_curves_are_drawn_against_steps_and_wall_clock(tmp_path):
-    from training.plot_curve import main as plot_main, read
+    from training.plot_curve import main as plot_main
+    from training.plot_curve import read
 
     for name, share in (("a", [0.5, 0.7]), ("b", [0.6, 0.9])):
         run = tmp_path / name
         run.mkdir()
-        rows = "\n".join(f"{s},{t},{100 * x},{x},0.5" for s, t, x in zip((500, 1000), (60.0, 120.0), share))
+        rows = "\n".join(f"{s},{t},{100 * x},{x},0.5" for s, t, x in zip((500, 1000), (60.0, 120.0), share, strict=True))
         (run / "evaluations.csv").write_text("step,wall_seconds,mean_score,share_of_optimal,win_rate\n" + rows + "\n")
     assert read(tmp_path / "b")["share_of_optimal"] == [0.6, 0.9]
     out = tmp_path / "curve.png"

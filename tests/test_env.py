@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
+from helpers import QUICK, ScriptedDice, write
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,7 +20,6 @@ from generala_env import OPEN, IllegalActionError, load_rules, observation_layou
 from generala_env.env import GeneralaEnv, opponent_moves
 from generala_env.render import render_text
 from generala_env.scoring import line_max, line_points
-from helpers import QUICK, ScriptedDice, write
 
 PRESETS = ["classic", "double", "sixty"]
 
@@ -124,7 +124,7 @@ def test_bad_arguments(kwargs, message):
 
 # -- seeding and pickling -------------------------------------------------------------
 def assert_same_step(a, b):
-    for x, y in zip(a[:4], b[:4]):
+    for x, y in zip(a[:4], b[:4], strict=True):
         assert np.array_equal(x, y)
         assert type(x) is type(y)
     ia, ib = a[-1], b[-1]
@@ -194,7 +194,7 @@ def test_reseeding_replays_whole_episodes_whatever_dice_were_left_over():
         env.reset()
         env.step(random_legal(env, np.random.default_rng(1)))
     again = episode(21)
-    assert len(first) == len(again) and all(np.array_equal(x, y) for x, y in zip(first, again))
+    assert len(first) == len(again) and all(np.array_equal(x, y) for x, y in zip(first, again, strict=True))
 
 
 @pytest.mark.parametrize("make", [GeneralaEnv, lambda **kw: gym.make("Generala-v0", **kw)])

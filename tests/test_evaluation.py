@@ -43,7 +43,7 @@ def test_same_seed_same_results_on_one_or_several_workers():
     seeds = [game_seed(3, i // 2) for i in range(30)]
     one = play_many(lineups, seeds, "classic", workers=1, progress=False)
     two = play_many(lineups, seeds, "classic", workers=2, progress=False)
-    for x, y in zip(one, two):
+    for x, y in zip(one, two, strict=True):
         assert np.array_equal(x.sheets, y.sheets) and x.winners == y.winners
 
 

@@ -59,9 +59,9 @@ def _ours(token: str) -> list[int]:
     found = []
     for d in Path("/proc").glob("[0-9]*"):
         try:
-            if f"GENERALA_FAULT_TOKEN={token}".encode() in (d / "environ").read_bytes().split(b"\0"):
-                if (d / "stat").read_text().split(") ", 1)[1][0] != "Z":
-                    found.append(int(d.name))
+            mine = f"GENERALA_FAULT_TOKEN={token}".encode() in (d / "environ").read_bytes().split(b"\0")
+            if mine and (d / "stat").read_text().split(") ", 1)[1][0] != "Z":
+                found.append(int(d.name))
         except (OSError, IndexError):
             continue
     return found
@@ -118,7 +118,7 @@ def test_kills_during_train_and_export_lose_nothing(tmp_path):
         run = runs / "r"
         fresh = ["training.cli", "train", *TINY, f"run_dir={runs}", "--run-name", "r"]
         # train: killed twice at random moments (the second while it recovers), then recovered to the end
-        for attempt, window in enumerate(((1.0, 14.0), (0.5, 8.0), None)):
+        for window in ((1.0, 14.0), (0.5, 8.0), None):
             resume = (run / "state.json").is_file() or (run / "config.yaml").is_file()
             args = ["training.cli", "train", "--resume", str(run)] if resume else fresh
             sig = rng.choice(SIGNALS)

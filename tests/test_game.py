@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import QUICK, LoadedDice, ScriptedDice, faces, hold, write
 from hypothesis import given
 from hypothesis import strategies as st
 
 from generala_env import OPEN, Game, IllegalActionError
 from generala_env.dice import HOLD_KEEP, KEEP_COUNTS, KEEP_SIZE, NUM_MASKS, DiceCup, keep_index
-from helpers import QUICK, LoadedDice, ScriptedDice, faces, hold, write
 
 ALL_HELD = 31
 
@@ -23,7 +23,7 @@ def new_game(rules="classic", players=1, first="12346"):
 
 def sheet(g, player=0):
     """A player's sheet as ``{line: points}`` for the filled lines."""
-    return {line: int(v) for line, v in zip(g.rules.lines, g.sheets[player]) if v != OPEN}
+    return {line: int(v) for line, v in zip(g.rules.lines, g.sheets[player], strict=True) if v != OPEN}
 
 
 def state(g):

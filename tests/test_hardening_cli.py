@@ -1,5 +1,6 @@
 """The evaluate and tournament programs under misuse: signals, a bad --out, bad numbers."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -78,10 +79,8 @@ def test_a_signal_stops_the_workers_and_exits_with_one_line(program, agents, sig
         assert not any(_alive(w) for w in workers), "a worker outlived its parent"
         assert not (tmp_path / "new").exists()  # the folders made for --out are gone again
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # the session's group holds the parent and its workers
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=10)
 
 

@@ -12,12 +12,12 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import ScriptedDice, write
 
 from generala_env import OPEN, Game
 from generala_env.env import GeneralaEnv
 from generala_env.rules import MAX_VALUE, RulesError, load_rules
 from generala_env.vector import GeneralaVectorEnv
-from helpers import ScriptedDice, write
 
 
 class Flaky:

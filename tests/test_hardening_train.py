@@ -331,7 +331,7 @@ def test_train_callback_logs_the_agents_total_in_random_seats(tmp_path):
     on_step, on_rollout_end = cb._on_step, cb._on_rollout_end
 
     def step():
-        returns.extend(i["episode"]["r"] for d, i in zip(cb.locals["dones"], cb.locals["infos"]) if d)
+        returns.extend(i["episode"]["r"] for d, i in zip(cb.locals["dones"], cb.locals["infos"], strict=True) if d)
         return on_step()
 
     def rollout_end():

@@ -9,11 +9,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
+from helpers import ScriptedDice, write
 
 import generala_env  # noqa: F401  (registers Generala-v0)
 from generala_env.env import MAX_ILLEGAL_IN_A_ROW, GeneralaEnv, opponent_moves
 from generala_env.vector import GeneralaVectorEnv, uniform_legal
-from helpers import ScriptedDice, write
 
 SHORT = {"lines": ["ones", "sixes", "generala"]}  # three lines: games of at most 9 agent steps
 HOLD_ALL = 31  # never legal

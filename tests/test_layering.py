@@ -64,7 +64,7 @@ def test_the_other_tables_by_loops():
     rolls = list(itertools.combinations_with_replacement(range(1, 7), 5))
     keeps = [k for n in range(6) for k in itertools.combinations_with_replacement(range(1, 7), n)]
     assert dice.ROLLS.tolist() == [list(r) for r in rolls]
-    assert dice.KEEPS_LIST == keeps
+    assert keeps == dice.KEEPS_LIST
     assert dice.ROLL_COUNTS.tolist() == [dice.counts_of(r).tolist() for r in rolls]
     assert dice.KEEP_COUNTS.tolist() == [dice.counts_of(k).tolist() for k in keeps]
     for r, faces in enumerate(rolls):
@@ -231,8 +231,8 @@ def test_an_unknown_name_lists_the_known_ones():
 
 
 def test_greedy_and_random_are_played_batched_and_subclasses_game_by_game():
-    from agents.batched import BatchedGreedy
     from agents.baselines import GreedyAgent, RandomAgent
+    from agents.batched import BatchedGreedy
 
     class Careful(GreedyAgent):
         pass

@@ -12,12 +12,12 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
+from helpers import ScriptedDice
 from pettingzoo.test import api_test, seed_test  # noqa: E402
 from pettingzoo.utils.conversions import aec_to_parallel  # noqa: E402
 
 from generala_env import Encoder, IllegalActionError, load_rules, observation_layout  # noqa: E402
 from generala_env.multiagent import env, raw_env  # noqa: E402
-from helpers import ScriptedDice
 
 # Dict observations always draw these two remarks from api_test (tictactoe's too).
 DICT_OBS_REMARKS = ("Observation space for each agent probably should be", "Observation is not a NumPy array")

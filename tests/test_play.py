@@ -12,17 +12,17 @@ import time
 
 import numpy as np
 import pytest
+from helpers import ScriptedDice
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agents
 from generala_env import Encoder, Game, load_rules
-from training import play
 from generala_env.dice import HOLD_KEEP, KEEPS_LIST, NUM_MASKS
 from generala_env.env import make_info
-from training.play import MoveError, parse_move
 from generala_env.render import line_label
-from helpers import ScriptedDice
+from training import play
+from training.play import MoveError, parse_move
 
 
 def game_with(dice, rules="classic", players=1) -> Game:
@@ -461,7 +461,41 @@ def test_in_a_real_terminal_through_tmux(tmp_path):
 
 
 # -- nothing typed breaks it ---------------------------------------------------------------
-WORDS = "keep hold reroll roll write cross out all but the fours 4s three of a kind full house generala double 1 4 6 7 0 444 none everything except help hint and x".split()
+WORDS = [
+    "keep",
+    "hold",
+    "reroll",
+    "roll",
+    "write",
+    "cross",
+    "out",
+    "all",
+    "but",
+    "the",
+    "fours",
+    "4s",
+    "three",
+    "of",
+    "a",
+    "kind",
+    "full",
+    "house",
+    "generala",
+    "double",
+    "1",
+    "4",
+    "6",
+    "7",
+    "0",
+    "444",
+    "none",
+    "everything",
+    "except",
+    "help",
+    "hint",
+    "and",
+    "x",
+]
 
 
 @settings(max_examples=150, deadline=None)

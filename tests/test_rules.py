@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from generala_env import RuleSet, RulesError, load_rules, preset_names
+from generala_env import RulesError, RuleSet, load_rules, preset_names
 
 TEN = ["ones", "twos", "threes", "fours", "fives", "sixes", "straight", "full_house", "four_of_a_kind", "generala"]
 ELEVEN = TEN + ["double_generala"]

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import faces
 
 from generala_env import OPEN, line_points, load_rules, points_table
 from generala_env.dice import (
@@ -20,7 +21,6 @@ from generala_env.dice import (
     roll_index,
 )
 from generala_env.scoring import is_straight, line_max
-from helpers import faces
 
 # Every line a sheet can hold, in one rule set, so each row below is checked on each line.
 ALL_LINES = [
@@ -85,9 +85,9 @@ def _rules(on=(), **extra):
 
 def _expected(row, on, served, rules):
     dice, *pts, straight_under = row
-    exp = dict(zip(ALL_LINES[:11], pts))
+    exp = dict(zip(ALL_LINES[:11], pts, strict=True))
     which = (True, *(s in on for s in SETTINGS))
-    is_st = any(q and s for q, s in zip(which, straight_under))
+    is_st = any(q and s for q, s in zip(which, straight_under, strict=True))
     exp["straight"] = 20 if is_st else 0
     if served:
         for line in ("straight", "full_house", "four_of_a_kind"):

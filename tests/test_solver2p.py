@@ -4,7 +4,7 @@ play of the optimal-2p agent, the cache, and bad input."""
 import json
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 
 import gymnasium as gym
 import numpy as np
@@ -29,7 +29,7 @@ SERVED = 6 / 6**5  # five alike on a turn's first roll
 SMALL = {"lines": ["ones", "fives", "sixes", "full_house", "generala"]}
 
 
-@lru_cache(maxsize=None)
+@cache
 def solved(spec_json: str) -> TwoPlayerSolver:
     return TwoPlayerSolver(load_rules(json.loads(spec_json))).solve()
 
@@ -63,7 +63,7 @@ def reference_value(rules):
     gen, dbl = rules.generala_line, rules.double_generala_line
     five = ROLL_COUNTS.max(axis=1) == 5
 
-    @lru_cache(maxsize=None)
+    @cache
     def V(a, b, d):
         mask, flag = a >> 1, a & 1
         W = np.full((L, NUM_ROLLS, 2), -np.inf)

@@ -44,7 +44,7 @@ class DiceStreams:
     def source(self, games, need):
         """The vector env's ``dice_source``."""
         out = np.ones((len(games), 5), dtype=np.int8)
-        for j, (g, k) in enumerate(zip(games, need)):
+        for j, (g, k) in enumerate(zip(games, need, strict=True)):
             out[j, :k] = self.draw(int(g), int(k))
         return out
 
@@ -74,7 +74,7 @@ class Recorder(BatchedOpponent):
 
     def act_batch(self, venv, games, masks):
         actions = self.inner.act_batch(venv, games, masks)
-        for g, a in zip(games, actions):
+        for g, a in zip(games, actions, strict=True):
             self.moves[int(g)].append(int(a))
         return actions
 
@@ -207,8 +207,8 @@ def test_seeded_replay():
     a = play(GeneralaVectorEnv(8, num_players=2, opponents="random", agent_seat="random"), seed=11)
     b = play(GeneralaVectorEnv(8, num_players=2, opponents="random", agent_seat="random"), seed=11)
     c = play(GeneralaVectorEnv(8, num_players=2, opponents="random", agent_seat="random"), seed=12)
-    assert all(np.array_equal(x, y) for x, y in zip(a, b))
-    assert not all(np.array_equal(x, y) for x, y in zip(a, c))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, c, strict=True))
 
 
 def test_illegal_actions():
@@ -291,8 +291,8 @@ def test_sb3_adapter_and_maskable_ppo():
             out += [obs, rew, dones]
         return out
 
-    assert all(np.array_equal(x, y) for x, y in zip(rollout(3), rollout(3)))
-    assert not all(np.array_equal(x, y) for x, y in zip(rollout(3), rollout(4)))
+    assert all(np.array_equal(x, y) for x, y in zip(rollout(3), rollout(3), strict=True))
+    assert not all(np.array_equal(x, y) for x, y in zip(rollout(3), rollout(4), strict=True))
 
     venv = make_sb3_vec_env(8, seed=0, rules="classic", reward_scale=0.02)
     model = MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")

@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-cache", action="store_true", help="solve anew and do not write the cache")
     s.set_defaults(func=_solve_cmd)
 
-    for name, (module, what, _) in PROGRAMS.items():
+    for name, (_module, what, _) in PROGRAMS.items():
         sub.add_parser(name, allow_abbrev=False, help=f"{what} (see 'generala {name} --help')", add_help=False)
     return p
 

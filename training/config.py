@@ -8,13 +8,15 @@ bounds, is an error that names it.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from generala_env.game import MAX_PLAYERS
 from generala_env.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_repr
@@ -335,10 +337,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
             raise ConfigError(str(e)) from None
         value = raw
     if isinstance(value, str):  # YAML reads 3e-5 (no dot) as text; people mean the number
-        try:
+        with contextlib.suppress(ValueError):
             value = float(value)
-        except ValueError:
-            pass
     return key.strip().split("."), value
 
 
@@ -348,7 +348,7 @@ def _build(cls: type, values: dict) -> Any:
     return cls(**{k: _build(sections[k], v) if k in sections else v for k, v in values.items()})
 
 
-def load_config(path: "str | Path | dict | Config | None" = None, overrides: list[str] | None = None) -> Config:
+def load_config(path: str | Path | dict | Config | None = None, overrides: list[str] | None = None) -> Config:
     """Defaults, overlaid by a YAML file (or a mapping, or a config), overlaid by ``KEY=VALUE`` overrides."""
     values = copy.deepcopy(DEFAULTS)
     if isinstance(path, Config):

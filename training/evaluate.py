@@ -277,7 +277,13 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="output folder (default results/evaluate-RULES-seedS)")
     p.add_argument("--force", action="store_true", help="replace results that a different generala evaluate command wrote in --out")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--replays", type=seed_int, default=0, metavar="N", help="also write replays-AGENT.html: each agent's first N games, every move judged (generala replay)")
+    p.add_argument(
+        "--replays",
+        type=seed_int,
+        default=0,
+        metavar="N",
+        help="also write replays-AGENT.html: each agent's first N games, every move judged (generala replay)",
+    )
     args = p.parse_args(argv)
     require_outputs(args)
 

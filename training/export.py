@@ -195,7 +195,7 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
                 ss.append(s)
         recs = play_many(lineups, ss, rules, desc=f"{name} vs {opp}")
         wins = draws = 0
-        for lu, r in zip(lineups, recs):
+        for lu, r in zip(lineups, recs, strict=True):
             points = outcome_points(r.winners, lu.index(str(dest)))
             wins += points == 1.0
             draws += points == 0.5

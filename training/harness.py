@@ -206,7 +206,7 @@ def _end_with_parent() -> None:
 def _run_chunk(job):
     rules, lineups, seeds, trust_zip = job
     out = []
-    for lineup, seed in zip(lineups, seeds):
+    for lineup, seed in zip(lineups, seeds, strict=True):
         out.append(play_game([_agent(n, rules, trust_zip) for n in lineup], rules, seed, names=lineup))
     return out
 
@@ -334,7 +334,7 @@ def play_lockstep(act_batch, rules, seeds: list[int]) -> list[GameRecord]:
         masks = np.stack([games[i].legal_mask() for i in active])
         actions = act_batch(obs, masks)
         still = []
-        for i, a in zip(active, actions):
+        for i, a in zip(active, actions, strict=True):
             g = games[i]
             out = g.apply(int(a), tables[i].faces_for(g, int(a)))
             served[i] += out.bonus > 0
@@ -351,5 +351,5 @@ def play_lockstep(act_batch, rules, seeds: list[int]) -> list[GameRecord]:
             served_generala_win=False,
             served_bonus_writes=served[i : i + 1],
         )
-        for i, (s, g) in enumerate(zip(seeds, games))
+        for i, (s, g) in enumerate(zip(seeds, games, strict=True))
     ]

@@ -17,6 +17,7 @@ environments (:class:`~generala_env.encoding.Encoder` and :func:`~generala_env.e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -251,10 +252,10 @@ def _write_move(game: Game, line: str, crossing: bool) -> Move:
 
 
 def _open_lines(game: Game) -> list[str]:
-    return [line_label(l) for l, v in zip(game.rules.lines, game.sheets[game.player]) if v == OPEN]
+    return [line_label(l) for l, v in zip(game.rules.lines, game.sheets[game.player], strict=True) if v == OPEN]
 
 
-def parse_move(text: str, game: Game) -> "Move | str":
+def parse_move(text: str, game: Game) -> Move | str:
     """A typed line → a :class:`Move`, or a command name (``help``, ``hint``, ``quit``, ``show``).
 
     Raises :class:`MoveError` with a sentence for the player when the text is not a
@@ -652,10 +653,8 @@ class Table:
         """One typed line; ``EOFError`` at the end of input."""
         stdin = sys.stdin
         if _isatty(stdin) and _isatty(self.out):
-            try:
+            with contextlib.suppress(ImportError):
                 import readline  # noqa: F401  (line editing and history for input())
-            except ImportError:
-                pass
             try:
                 return input(prompt)
             except EOFError:  # Ctrl-D: end the prompt's line
@@ -839,10 +838,7 @@ def main(argv=None) -> int:
         return 2
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().generate_state(1)[0] % 1_000_000)
     out = sys.stdout
-    if args.color == "auto":
-        color = _isatty(out) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
-    else:
-        color = args.color == "always"
+    color = _isatty(out) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb" if args.color == "auto" else args.color == "always"
     encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "")
     table = Table(rules, seats, seed, color=color, unicode=encoding.startswith("utf"))
     try:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 
 def read(run: Path) -> dict[str, list[float]]:
-    rows = list(csv.DictReader(open(run / "evaluations.csv")))
+    with open(run / "evaluations.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
     return {k: [float(r[k]) for r in rows] for k in rows[0]} if rows else {}
 
 
@@ -40,7 +41,7 @@ def main(argv=None) -> int:
 
     labels = args.labels.split(",") if args.labels else [Path(r).name for r in args.runs]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for run, label in zip(args.runs, labels):
+    for run, label in zip(args.runs, labels, strict=True):
         d = read(Path(run))
         if not d:
             continue

@@ -115,7 +115,7 @@ def matchups(names: list[str], players: int, plan, recs) -> tuple[list[dict], np
         for j, b in enumerate(names):
             if i == j:
                 continue
-            games = [r for r, (_, _, key) in zip(recs, plan) if a in key and b in key]
+            games = [r for r, (_, _, key) in zip(recs, plan, strict=True) if a in key and b in key]
             st = _pair_stats(a, b, games)
             matrix[i, j] = st["win_rate"][0]
             if i < j or players > 2:

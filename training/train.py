@@ -284,7 +284,7 @@ class TrainCallback(BaseCallback):
         self.scores: list[float] = []
 
     def _on_step(self) -> bool:
-        for done, info in zip(self.locals["dones"], self.locals["infos"]):
+        for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
             if done and "totals" in info:
                 self.scores.append(float(info["totals"][info.get("seat", 0)]))  # the agent's own total
         self.bar.update(self.training_env.num_envs)
@@ -432,10 +432,7 @@ def _own_tree(folder: Path, ok) -> bool:
     """Whether ``folder`` is a real folder whose every file (links refused) passes ``ok(name)``."""
     if folder.is_symlink() or not folder.is_dir():
         return False
-    for p in folder.rglob("*"):
-        if p.is_symlink() or (p.is_file() and not ok(p.name)) or not (p.is_file() or p.is_dir()):
-            return False
-    return True
+    return not any(p.is_symlink() or (p.is_file() and not ok(p.name)) or not (p.is_file() or p.is_dir()) for p in folder.rglob("*"))
 
 
 def unfinished_start(run: Path) -> bool:
@@ -489,7 +486,7 @@ def reconcile_best(run: Path, state: dict, key: str) -> None:
     parsed = []
     for line in rows:
         try:
-            parsed.append((line, dict(zip(header, map(float, line.split(","))))))
+            parsed.append((line, dict(zip(header, map(float, line.split(",")), strict=True))))
         except ValueError:
             parsed.append((line, {}))
     best_step = _model_steps(run / "best_model.zip") if (run / "best_model.zip").is_file() else None

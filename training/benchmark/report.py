@@ -205,11 +205,11 @@ def plot(results: dict, out: Path) -> list[Path]:
     from rliable import plot_utils
 
     agg, algos, tasks = results["aggregates"], results["algos"], results["tasks"]
-    colors = dict(zip(algos, plt.get_cmap("tab10").colors))
+    colors = dict(zip(algos, plt.get_cmap("tab10").colors, strict=False))  # ten colours for at most ten algorithms
     written = []
 
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.5 * len(tasks), 3.6), squeeze=False)
-    for ax, t in zip(axes[0], tasks):
+    for ax, t in zip(axes[0], tasks, strict=True):
         for a in algos:
             c = agg["curves"][t][a]
             ax.plot(c["steps"], c["iqm"], label=a, color=colors[a])

@@ -125,12 +125,12 @@ class Evaluator:
             g.apply(a, dice.faces_for(g, a))
 
     def _result(self, games, seats, stopped) -> dict:
-        totals = np.array([g.totals()[s] for g, s in zip(games, seats)], dtype=float)
+        totals = np.array([g.totals()[s] for g, s in zip(games, seats, strict=True)], dtype=float)
         out = {"score": float(totals.mean()), "mean_total": float(totals.mean()), "illegal_stops": float(np.mean(stopped))}
         if self.players == 1:
             out["normalized_score"] = out["score"] / self.optimum
         else:
-            points = [0.0 if stop else outcome_points(g.winners(), s) for g, s, stop in zip(games, seats, stopped)]
+            points = [0.0 if stop else outcome_points(g.winners(), s) for g, s, stop in zip(games, seats, stopped, strict=True)]
             out["score"] = out["win_rate"] = out["normalized_score"] = float(np.mean(points))
         return out
 
@@ -146,7 +146,7 @@ class Evaluator:
             masks = np.stack([games[i].legal_mask() for i in active])
             actions = np.asarray(act_batch(obs, masks)).reshape(len(active))
             still = []
-            for i, a, m in zip(active, actions, masks):
+            for i, a, m in zip(active, actions, masks, strict=True):
                 a = int(a)
                 if not (0 <= a < len(m) and m[a]):
                     stopped[i] = True
