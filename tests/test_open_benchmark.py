@@ -371,3 +371,21 @@ def test_the_console_script_finds_a_module_in_the_current_folder(agent_file):
     from training.benchmark import score_policy
 
     assert wrapped == score_policy("greedy", task="classic", games=5)["normalized_score"]
+
+
+def test_curves_a_little_apart_are_one_curve_and_far_apart_are_refused(tmp_path):
+    pytest.importorskip("rliable")
+    from training.benchmark import BenchmarkError, submission
+    from training.benchmark.leaderboard import report_runs
+    from training.benchmark.suite import load_suite
+
+    suite = load_suite()
+    for seed, last in ((0, 250_000), (1, 250_040)):  # a run that counts steps by whole games ends past the target
+        curve = [[0, 0.1], [125_000 + seed * 7, 0.5], [last, 0.6 + seed / 10]]
+        submission.write(tmp_path / f"s{seed}.json", _submission(suite, seed=seed, steps=last, curve=curve))
+    res = report_runs([tmp_path], reps=50)
+    assert res["aggregates"]["curves"]["classic"]["outside-ppo"]["steps"] == [0, 125_003, 250_020]
+    far = _submission(suite, seed=2, steps=250_000, curve=[[0, 0.1], [200_000, 0.5], [250_000, 0.6]])
+    submission.write(tmp_path / "s2.json", far)
+    with pytest.raises(BenchmarkError, match="different steps"):
+        report_runs([tmp_path], reps=50)

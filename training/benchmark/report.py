@@ -132,7 +132,8 @@ def markdown(results: dict) -> str:
     agg, algos, tasks = results["aggregates"], results["algos"], results["tasks"]
     n = len(results["seeds"])
     lines = [
-        f"# Benchmark results: {results['suite']['name']} v{results['suite']['version']}",
+        f"# Benchmark results: {results['suite']['name']} v{results['suite']['version']}"
+        + (" — the track that uses the dice model" if results.get("uses_dice_model") else ""),
         "",
         f"{len(algos)} algorithm(s) x {len(tasks)} task(s) x {n} seed(s), {results['steps']:,} steps a run. "
         "Normalised score, in % (one player: mean final total / exact optimum; with opponents: win rate). "
