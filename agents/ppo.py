@@ -352,7 +352,7 @@ def load_policy_net(path: Path, meta: dict) -> PolicyNet:
         if size > limit:
             raise AgentError(f"{where}: {WEIGHTS_FILE} is {size:,} bytes, more than the {limit:,} its metadata's network needs; refused")
         with safe_open(str(file), framework="numpy") as st:  # checks offsets and coverage; reads only the actor
-            tensors = {n: st.get_tensor(n) for n in st if n in actor}
+            tensors = {n: st.get_tensor(n) for n in st.keys() if n in actor}  # noqa: SIM118  # safe_open is not iterable
     except (SafetensorError, OSError, ValueError, TypeError, RecursionError) as e:
         if isinstance(e, AgentError):
             raise
