@@ -1,5 +1,5 @@
-"""Fault injection: ``generala train`` (with pretraining) and ``generala export`` are killed at
-random moments (SIGKILL, SIGTERM, SIGINT, sent only to the PIDs this test started), then
+"""Fault injection: ``generala train`` (with pretraining), ``generala export`` and a
+``generala benchmark`` grid are killed at random moments (SIGKILL, SIGTERM, SIGINT, sent only to the PIDs this test started), then
 recovered the documented way; the run must end consistent, with nothing lost, no torn or
 temporary file and no process left behind (issue 19, item 5 of "What to deliver").
 
@@ -151,3 +151,33 @@ def test_kills_during_train_and_export_lose_nothing(tmp_path):
         counts["recoveries"] += 1
         counts["rounds"] += 1
     print(f"\nfault injection: {counts}")
+
+
+def test_kills_during_a_benchmark_grid_change_no_result(tmp_path):
+    """A tiny grid killed at random moments, then run to the end by the same command, gives the
+    results of the same grid run once: resumed runs go on bit for bit, and nothing torn, temporary
+    or running is left."""
+    pytest.importorskip("rliable")
+    from test_benchmark import grid_args, write_configs
+
+    from training.benchmark import main as benchmark_main
+
+    rng = random.Random(int(os.environ.get("FAULT_SEED", "19")))
+    counts = {"faults injected": 0, "recoveries": 0}
+    configs = write_configs(tmp_path / "configs")
+    whole = tmp_path / "whole"
+    assert benchmark_main(grid_args(configs, whole, "ppo_mask,dqn", "classic", 2)) == 0
+    cut = tmp_path / "cut"
+    token = uuid.uuid4().hex
+    args = ["training.cli", "benchmark", *grid_args(configs, cut, "ppo_mask,dqn", "classic", 2)]
+    for window in ((1.5, 4.0), (1.0, 3.0), None):
+        rc, out = _run(args, token, rng.uniform(*window) if window else None, rng.choice(SIGNALS), counts)
+        assert "Traceback" not in out, out[-3000:]
+    assert rc == 0, out[-3000:]
+    counts["recoveries"] += 1
+    a, b = (json.loads((d / "results.json").read_text())["runs"] for d in (whole, cut))
+    keys = ("algo", "task", "seed", "steps", "score", "normalized_score", "illegal_stops", "curve")
+    assert [{k: r[k] for k in keys} for r in a] == [{k: r[k] for k in keys} for r in b]
+    left = [str(p) for p in cut.rglob("*") if p.name.endswith(".tmp") or p.name.startswith("ckpt_")]
+    assert not left, left
+    print(f"\nbenchmark fault injection: {counts}")
