@@ -196,13 +196,18 @@ class Model:
     def chance_counts(self, state: ModelState) -> list[tuple[tuple[int, ...], int]]:
         """``(sorted faces, ordered throws)`` for each distinct roll of a chance state:
         the counts sum to ``6 ** k`` for the ``k`` dice in the cup."""
+        return [(_ROLL_TUPLES[r], c) for r, c in self._counts(state)[1]]
+
+    @staticmethod
+    def _counts(state: ModelState):
+        """The keep of a chance state and its rolls' ordered-throw counts (made once per keep)."""
         if not state.is_chance:
             raise IllegalActionError("only a chance state has outcomes: decide first")
         keep = state.throw_keep
         counts = _THROW_COUNTS.get(keep)
         if counts is None:
             counts = _THROW_COUNTS[keep] = _throw_counts(keep)
-        return [(_ROLL_TUPLES[r], c) for r, c in counts]
+        return keep, counts
 
     def chance_outcomes(self, state: ModelState) -> list[Chance]:
         """``Chance(roll, probability)`` for each distinct roll of a chance state, in roll
@@ -212,12 +217,7 @@ class Model:
 
     def chance_indices(self, state: ModelState) -> list[tuple[int, float]]:
         """:meth:`chance_outcomes` with each roll as its index into ``ROLLS`` (OpenSpiel's chance actions)."""
-        if not state.is_chance:
-            raise IllegalActionError("only a chance state has outcomes: decide first")
-        keep = state.throw_keep
-        counts = _THROW_COUNTS.get(keep)
-        if counts is None:
-            counts = _THROW_COUNTS[keep] = _throw_counts(keep)
+        keep, counts = self._counts(state)
         total = FACES ** (DICE - int(KEEP_SIZE[keep]))
         return [(r, c / total) for r, c in counts]
 
