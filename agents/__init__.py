@@ -53,6 +53,8 @@ def load(name, rules="classic", seed: int | None = None, *, trust_zip: bool = Fa
     if not name:
         raise AgentError(f"an agent is given by a non-empty name or spec; known agents: {', '.join(names())}")
     if specs.is_zip(name):
+        if not os.path.isfile(name):
+            raise AgentError(f"agent {name!r}: there is no file {name}")
         if not trust_zip:
             raise specs.zip_refused(name)
         from .sb3_zip import SB3ZipAgent

@@ -164,12 +164,15 @@ def as_agent(obj: Any, rules="classic", seed: int | None = None, name: str | Non
     if isinstance(obj, Agent):
         return obj
     if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "act") and _takes_rules(obj)):
+        # a factory takes rules= and seed=; a class whose constructor takes neither is made with none
+        args = {"rules": rules, "seed": seed, **kwargs} if _takes_rules(obj) or kwargs else {}
         try:
-            made = obj(rules=rules, seed=seed, **kwargs)
+            made = obj(**args)
         except AgentError:
             raise
         except Exception as e:  # noqa: BLE001 - the user's factory: reported in one line
-            raise AgentError(f"agent {label!r}: its factory {label}(rules=..., seed=...) failed: {type(e).__name__}: {e}") from None
+            call = f"{label}(rules=..., seed=...)" if args else f"{label}()"
+            raise AgentError(f"agent {label!r}: {call} failed: {type(e).__name__}: {e}") from None
         if made is None or not callable(getattr(made, "act", None)):
             raise AgentError(f"agent {label!r}: its factory returned {_short(made)}, which has no act(observation, info)")
         return made if isinstance(made, Agent) else ExternalAgent(made.act, rules, seed, name=str(label), source=made)

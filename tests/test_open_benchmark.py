@@ -36,6 +36,10 @@ AGENT_FILE = textwrap.dedent(
     def last_legal(observation, info):
         return int(np.flatnonzero(info["action_mask"])[-1])
 
+    class Plain:  # a class whose constructor takes nothing: made with no arguments
+        def act(self, observation, info):
+            return int(np.flatnonzero(info["action_mask"])[-1])
+
     instance = Wrapped(rules="classic")
     not_an_agent = 42
     returns_text = lambda observation, info: "write"
@@ -60,6 +64,11 @@ def test_module_and_file_specs_play_as_the_agent_they_wrap(agent_file):
     assert means["greedy"] > 100
 
 
+def test_a_class_that_takes_no_arguments_is_an_agent(agent_file):
+    rows = evaluate([f"{agent_file}:Plain", f"{agent_file}:last_legal"], games=10, seed=0, workers=1)
+    assert rows[0]["mean"] == rows[1]["mean"]
+
+
 def test_a_plain_function_is_an_agent(agent_file):
     agent = agents.load(f"{agent_file}:last_legal", rules="classic")
     rows = evaluate({"last": agent, "spec": f"{agent_file}:last_legal"}, games=10, seed=0, workers=1)
@@ -73,7 +82,7 @@ def test_a_plain_function_is_an_agent(agent_file):
         ("outside_agents:missing", "has no attribute 'missing'"),
         ("outside_agents:not_an_agent", "not an agent"),
         ("/no/such/file.py:agent", "there is no file /no/such/file.py"),
-        ("./my_model.zip", "--trust-zip"),
+        ("./my_model.zip", "there is no file ./my_model.zip"),
         ("nobody-knows-me", "unknown agent 'nobody-knows-me'"),
     ],
 )
