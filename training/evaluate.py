@@ -30,7 +30,7 @@ from .stats import mean_ci
 def default_agents() -> list[str]:
     import agents
 
-    out = ["optimal", "turn-optimal", "rules-of-thumb", "greedy", "random"]
+    out = ["optimal", "td-search", "turn-optimal", "rules-of-thumb", "greedy", "random"]
     for name in agents.names():
         if name not in out and _players_of(name) == 1:
             out.insert(1, name)
