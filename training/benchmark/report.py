@@ -130,7 +130,8 @@ def _ci(x: dict, pct: bool = True) -> str:
 def markdown(results: dict) -> str:
     """``results.md``: the tables of ``results.json``."""
     agg, algos, tasks = results["aggregates"], results["algos"], results["tasks"]
-    n = len(results["seeds"])
+    per_algo = sorted({len({r["seed"] for r in results["runs"] if r["algo"] == a}) for a in algos})
+    n = str(per_algo[0]) if len(per_algo) == 1 else f"{per_algo[0]}–{per_algo[-1]}"  # seeds a run of each algorithm
     lines = [
         f"# Benchmark results: {results['suite']['name']} v{results['suite']['version']}"
         + (" — the track that uses the dice model" if results.get("uses_dice_model") else ""),
