@@ -56,11 +56,11 @@ def judged_values(solver, info) -> np.ndarray:
     return np.where(v.mask, vals, -np.inf)
 
 
-class Judged:
-    """Wraps an agent: plays its moves and records what the solver thinks of each."""
+class Watched:
+    """Wraps an agent: plays its moves, handing each to :meth:`record` (what a subclass keeps of it)."""
 
-    def __init__(self, agent, solver, record: Decisions):
-        self.agent, self.solver, self.rec = agent, solver, record
+    def __init__(self, agent):
+        self.agent = agent
         self.name = getattr(agent, "name", "agent")
 
     def reset(self, seed=None):
@@ -68,9 +68,24 @@ class Judged:
             self.agent.reset(seed=seed)
 
     def act(self, obs, info):
+        a = int(self.agent.act(obs, info))
+        self.record(a, obs, info)
+        return a
+
+    def record(self, action: int, obs, info) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class Judged(Watched):
+    """Wraps an agent: plays its moves and records what the solver thinks of each."""
+
+    def __init__(self, agent, solver, record: Decisions):
+        super().__init__(agent)
+        self.solver, self.rec = solver, record
+
+    def record(self, a: int, obs, info) -> None:
         from agents.base import SeatView
 
-        a = int(self.agent.act(obs, info))
         v = SeatView.from_info(info)
         vals = judged_values(self.solver, info)
         best = float(vals.max())
@@ -79,7 +94,6 @@ class Judged:
         self.rec.regret.append(best - float(vals[a]))
         self.rec.optimal.append(bool(vals[a] >= best - 1e-9))
         self.rec.entropy.append(self._entropy(obs, v.mask))
-        return a
 
     def _entropy(self, obs, mask) -> float:
         net = getattr(self.agent, "net", None)

@@ -33,6 +33,7 @@ from generala_env.dice import NUM_MASKS
 from generala_env.game import OPEN, Game
 from generala_env.rules import RuleSet, load_rules
 
+from .diagnose import Watched, judged_values
 from .harness import game_seed, play_game
 from .options import positive_int, seed_int
 
@@ -89,29 +90,22 @@ class Replay:
     served_generala_win: bool = False
 
 
-class Recorder:
+class Recorder(Watched):
     """Wraps an agent: plays its moves and records each with the judgement asked for."""
 
     def __init__(self, agent, replay: Replay, rules, solver=None, two_player=None):
-        self.agent, self.replay, self.rules = agent, replay, rules
+        super().__init__(agent)
+        self.replay, self.rules = replay, rules
         self.solver, self.two_player = solver, two_player
-        self.name = getattr(agent, "name", "agent")
 
-    def reset(self, seed=None):
-        if hasattr(self.agent, "reset"):
-            self.agent.reset(seed=seed)
-
-    def act(self, obs, info):
+    def record(self, a: int, obs, info) -> None:
         from generala_env.picture import held_dice
 
-        a = int(self.agent.act(obs, info))
         g = game_from_info(self.rules, info)
         seat = int(info["player"])
         totals = np.asarray(info["totals"]).tolist()
         m = Move(seat, int(info["turn"]), g.dice.tolist(), held_dice(g), int(g.rolls_left), a, describe(g, a), totals)
         if self.solver is not None:
-            from .diagnose import judged_values
-
             vals = judged_values(self.solver, info)
             best = int(np.argmax(vals))
             m.value, m.best_value = totals[seat] + float(vals[a]), totals[seat] + float(vals[best])
@@ -124,7 +118,6 @@ class Recorder:
             if not m.best_text:
                 m.best_text = describe(g, best) if vals[best] - vals[a] > 1e-9 else m.text
         self.replay.moves.append(m)
-        return a
 
 
 def two_player_table(rules, solve: bool = False):
