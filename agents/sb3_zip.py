@@ -7,6 +7,7 @@ policy is rebuilt from the file's own class and weights (the ``train`` extra pro
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +63,7 @@ class SB3ZipAgent(Agent):
             raise AgentError(f"agent {str(path)!r}: its policy cannot be rebuilt: {type(e).__name__}: {e}") from None
         policy.set_training_mode(False)
         self.policy = policy
-        self.masked = "action_masks" in __import__("inspect").signature(policy.predict).parameters
+        self.masked = "action_masks" in inspect.signature(policy.predict).parameters
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """The policy's deterministic actions for a batch, as the benchmark plays it."""

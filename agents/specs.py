@@ -216,11 +216,3 @@ def portable(spec: Any) -> bool:
         return True  # a folder, a prefix or a resolver: rebuilt from the text alone
     module = getattr(factory, "__module__", None) or getattr(getattr(factory, "func", None), "__module__", None)
     return module is not None and module != "__main__"
-
-
-def absolute(spec: str) -> str:
-    """``spec`` with a relative file path made absolute, so that a process started elsewhere finds it."""
-    parts = split(spec)
-    if parts is not None and parts[0].endswith(".py"):
-        return f"{os.path.abspath(os.path.expanduser(parts[0]))}:{parts[1]}"
-    return spec

@@ -12,7 +12,6 @@ the same file.
 from __future__ import annotations
 
 import itertools
-import json
 import warnings
 from pathlib import Path
 
@@ -258,6 +257,8 @@ def plot(results: dict, out: Path) -> list[Path]:
 
 def write(results: dict, out: Path) -> list[Path]:
     """``results.json``, ``results.md`` and the plots in ``out``; the paths written."""
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    from .suite import write_json
+
+    write_json(out / "results.json", results, indent=1)
     (out / "results.md").write_text(markdown(results))
     return [out / "results.json", out / "results.md", *plot(results, out)]

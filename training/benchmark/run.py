@@ -26,7 +26,7 @@ import numpy as np
 
 from generala_env.game import Game, outcome_points
 
-from .suite import ALGOS, AlgoConfig, BenchmarkError, RunSpec, Task, algo_class
+from .suite import ALGOS, AlgoConfig, BenchmarkError, RunSpec, Task, algo_class, write_json
 
 SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL = "spec.json", "state.json", "curve.csv", "final_model.zip"
 
@@ -224,13 +224,6 @@ def build_model(algo: str, cfg: AlgoConfig, venv, seed: int, steps: int):
 
 
 # -- the run folder --------------------------------------------------------------------------
-def _write_json(path: Path, data) -> None:
-    """Write through a temporary file: a cut write leaves the old file whole."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def read_state(folder: Path) -> dict | None:
     path = folder / STATE_FILE
     return json.loads(path.read_text()) if path.is_file() else None
@@ -320,7 +313,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     folder.mkdir(parents=True, exist_ok=True)
     state = read_state(folder) if status == "partial" else None
     if state is None:  # a new run: the untrained policy is the curve's first point
-        _write_json(folder / SPEC_FILE, spec.identity())
+        write_json(folder / SPEC_FILE, spec.identity())
         venv = make_venv(task, cfg, seed=spec.seed)
         model = build_model(spec.algo, cfg, venv, spec.seed, spec.steps)
         t0 = time.perf_counter()
@@ -334,7 +327,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
             "done": False,
         }
         venv.close()
-        _write_json(folder / STATE_FILE, state)
+        write_json(folder / STATE_FILE, state)
         _write_curve(folder, state["evaluations"])
         if report:
             report(first)
@@ -363,7 +356,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
         state["evaluations"].append(point)
         state["steps"] = int(model.num_timesteps)
         state["checkpoint"] = _save_checkpoint(model, folder, algo.off_policy)
-        _write_json(folder / STATE_FILE, state)
+        write_json(folder / STATE_FILE, state)
         _drop_checkpoints(folder, state["checkpoint"])
         _write_curve(folder, state["evaluations"])
         if report:
@@ -377,6 +370,6 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     shutil.copyfile(ck / "model.zip", folder / (FINAL_MODEL + ".tmp"))
     os.replace(folder / (FINAL_MODEL + ".tmp"), folder / FINAL_MODEL)
     state["done"], state["checkpoint"] = True, None
-    _write_json(folder / STATE_FILE, state)
+    write_json(folder / STATE_FILE, state)
     _drop_checkpoints(folder, None)
     return state

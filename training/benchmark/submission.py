@@ -32,7 +32,7 @@ import math
 import re
 from pathlib import Path
 
-from .suite import BenchmarkError, Suite
+from .suite import BenchmarkError, Suite, write_json
 
 SCHEMA = "generala-benchmark-submission"
 SCHEMA_VERSION = 1
@@ -181,13 +181,7 @@ def make(
 
 def write(path: Path, data: dict) -> Path:
     """Write a submission through a temporary file (a cut write leaves no torn file)."""
-    import os
-
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, path)
-    return path
+    return write_json(path, data, indent=1)
 
 
 def hardware() -> str:
