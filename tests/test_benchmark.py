@@ -368,3 +368,15 @@ def test_wall_seconds_count_only_the_calls_that_trained_this_grid(configs, tmp_p
     ]
     (out / CALLS_FILE).write_text("".join(json.dumps(c) + "\n" for c in lines))
     assert [c["command"] for c in calls_of(out, ours)] == ["this grid", "an old line, runs not named"]
+
+
+def test_the_same_runs_give_the_same_intervals():
+    # rliable resamples with NumPy's global generator: the report seeds it, and leaves it as it was
+    from training.benchmark.report import _estimates, metrics
+
+    x = {"a": np.random.default_rng(0).random((5, 2))}
+    np.random.seed(123)
+    before = np.random.get_state()[1].copy()
+    first, second = _estimates(x, metrics, 200), _estimates(x, metrics, 200)
+    assert (first[1]["a"] == second[1]["a"]).all()
+    assert (np.random.get_state()[1] == before).all()

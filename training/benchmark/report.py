@@ -26,9 +26,16 @@ def _estimates(score_dict: dict, func, reps: int):
     """rliable's stratified-bootstrap point estimates and 95% intervals, seeded."""
     from rliable import library as rly
 
-    with warnings.catch_warnings():  # arch's notice that random_state will become generator=
-        warnings.simplefilter("ignore", FutureWarning)
-        return rly.get_interval_estimates(score_dict, func, reps=reps, random_state=np.random.RandomState(BOOTSTRAP_SEED))
+    # rliable 1.2's StratifiedBootstrap draws its resamples from NumPy's global generator
+    # (np.random.choice), not from random_state: seed that one for the call, and put it back after
+    held = np.random.get_state()
+    np.random.seed(BOOTSTRAP_SEED)
+    try:
+        with warnings.catch_warnings():  # arch's notice that random_state will become generator=
+            warnings.simplefilter("ignore", FutureWarning)
+            return rly.get_interval_estimates(score_dict, func, reps=reps, random_state=np.random.RandomState(BOOTSTRAP_SEED))
+    finally:
+        np.random.set_state(held)
 
 
 # rliable.metrics' statistics, computed in NumPy: the bootstrap calls them thousands of times,
