@@ -11,7 +11,9 @@
    away, the cost of the pictures alone; ``video``: every env wrapped in
    ``gymnasium.wrappers.RecordVideo`` with that trigger, so every 100th episode is also
    written as an mp4 (moviepy); ``video-half``: the same with ``render_scale=1`` (half the
-   width and height). The runs alternate so a busy machine slows all alike; a slowdown is
+   width and height); ``project-video``: :class:`generala_env.video.RecordVideo` instead,
+   which writes in a background thread at x264's ``ultrafast`` preset and skips the
+   ``gc.collect()``; ``project-video-half``: that with ``render_scale=1``. The runs alternate so a busy machine slows all alike; a slowdown is
    a median time over the median plain time, minus one. On a shared machine those times
    swing by more than the effect, so each run also times, where they happen, the drawing
    and the video writing (``RecordVideo._capture_frame`` and ``stop_recording``), and
@@ -96,6 +98,14 @@ class DrawEvery(__import__("gymnasium").Wrapper):
 SPENT = {"draw": 0.0, "write": 0.0}  # seconds inside the drawing and the video writing, in this process
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (ffmpeg), user and system."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _timed(method, what: str):
     def timed(self, *args, **kwargs):
         t = time.perf_counter()
@@ -119,9 +129,16 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
 
     import generala_env  # noqa: F401
 
+    from generala_env.video import RecordVideo as ProjectRecordVideo
+
     class TimedRecordVideo(RecordVideo):
         _capture_frame = _timed(RecordVideo._capture_frame, "draw")
         stop_recording = _timed(RecordVideo.stop_recording, "write")
+
+    class TimedProjectRecordVideo(ProjectRecordVideo):
+        _capture_frame = _timed(ProjectRecordVideo._capture_frame, "draw")
+        stop_recording = _timed(ProjectRecordVideo.stop_recording, "write")
+        close = _timed(ProjectRecordVideo.close, "write")  # waits for the videos still being written
 
     class TimedDrawEvery(DrawEvery):
         def _draw(self):
@@ -140,10 +157,12 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
 
     def make(i):
         def thunk():
-            scale = 1 if mode == "video-half" else 2
+            scale = 1 if mode.endswith("-half") else 2
             env = gym.make("Generala-v0", rules="classic", render_mode=None if mode == "plain" else "rgb_array", render_scale=scale)
             if mode == "drawn":
                 env = TimedDrawEvery(env, every_100th)
+            elif mode.startswith("project-video"):
+                env = TimedProjectRecordVideo(env, f"{folder.name}/env{i}", episode_trigger=every_100th, disable_logger=True)
             elif mode.startswith("video"):
                 env = TimedRecordVideo(env, f"{folder.name}/env{i}", episode_trigger=every_100th, disable_logger=True)
             return env
@@ -156,10 +175,11 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
         model = MaskablePPO(
             "MlpPolicy", venv, n_steps=256, batch_size=1024, n_epochs=4, seed=seed, device="cpu", verbose=0, policy_kwargs={"net_arch": [256, 256]}
         )
-        t = time.perf_counter()
+        t, children = time.perf_counter(), _children_cpu()
         model.learn(steps)
+        venv.close()  # the project's recorder waits here for the videos still being written
         wall = time.perf_counter() - t
-        venv.close()
+        SPENT["ffmpeg"] = _children_cpu() - children
     folder.cleanup()
     return wall, next(episodes), drawn[0], dict(SPENT)
 
@@ -174,7 +194,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     for k, v in frame_cost().items():
         print(f"{k}: {v:.1f}")
-    times: dict[str, list[float]] = {"plain": [], "drawn": [], "video": [], "video-half": []}
+    times: dict[str, list[float]] = {"plain": [], "drawn": [], "video": [], "video-half": [], "project-video": [], "project-video-half": []}
     shares: dict[str, list[float]] = {m: [] for m in times}
     for r in range(args.repeats):
         for mode in times:
@@ -182,11 +202,15 @@ def main(argv=None) -> int:
             times[mode].append(wall)
             inside = spent["draw"] + spent["write"]
             shares[mode].append(inside / (wall - inside))
-            counted = f", {episodes} episodes, {drawn} drawn, {spent['draw']:.2f} s drawing, {spent['write']:.2f} s writing videos" if mode != "plain" else ""
+            counted = (
+                f", {episodes} episodes, {drawn} drawn, {spent['draw']:.2f} s drawing, {spent['write']:.2f} s writing videos, {spent['ffmpeg']:.2f} s of ffmpeg CPU"
+                if mode != "plain"
+                else ""
+            )
             print(f"round {r + 1} {mode}: {wall:.2f} s{counted}", flush=True)
     base = statistics.median(times["plain"])
     print(f"MaskablePPO (configs/ppo_classic.yaml's setup), {args.steps:,} steps: plain {base:.2f} s")
-    for mode in ("drawn", "video", "video-half"):
+    for mode in ("drawn", "video", "video-half", "project-video", "project-video-half"):
         m = statistics.median(times[mode])
         print(f"  {mode}: {m:.2f} s, {m / base - 1:+.1%} against plain; timed inside: {statistics.median(shares[mode]):+.1%} of the rest of training")
     return 0

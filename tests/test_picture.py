@@ -149,6 +149,52 @@ def test_record_video_writes_a_playable_video(tmp_path):
     assert abs(read[0].astype(int) - frames[0].astype(int)).mean() < 8  # the first frame, as lossy coding leaves it
 
 
+def _read_video(path):
+    imageio = pytest.importorskip("imageio.v3")
+    return imageio.imread(path, plugin="pyav") if _has_pyav() else imageio.imread(path)
+
+
+def test_project_record_video_writes_in_the_background_and_never_overwrites(tmp_path):
+    pytest.importorskip("moviepy")
+    from generala_env.video import RecordVideo, VideoError
+
+    def recorder():
+        env = gym.make("Generala-v0", rules={"lines": ["ones", "twos", "generala"]}, render_mode="rgb_array")
+        return RecordVideo(env, str(tmp_path / "videos"), episode_trigger=lambda e: e in (0, 2), max_pending=1)
+
+    env = recorder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        runs = [play(env, seed, 100) for seed in range(3)]
+        env.close()
+    videos = sorted((tmp_path / "videos").iterdir())
+    assert [v.name for v in videos] == ["rl-video-episode-0.mp4", "rl-video-episode-2.mp4"]  # no temporary left behind
+    for video, frames in zip(videos, (runs[0], runs[2])):
+        read = _read_video(video)
+        assert read.shape[0] == len(frames) and read.shape[1:] == frames[0].shape
+        assert abs(read[-1].astype(int) - frames[-1].astype(int)).mean() < 8
+    before = videos[0].read_bytes()
+    env = recorder()  # the same names again: refused, the first videos kept
+    with pytest.raises(VideoError, match="exists already; not overwritten"):
+        for seed in range(3):
+            play(env, seed, 100)
+        env.close()
+    assert videos[0].read_bytes() == before and sorted(p.name for p in (tmp_path / "videos").iterdir()) == [v.name for v in videos]
+
+
+def test_write_mp4_pads_odd_sizes_and_refuses_mixed_sizes(tmp_path):
+    pytest.importorskip("moviepy")
+    from generala_env.video import VideoError, write_mp4
+
+    frames = [np.full((33, 47, 3), 40 * i, dtype=np.uint8) for i in range(4)]
+    write_mp4(frames, str(tmp_path / "odd.mp4"), fps=4)
+    read = _read_video(tmp_path / "odd.mp4")
+    assert read.shape[0] == 4 and read.shape[1:3] == (34, 48)
+    with pytest.raises(VideoError, match="one size"):
+        write_mp4(frames + [np.zeros((10, 10, 3), np.uint8)], str(tmp_path / "mixed.mp4"), fps=4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["odd.mp4"]
+
+
 def _has_pyav() -> bool:
     try:
         import av  # noqa: F401
