@@ -128,7 +128,6 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     import generala_env  # noqa: F401
-
     from generala_env.video import RecordVideo as ProjectRecordVideo
 
     class TimedRecordVideo(RecordVideo):

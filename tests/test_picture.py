@@ -169,7 +169,7 @@ def test_project_record_video_writes_in_the_background_and_never_overwrites(tmp_
         env.close()
     videos = sorted((tmp_path / "videos").iterdir())
     assert [v.name for v in videos] == ["rl-video-episode-0.mp4", "rl-video-episode-2.mp4"]  # no temporary left behind
-    for video, frames in zip(videos, (runs[0], runs[2])):
+    for video, frames in zip(videos, (runs[0], runs[2]), strict=True):
         read = _read_video(video)
         assert read.shape[0] == len(frames) and read.shape[1:] == frames[0].shape
         assert abs(read[-1].astype(int) - frames[-1].astype(int)).mean() < 8
