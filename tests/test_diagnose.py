@@ -32,6 +32,8 @@ def test_a_policy_checkpoint_reports_its_entropy(capsys):
 
 
 def test_a_run_is_diagnosed_checkpoint_by_checkpoint_with_its_training_scalars(tmp_path):
+    pytest.importorskip("sb3_contrib")  # it trains (the train extra)
+    pytest.importorskip("tensorboard")  # the training scalars are read from its event files
     from pathlib import Path
 
     from training.diagnose import curve_markdown, over_training

@@ -35,11 +35,14 @@ def test_dict_observation_passes_the_gymnasium_checker(rules, players):
     assert isinstance(space, gym.spaces.Dict) and set(space.spaces) == {"observation", "action_mask"}
     assert space["action_mask"] == gym.spaces.Box(0, 1, shape=(A,), dtype=np.int8)
     assert space["observation"] == gym.make("Generala-v0", rules=rules, num_players=players).observation_space
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gym_check_env(env.unwrapped)
+    pytest.importorskip("stable_baselines3")  # SB3's checker too, where the train extra is installed
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        gym_check_env(env.unwrapped)
         sb3_check_env(GeneralaEnv(rules=rules, num_players=players, obs_type="dict"), warn=True)
 
 
@@ -110,11 +113,12 @@ def test_vector_env_dict_observations_agree_with_the_flat_ones():
 
 
 def test_vector_dict_observations_through_make_vec_and_the_sb3_adapter():
-    from generala_env.sb3 import make_sb3_vec_env
-
     envs = gym.make_vec("Generala-v0", num_envs=3, vectorization_mode="vector_entry_point", obs_type="dict")
     obs, _ = envs.reset(seed=0)
     assert envs.observation_space.contains(obs) and obs["action_mask"].shape == (3, 42)
+    pytest.importorskip("stable_baselines3")  # the SB3 adapter: the train extra
+    from generala_env.sb3 import make_sb3_vec_env
+
     venv = make_sb3_vec_env(3, seed=0, obs_type="dict")
     obs = venv.reset()
     assert set(obs) == {"observation", "action_mask"} and obs["observation"].shape[0] == 3
@@ -132,6 +136,7 @@ def test_unsupported_render_mode_warns_and_renders_as_none():
 
 
 def test_sb3_make_vec_env_works_as_is():
+    pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.env_util import make_vec_env
 
     with warnings.catch_warnings():
