@@ -127,12 +127,16 @@ def test_vector_dict_observations_through_make_vec_and_the_sb3_adapter():
 
 # -- 2. render modes the env lacks: a warning ------------------------------------------------
 def test_unsupported_render_mode_warns_and_renders_as_none():
-    from generala_env.multiagent import raw_env
-
-    for make in (GeneralaEnv, lambda **kw: GeneralaVectorEnv(2, **kw), raw_env):
+    for make in (GeneralaEnv, lambda **kw: GeneralaVectorEnv(2, **kw)):
         with pytest.warns(UserWarning, match="render_mode='rgb_array_list' is not one of"):
             env = make(render_mode="rgb_array_list")
         assert env.render_mode is None
+    pytest.importorskip("pettingzoo")  # the PettingZoo env too, where the multiagent extra is installed
+    from generala_env.multiagent import raw_env
+
+    with pytest.warns(UserWarning, match="render_mode='rgb_array_list' is not one of"):
+        env = raw_env(render_mode="rgb_array_list")
+    assert env.render_mode is None
 
 
 def test_sb3_make_vec_env_works_as_is():
@@ -314,6 +318,7 @@ def test_tianshou_replay_buffer_stores_the_info():
 
 
 def test_pettingzoo_infos_keep_their_shape():
+    pytest.importorskip("pettingzoo")
     from generala_env.multiagent import raw_env
 
     e = raw_env(rules=SHORT, num_players=3)
