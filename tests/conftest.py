@@ -10,6 +10,7 @@ TINY = str(Path(__file__).resolve().parent.parent / "configs" / "ppo_tiny.yaml")
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """A run of the tiny training config (seconds), made once per test module that asks for it."""
+    pytest.importorskip("sb3_contrib")  # training needs the train extra (MaskablePPO on SB3 and torch)
     from training.train import main as train_main
 
     runs = tmp_path_factory.mktemp("runs")

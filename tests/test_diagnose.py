@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from training.diagnose import diagnose, main
 
 
@@ -30,6 +32,8 @@ def test_a_policy_checkpoint_reports_its_entropy(capsys):
 
 
 def test_a_run_is_diagnosed_checkpoint_by_checkpoint_with_its_training_scalars(tmp_path):
+    pytest.importorskip("sb3_contrib")  # it trains (the train extra)
+    pytest.importorskip("tensorboard")  # the training scalars are read from its event files
     from pathlib import Path
 
     from training.diagnose import curve_markdown, over_training
@@ -45,6 +49,7 @@ def test_a_run_is_diagnosed_checkpoint_by_checkpoint_with_its_training_scalars(t
 
 
 def test_learning_curves_are_drawn_against_steps_and_wall_clock(tmp_path):
+    pytest.importorskip("matplotlib")
     from training.plot_curve import main as plot_main
     from training.plot_curve import read
 

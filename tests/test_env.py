@@ -60,6 +60,7 @@ def test_gymnasium_check_env(rules, players):
 @pytest.mark.parametrize("players", [1, 2])
 @pytest.mark.parametrize("rules", PRESETS)
 def test_sb3_check_env(rules, players):
+    pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.env_checker import check_env
 
     with warnings.catch_warnings():
@@ -93,6 +94,7 @@ def test_make_after_import_and_the_spaces():
 
 
 def test_maskable_ppo_finds_the_masks_through_a_vec_env():
+    pytest.importorskip("sb3_contrib")
     from sb3_contrib.common.maskable.utils import get_action_masks
     from stable_baselines3.common.env_util import make_vec_env
 

@@ -55,6 +55,7 @@ def test_wilson_interval_known_values():
 
 
 def test_evaluate_writes_tables_json_and_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")  # the plot (the eval extra)
     out = tmp_path / "ev"
     assert cli(["evaluate", "--agents", "greedy,random", "--games", "40", "--seed", "1", "--out", str(out), "--no-progress"]) == 0
     text = capsys.readouterr().out
@@ -74,6 +75,7 @@ def test_evaluate_writes_tables_json_and_plot(tmp_path, capsys):
 
 
 def test_tournament_swaps_seats_on_the_same_dice(tmp_path, capsys):
+    pytest.importorskip("matplotlib")  # the plot (the eval extra)
     out = tmp_path / "t"
     assert cli(["tournament", "--agents", "optimal,random", "--games", "15", "--out", str(out), "--no-progress"]) == 0
     res = json.loads((out / "results.json").read_text())
@@ -95,6 +97,9 @@ def test_tournament_swaps_seats_on_the_same_dice(tmp_path, capsys):
     ],
 )
 def test_bad_input_is_a_clear_error_before_any_game(argv, message, capsys):
+    if not message.startswith("argument "):  # past argparse, evaluate and tournament check the eval extra first
+        pytest.importorskip("matplotlib")  # the plot
+        pytest.importorskip("tqdm")  # the progress bar (no --no-progress here)
     try:
         status = cli(argv)
     except SystemExit as e:  # argparse's own checks exit with 2

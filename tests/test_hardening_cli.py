@@ -52,6 +52,7 @@ def _reset_signals():  # in the child: Ctrl-C handled even if this test run igno
     ],
 )
 def test_a_signal_stops_the_workers_and_exits_with_one_line(program, agents, sig, tmp_path):
+    pytest.importorskip("matplotlib")  # evaluate and tournament check for the plot (the eval extra) first
     out = tmp_path / "new" / "out"
     cmd = [sys.executable, "-m", "training.cli", program, "--agents", agents, "--games", "100000", "--workers", "2", "--no-progress", "--out", str(out)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_reset_signals)
@@ -105,6 +106,7 @@ def _program(name: str) -> list[str]:
 @pytest.mark.parametrize("program", ["evaluate", "tournament"])
 @pytest.mark.parametrize("where", ["is a file", "under a file"])
 def test_an_out_that_is_no_folder_fails_before_any_game(program, where, tmp_path, no_games, capsys):
+    pytest.importorskip("matplotlib")  # evaluate and tournament check for the plot (the eval extra) first
     f = tmp_path / "notes.txt"
     f.write_text("mine")
     out = f if where == "is a file" else f / "sub" / "dir"
@@ -116,6 +118,7 @@ def test_an_out_that_is_no_folder_fails_before_any_game(program, where, tmp_path
 
 @pytest.mark.parametrize("program", ["evaluate", "tournament"])
 def test_an_unwritable_out_fails_before_any_game(program, tmp_path, no_games, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")  # evaluate and tournament check for the plot (the eval extra) first
     locked = tmp_path / "locked"
     locked.mkdir()
     real_access = os.access
@@ -127,6 +130,7 @@ def test_an_unwritable_out_fails_before_any_game(program, tmp_path, no_games, mo
 
 def test_a_folder_that_takes_no_file_fails_and_is_removed_again(tmp_path, no_games, monkeypatch, capsys):
     """As root, os.access says yes to everything; writing a file is the real test."""
+    pytest.importorskip("matplotlib")  # evaluate and tournament check for the plot (the eval extra) first
 
     def refuse(*a, **k):
         raise PermissionError(13, "Permission denied")
@@ -139,6 +143,7 @@ def test_a_folder_that_takes_no_file_fails_and_is_removed_again(tmp_path, no_gam
 
 
 def test_a_failed_run_keeps_what_was_in_out(tmp_path, capsys):
+    pytest.importorskip("matplotlib")  # evaluate and tournament check for the plot (the eval extra) first
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "keep.txt").write_text("mine")

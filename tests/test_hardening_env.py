@@ -148,6 +148,7 @@ def pz_snapshot(e):
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
 @pytest.mark.parametrize("wrapped", [False, True])
 def test_pettingzoo_copy_mid_game_is_the_same_game(how, wrapped):
+    pytest.importorskip("pettingzoo")
     from generala_env.multiagent import env, raw_env
 
     e = (env if wrapped else raw_env)(rules="double", num_players=3, reward="win")
@@ -166,6 +167,7 @@ def test_pettingzoo_copy_mid_game_is_the_same_game(how, wrapped):
 
 
 def test_pettingzoo_pickle_of_a_fresh_env_still_works():
+    pytest.importorskip("pettingzoo")
     from generala_env.multiagent import raw_env
 
     clone = pickle.loads(pickle.dumps(raw_env(rules="sixty", num_players=4, reward="win")))
@@ -328,6 +330,7 @@ def test_env_arguments_still_accepted():
 
 
 def test_pettingzoo_illegal_reward_must_be_finite():
+    pytest.importorskip("pettingzoo")
     from generala_env.multiagent import env
 
     with pytest.raises(ValueError, match="illegal_reward must be a finite number"):
@@ -350,6 +353,7 @@ def test_step_and_render_before_reset_say_so():
 
 
 def test_pettingzoo_step_and_render_before_reset_say_so():
+    pytest.importorskip("pettingzoo")
     from generala_env.multiagent import raw_env
 
     e = raw_env(render_mode="ansi")
@@ -361,6 +365,7 @@ def test_pettingzoo_step_and_render_before_reset_say_so():
 
 @pytest.mark.parametrize("wrapped", [False, True])
 def test_pettingzoo_takes_numpy_actions_as_the_single_env_does(wrapped):
+    pytest.importorskip("pettingzoo")
     from generala_env.multiagent import env, raw_env
 
     make = env if wrapped else raw_env

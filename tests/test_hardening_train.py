@@ -288,6 +288,7 @@ def test_resume_of_a_folder_that_is_no_run(tmp_path, capsys):
 
 # -- 4. the batched env's ending infos name the agent's seat -----------------------------------
 def test_sb3_vec_env_ending_info_has_the_agents_seat_and_total():
+    pytest.importorskip("stable_baselines3")
     from generala_env.sb3 import make_sb3_vec_env
 
     venv = make_sb3_vec_env(8, seed=3, rules="classic", num_players=2, opponents="random", agent_seat="random")
@@ -310,6 +311,7 @@ def test_sb3_vec_env_ending_info_has_the_agents_seat_and_total():
 
 
 def test_train_callback_logs_the_agents_total_in_random_seats(tmp_path):
+    pytest.importorskip("sb3_contrib")
     import training.train as tt
 
     cfg = load_config(

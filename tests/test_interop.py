@@ -35,11 +35,14 @@ def test_dict_observation_passes_the_gymnasium_checker(rules, players):
     assert isinstance(space, gym.spaces.Dict) and set(space.spaces) == {"observation", "action_mask"}
     assert space["action_mask"] == gym.spaces.Box(0, 1, shape=(A,), dtype=np.int8)
     assert space["observation"] == gym.make("Generala-v0", rules=rules, num_players=players).observation_space
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gym_check_env(env.unwrapped)
+    pytest.importorskip("stable_baselines3")  # SB3's checker too, where the train extra is installed
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        gym_check_env(env.unwrapped)
         sb3_check_env(GeneralaEnv(rules=rules, num_players=players, obs_type="dict"), warn=True)
 
 
@@ -110,11 +113,12 @@ def test_vector_env_dict_observations_agree_with_the_flat_ones():
 
 
 def test_vector_dict_observations_through_make_vec_and_the_sb3_adapter():
-    from generala_env.sb3 import make_sb3_vec_env
-
     envs = gym.make_vec("Generala-v0", num_envs=3, vectorization_mode="vector_entry_point", obs_type="dict")
     obs, _ = envs.reset(seed=0)
     assert envs.observation_space.contains(obs) and obs["action_mask"].shape == (3, 42)
+    pytest.importorskip("stable_baselines3")  # the SB3 adapter: the train extra
+    from generala_env.sb3 import make_sb3_vec_env
+
     venv = make_sb3_vec_env(3, seed=0, obs_type="dict")
     obs = venv.reset()
     assert set(obs) == {"observation", "action_mask"} and obs["observation"].shape[0] == 3
@@ -123,15 +127,20 @@ def test_vector_dict_observations_through_make_vec_and_the_sb3_adapter():
 
 # -- 2. render modes the env lacks: a warning ------------------------------------------------
 def test_unsupported_render_mode_warns_and_renders_as_none():
-    from generala_env.multiagent import raw_env
-
-    for make in (GeneralaEnv, lambda **kw: GeneralaVectorEnv(2, **kw), raw_env):
+    for make in (GeneralaEnv, lambda **kw: GeneralaVectorEnv(2, **kw)):
         with pytest.warns(UserWarning, match="render_mode='rgb_array_list' is not one of"):
             env = make(render_mode="rgb_array_list")
         assert env.render_mode is None
+    pytest.importorskip("pettingzoo")  # the PettingZoo env too, where the multiagent extra is installed
+    from generala_env.multiagent import raw_env
+
+    with pytest.warns(UserWarning, match="render_mode='rgb_array_list' is not one of"):
+        env = raw_env(render_mode="rgb_array_list")
+    assert env.render_mode is None
 
 
 def test_sb3_make_vec_env_works_as_is():
+    pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.env_util import make_vec_env
 
     with warnings.catch_warnings():
@@ -309,6 +318,7 @@ def test_tianshou_replay_buffer_stores_the_info():
 
 
 def test_pettingzoo_infos_keep_their_shape():
+    pytest.importorskip("pettingzoo")
     from generala_env.multiagent import raw_env
 
     e = raw_env(rules=SHORT, num_players=3)

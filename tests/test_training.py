@@ -72,6 +72,7 @@ def test_export_then_load_by_path_and_play_legal_games(tiny_run, tmp_path):
 
 
 def test_ctrl_c_saves_before_exiting(tmp_path, monkeypatch):
+    pytest.importorskip("sb3_contrib")
     import training.train as tt
 
     calls = {"n": 0}

@@ -257,6 +257,7 @@ def test_opponent_mix_per_game():
 
 
 def test_sb3_adapter_and_maskable_ppo():
+    pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
