@@ -37,6 +37,7 @@ from generala_env.rules import RulesError, load_rules
 from generala_env.safe_yaml import short_repr
 
 from .base import Agent, AgentError
+from .loader import load
 
 WEIGHTS_FILE = "policy.safetensors"
 METADATA_FILE = "metadata.json"
@@ -461,8 +462,6 @@ class PoolAgent(Agent):
             raise AgentError(f"pool: 'newest' must be a whole number of at least 1, got {newest!r}")
         self.newest = newest
         self.rng = np.random.default_rng(seed)
-        from . import load
-
         self.fallback = load(fallback, rules=self.rules)
         self._models: dict[Path, object] = {}
         self.current: Any = None  # an SB3 policy (torch), or None: the fallback plays
