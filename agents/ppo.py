@@ -103,10 +103,6 @@ def checkpoint_line(name: str) -> str:
     )
 
 
-def checkpoint_summary() -> dict[str, str]:
-    return {n: checkpoint_line(n) for n in checkpoint_names()}
-
-
 def find_checkpoint(name: str) -> Path | None:
     """The folder of a shipped checkpoint called ``name``, or ``name`` itself as a folder path."""
     if not isinstance(name, (str, Path)):
