@@ -227,6 +227,7 @@ class Games:
         return s
 
 
+# long: the routes are closures over this app's games, defined inside it as FastAPI has them
 def make_app(rules="classic", max_games: int = MAX_GAMES):
     """The FastAPI app: the page at ``/`` and the JSON API under ``/api``."""
     from fastapi import FastAPI, Request

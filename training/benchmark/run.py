@@ -300,6 +300,7 @@ def _write_curve(folder: Path, evaluations: list[dict]) -> None:
     os.replace(tmp, folder / CURVE_FILE)
 
 
+# long: one run's life in order (start, a chunk per evaluation point, the final evaluation), as the module docstring tells it
 def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads: int = 1) -> dict:
     """Train and evaluate the run of ``spec`` in its folder, resuming it if it was cut;
     a finished run is left as it is. Returns its final state. ``report(evaluation)`` is
