@@ -49,6 +49,7 @@ class BatchedGreedy(BatchedOpponent):
         )  # fmt: skip
 
 
+# many arguments: a numba kernel takes the games' arrays and the greedy's tables one by one, not objects
 @njit(cache=True, error_model="numpy")
 def greedy_actions(games, masks, roll, rolls_left, locked, player, sheets, points, tiebreak, combo, top_keep, mask_for_keep, gen, dbl, locked_holds):
     """``GreedyAgent.act`` for each game (legal ``masks[j]``, the mover's view)."""

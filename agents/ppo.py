@@ -37,6 +37,7 @@ from generala_env.rules import RulesError, load_rules
 from generala_env.safe_yaml import short_repr
 
 from .base import Agent, AgentError
+from .loader import load
 
 WEIGHTS_FILE = "policy.safetensors"
 METADATA_FILE = "metadata.json"
@@ -100,10 +101,6 @@ def checkpoint_line(name: str) -> str:
         f"{m.get('algorithm', 'PPO')}, {m.get('num_players', '?')} player(s), rules {m.get('rules_name', '?')}, reward {m.get('reward', '?')}, "
         f"{m.get('training_steps', 0):,} steps" + (f"; {how}" if how else "")
     )
-
-
-def checkpoint_summary() -> dict[str, str]:
-    return {n: checkpoint_line(n) for n in checkpoint_names()}
 
 
 def find_checkpoint(name: str) -> Path | None:
@@ -461,8 +458,6 @@ class PoolAgent(Agent):
             raise AgentError(f"pool: 'newest' must be a whole number of at least 1, got {newest!r}")
         self.newest = newest
         self.rng = np.random.default_rng(seed)
-        from . import load
-
         self.fallback = load(fallback, rules=self.rules)
         self._models: dict[Path, object] = {}
         self.current: Any = None  # an SB3 policy (torch), or None: the fallback plays

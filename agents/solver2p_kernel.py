@@ -87,6 +87,7 @@ def _best_write(Wc, E, r, served, amask, blocked, codes, zero_code, D):
                 E[r, j] = Wc[l, c, j]
 
 
+# long, and many arguments: one numba kernel (njit takes arrays, not the layout object) whose prange loop is the whole solve
 @njit(cache=True, parallel=True)
 def solve_pairs(
     pairs,

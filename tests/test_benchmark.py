@@ -13,11 +13,10 @@ pytest.importorskip("sb3_contrib")
 pytest.importorskip("rliable")
 
 from training.benchmark import main, plan  # noqa: E402
-from training.benchmark.run import Evaluator, run_one  # noqa: E402
+from training.benchmark.run import Evaluator, check_hyperparams_build, run_one  # noqa: E402
 from training.benchmark.suite import (  # noqa: E402
     ALGOS,
     Task,
-    check_hyperparams_build,
     load_algo,
     load_suite,
 )

@@ -54,6 +54,14 @@ class _Faces:
         return np.asarray(self.faces[:size], dtype=dtype)
 
 
+def start_game(rules, num_players: int, seed: int) -> tuple[Game, SharedDice]:
+    """A game at its first roll on the shared dice of ``seed``, and those dice."""
+    game = Game(rules, num_players)
+    dice = SharedDice(seed, num_players, rules.num_lines)
+    game.reset(_Faces(dice.table[0, 0, 0]))
+    return game, dice
+
+
 @dataclass
 class GameRecord:
     seed: int
@@ -74,10 +82,8 @@ def play_game(agents, rules, seed: int, names=None) -> GameRecord:
     """One game, agents by seat (objects with ``act``), on the shared dice of ``seed``."""
     rules = load_rules(rules)
     P = len(agents)
-    game = Game(rules, P)
     enc = Encoder(rules, P)
-    dice = SharedDice(seed, P, rules.num_lines)
-    game.reset(_Faces(dice.table[0, 0, 0]))
+    game, dice = start_game(rules, P, seed)
     for seat, agent in enumerate(agents):
         if hasattr(agent, "reset"):
             agent.reset(seed=game_seed(seed, seat))
@@ -322,9 +328,7 @@ def play_lockstep(act_batch, rules, seeds: list[int]) -> list[GameRecord]:
     enc = Encoder(rules, 1)
     games, tables = [], []
     for s in seeds:
-        g = Game(rules, 1)
-        d = SharedDice(s, 1, rules.num_lines)
-        g.reset(_Faces(d.table[0, 0, 0]))
+        g, d = start_game(rules, 1, s)
         games.append(g)
         tables.append(d)
     served = np.zeros(len(seeds), dtype=np.int64)

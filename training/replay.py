@@ -31,13 +31,14 @@ import numpy as np
 
 from generala_env.dice import NUM_MASKS
 from generala_env.game import OPEN, Game
+from generala_env.render import PIPS
 from generala_env.rules import RuleSet, load_rules
 
 from .diagnose import Watched, judged_values
 from .harness import game_seed, play_game
+from .hints import two_player_table
+from .moves import describe as words
 from .options import positive_int, seed_int
-
-PIPS = "⚀⚁⚂⚃⚄⚅"
 
 
 def game_from_info(rules, info) -> Game:
@@ -52,8 +53,6 @@ def game_from_info(rules, info) -> Game:
 def describe(game: Game, action: int) -> str:
     """An action before it is played, in words (the terminal game's wording: ``keep 4 4 4,
     reroll 2``, ``write 12 on fours``, ``cross out ones``)."""
-    from .play import describe as words
-
     return words(game, int(action))
 
 
@@ -118,20 +117,6 @@ class Recorder(Watched):
             if not m.best_text:
                 m.best_text = describe(g, best) if vals[best] - vals[a] > 1e-9 else m.text
         self.replay.moves.append(m)
-
-
-def two_player_table(rules, solve: bool = False):
-    """``optimal-2p`` for ``rules`` if its table is cached (or ``solve``), else a sentence why not."""
-    from agents.solver2p import _cache_path
-
-    if not solve and not _cache_path(rules).is_file():
-        return (
-            f"the two-player table of the {rules.name!r} rules is not in the cache "
-            f"({_cache_path(rules)}); 'generala solve --players 2 --rules {rules.name}' makes it once (minutes for the presets)"
-        )
-    import agents
-
-    return agents.load("optimal-2p", rules=rules)
 
 
 def record(specs: list[str], rules="classic", games: int = 1, seed: int = 0, solve_2p: bool = False) -> tuple[list[Replay], list[str]]:

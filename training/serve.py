@@ -131,7 +131,7 @@ class Session:
         return ["you" if s == seat else (self.opponent or "") for s in range(self.env.num_players)]
 
     def state(self) -> dict[str, Any]:
-        from .play import points_if_written
+        from .moves import points_if_written
 
         g, info = self.env.game, self.info
         seat = self.env.seat
@@ -167,8 +167,8 @@ class Session:
     def hint(self, solvers: dict) -> dict[str, Any]:
         """The best move by the expected final total, and the chance to win where cached."""
         from .diagnose import judged_values
-        from .play import describe
-        from .replay import two_player_table
+        from .hints import two_player_table
+        from .moves import describe
 
         g, info = self.env.game, self.info
         if g.over or g.player != self.env.seat:
@@ -227,6 +227,7 @@ class Games:
         return s
 
 
+# long: the routes are closures over this app's games, defined inside it as FastAPI has them
 def make_app(rules="classic", max_games: int = MAX_GAMES):
     """The FastAPI app: the page at ``/`` and the JSON API under ``/api``."""
     from fastapi import FastAPI, Request

@@ -32,6 +32,7 @@ def evaluate_1p(learner: OnePlayerLearner, games: int) -> float:
     return float(np.mean([learner.play_game(np.random.default_rng(EVAL_SEED + i), learn=False) for i in range(games)]))
 
 
+# long: the script's whole run in order (arguments, resume, learn on a budget, save at the end or on SIGTERM)
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.td_search", description=__doc__.splitlines()[0])
     ap.add_argument("--players", type=int, choices=(1, 2), default=1)

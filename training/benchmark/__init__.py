@@ -36,12 +36,12 @@ import time
 from pathlib import Path
 
 from ..options import MissingExtra, claim_out, parser, positive_int, require_extra
+from .run import check_hyperparams_build
 from .scoring import score_policy
 from .suite import (
     ALGOS,
     BenchmarkError,
     RunSpec,
-    check_hyperparams_build,
     check_task,
     default_config_dir,
     load_algo,

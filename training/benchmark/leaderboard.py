@@ -23,6 +23,7 @@ from .suite import BenchmarkError, default_config_dir, load_suite
 REPORT_FILES = ("results.json", "results.md", "learning_curves.png", "aggregates.png", "performance_profile.png")
 
 
+# long: a third of it is the results.json mapping it returns, one key a line
 def report_runs(paths: list, reps: int = 2000, config_dir: Path | None = None, command: str = "") -> dict:
     """``results.json``'s content for every run in ``paths`` (submissions, built-in results.json
     files, or folders of them), aggregated as a grid is."""

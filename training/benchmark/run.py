@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.game import Game, outcome_points
+from generala_env.game import outcome_points
 
 from .suite import ALGOS, AlgoConfig, BenchmarkError, RunSpec, Task, algo_class, write_json
 
@@ -88,16 +88,14 @@ class Evaluator:
         played: ``(games, seats, dice, opponents, encoder)``."""
         from generala_env.encoding import Encoder
 
-        from ..harness import SharedDice, _Faces, game_seed
+        from ..harness import game_seed, start_game
 
         P = self.players
         enc = Encoder(self.rules, P)
         games, seats, dice, opponents = [], [], [], []
         for s in self.seeds:
             for seat in range(P):
-                g = Game(self.rules, P)
-                d = SharedDice(s, P, self.rules.num_lines)
-                g.reset(_Faces(d.table[0, 0, 0]))
+                g, d = start_game(self.rules, P, s)
                 opp = []
                 for other in range(P):  # each game its own copy: what reset() sets is the copy's
                     o = copy.copy(self.opponent) if other != seat else None
@@ -223,6 +221,17 @@ def build_model(algo: str, cfg: AlgoConfig, venv, seed: int, steps: int):
     return model
 
 
+def check_hyperparams_build(algo: str, cfg: AlgoConfig, task: Task) -> None:
+    """Build the model once on one batched game, so that hyperparameters the constructor refuses fail now."""
+    venv = make_venv(task, cfg, seed=0, n_envs=cfg.n_envs)
+    try:
+        build_model(algo, cfg, venv, seed=0, steps=1)
+    except (ValueError, TypeError, AssertionError) as e:
+        raise BenchmarkError(f"{algo}: the hyperparameters of {algo}.yaml do not build a model for task {task.name!r}: {e}") from None
+    finally:
+        venv.close()
+
+
 # -- the run folder --------------------------------------------------------------------------
 def read_state(folder: Path) -> dict | None:
     path = folder / STATE_FILE
@@ -291,22 +300,20 @@ def _write_curve(folder: Path, evaluations: list[dict]) -> None:
     os.replace(tmp, folder / CURVE_FILE)
 
 
+# long: one run's life in order (start, a chunk per evaluation point, the final evaluation), as the module docstring tells it
 def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads: int = 1) -> dict:
     """Train and evaluate the run of ``spec`` in its folder, resuming it if it was cut;
     a finished run is left as it is. Returns its final state. ``report(evaluation)`` is
     called after each evaluation (Ray Tune's progress)."""
     import torch
 
-    from .suite import AlgoConfig as _AC
-    from .suite import Task as _T
-
     folder = Path(spec.folder)
     status = check_folder(spec)
     if status == "done":
         return read_state(folder)
     torch.set_num_threads(threads)
-    task = _T(spec.task, **spec.task_def)
-    cfg = _AC(spec.algo, **spec.algo_config)
+    task = Task(spec.task, **spec.task_def)
+    cfg = AlgoConfig(spec.algo, **spec.algo_config)
     algo = ALGOS[spec.algo]
     ev = spec.evaluation
     evaluator = Evaluator(task, ev["seed"], ev["games"])

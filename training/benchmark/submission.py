@@ -151,6 +151,7 @@ def read(path: Path, suite: Suite) -> dict:
     return check(data, suite, str(path))
 
 
+# many arguments: keyword-only, one per field of a submission
 def make(
     *, task: str, algorithm: str, library: tuple[str, str], seed: int, budget: int, steps: int, wall_clock_seconds: float, hardware: str,
     curve: list, final: dict, suite: Suite, uses_dice_model: bool = False, url: str | None = None, notes: str | None = None,

@@ -279,19 +279,6 @@ def run_folder(out: Path, algo: str, task: str, seed: int) -> Path:
     return out / "runs" / task / algo / f"seed{seed}"
 
 
-def check_hyperparams_build(algo: str, cfg: AlgoConfig, task: Task) -> None:
-    """Build the model once on one batched game, so that hyperparameters the constructor refuses fail now."""
-    from .run import build_model, make_venv
-
-    venv = make_venv(task, cfg, seed=0, n_envs=cfg.n_envs)
-    try:
-        build_model(algo, cfg, venv, seed=0, steps=1)
-    except (ValueError, TypeError, AssertionError) as e:
-        raise BenchmarkError(f"{algo}: the hyperparameters of {algo}.yaml do not build a model for task {task.name!r}: {e}") from None
-    finally:
-        venv.close()
-
-
 __all__ = [
     "ALGOS",
     "Algo",
