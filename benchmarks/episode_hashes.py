@@ -90,7 +90,7 @@ def pettingzoo(rules, players: int, games: int = 10) -> str:
     pick = np.random.default_rng(4)
     for e in range(games):
         env.reset(seed=e)
-        for agent in env.agent_iter():
+        for _agent in env.agent_iter():
             obs, r, term, trunc, info = env.last()
             _feed(h, (obs, r, term, trunc, info))
             if term or trunc:
