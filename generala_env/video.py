@@ -85,13 +85,9 @@ def _encode(frames: list, path: str, fps: float, preset: str, nice: int) -> None
             proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         except OSError as e:
             raise VideoError(f"could not start ffmpeg for {path}: {e}") from e
-        assert proc.stdin is not None
         with contextlib.suppress(OSError, AttributeError):  # a lower priority is a courtesy, not a requirement
             os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
-        with contextlib.suppress(OSError, AttributeError, ImportError):  # a larger pipe: fewer wake-ups of this thread
-            import fcntl
-
-            fcntl.fcntl(proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+        assert proc.stdin is not None
         try:
             for frame in frames:
                 if frame.shape != (h, w, 3):
