@@ -627,11 +627,4 @@ class GeneralaVectorEnv(VectorEnv):
         return g
 
 
-def make_sb3_vec_env(n_envs: int, seed: int | None = None, **kwargs):
-    """A stable-baselines3 ``VecEnv`` over one :class:`GeneralaVectorEnv` (see :mod:`generala_env.sb3`)."""
-    from .sb3 import make_sb3_vec_env as make
-
-    return make(n_envs, seed=seed, **kwargs)
-
-
-__all__ = ["GeneralaVectorEnv", "BatchedOpponent", "BatchedRandom", "PerGameOpponent", "make_sb3_vec_env", "uniform_legal"]
+__all__ = ["GeneralaVectorEnv", "BatchedOpponent", "BatchedRandom", "PerGameOpponent", "uniform_legal"]

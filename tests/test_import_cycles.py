@@ -15,8 +15,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("generala_env", "agents", "training")
 
@@ -113,11 +111,6 @@ def test_no_import_cycle_in_agents_and_training():
     assert not found, f"modules that import each other: {say(found)}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="generala_env.sb3 imports GeneralaVectorEnv from generala_env.vector, whose make_sb3_vec_env "
-    "imports generala_env.sb3 back inside the function (generala_env is being rewritten)",
-)
 def test_no_import_cycle_in_generala_env():
     found = cycles(import_graph(ROOT), ("generala_env",))
     assert not found, f"modules that import each other: {say(found)}"

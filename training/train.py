@@ -111,9 +111,9 @@ def make_vec_env(cfg: Config, run: Path | None = None):
     env_cfg, seed = _with_self_play(cfg.env, run), cfg.seed
     if kind == "batched":
         try:
-            from generala_env.vector import make_sb3_vec_env
+            from generala_env.sb3 import make_sb3_vec_env
         except ImportError as e:
-            raise ConfigError(f"vec_env.kind 'batched' needs generala_env.vector: {e}") from None
+            raise ConfigError(f"vec_env.kind 'batched' needs generala_env.sb3: {e}") from None
         return make_sb3_vec_env(n_envs=n, seed=seed, **dataclasses.asdict(env_cfg))
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
