@@ -164,11 +164,3 @@ def cup_for(cup: DiceCup | None, rng) -> DiceCup:
 def throw(rng, n: int):
     """``n`` faces from a :class:`DiceCup` or from a generator (``integers(low, high, size=, dtype=)``)."""
     return rng.throw(n) if rng.__class__ is DiceCup else roll_dice(rng, n)
-
-
-def reroll(keep: int, drawn) -> int:
-    """The roll made by a keep plus freshly drawn faces."""
-    c = KEEP_COUNTS[keep].astype(np.int64)
-    for f in drawn:
-        c[int(f) - 1] += 1
-    return int(ROLL_OF_KEY[int(c @ KEY_WEIGHTS)])

@@ -77,9 +77,6 @@ class RuleSet:
         except ValueError:
             raise RulesError(f"line {short_repr(line)} is not on this sheet; lines: {', '.join(self.lines)}") from None
 
-    def has_line(self, line: str) -> bool:
-        return line in self.lines
-
     @cached_property
     def generala_line(self) -> int:
         """Index of the generala line, -1 when the sheet has none."""

@@ -6,7 +6,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .dice import NUM_ROLLS, ROLL_COUNTS, roll_index
+from .dice import NUM_ROLLS, roll_index
 from .rules import NUMBER_LINES, RuleSet
 
 
@@ -137,10 +137,6 @@ def points_table(rules: RuleSet) -> np.ndarray:
 def line_max(rules: RuleSet) -> np.ndarray:
     """The most points each line can hold (used to scale observations)."""
     return np.maximum(points_table(rules).max(axis=(1, 2)), 1).astype(np.float32)
-
-
-def is_five_alike_roll(r: int) -> bool:
-    return int(ROLL_COUNTS[r].max()) == 5
 
 
 __all__ = [
