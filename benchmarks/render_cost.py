@@ -21,6 +21,7 @@
 
     python benchmarks/render_cost.py                 # 3 rounds of 40,960-step runs
     python benchmarks/render_cost.py --steps 8192 --repeats 1   # a quick look
+    python benchmarks/render_cost.py --repeats 8 --modes project-video,project-video-half
 """
 
 from __future__ import annotations
@@ -186,14 +187,21 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=40_960, help="environment steps per training run (default 40,960: about 1,500 episodes)")
-    p.add_argument("--repeats", type=int, default=3, help="rounds of the three runs (default 3)")
+    p.add_argument("--repeats", type=int, default=3, help="rounds of the runs (default 3)")
+    p.add_argument(
+        "--modes", default="plain,drawn,video,video-half,project-video,project-video-half", help="the runs of a round, comma-separated (plain is always one)"
+    )
     args = p.parse_args(argv)
     import torch
 
     torch.set_num_threads(1)
     for k, v in frame_cost().items():
         print(f"{k}: {v:.1f}")
-    times: dict[str, list[float]] = {"plain": [], "drawn": [], "video": [], "video-half": [], "project-video": [], "project-video-half": []}
+    modes = ["plain"] + [m for m in args.modes.split(",") if m and m != "plain"]
+    unknown = set(modes) - {"plain", "drawn", "video", "video-half", "project-video", "project-video-half"}
+    if unknown:
+        p.error(f"unknown modes: {', '.join(sorted(unknown))}")
+    times: dict[str, list[float]] = {m: [] for m in modes}
     shares: dict[str, list[float]] = {m: [] for m in times}
     for r in range(args.repeats):
         for mode in times:
@@ -209,9 +217,13 @@ def main(argv=None) -> int:
             print(f"round {r + 1} {mode}: {wall:.2f} s{counted}", flush=True)
     base = statistics.median(times["plain"])
     print(f"MaskablePPO (configs/ppo_classic.yaml's setup), {args.steps:,} steps: plain {base:.2f} s")
-    for mode in ("drawn", "video", "video-half", "project-video", "project-video-half"):
+    for mode in modes[1:]:
         m = statistics.median(times[mode])
-        print(f"  {mode}: {m:.2f} s, {m / base - 1:+.1%} against plain; timed inside: {statistics.median(shares[mode]):+.1%} of the rest of training")
+        pairs = sorted(v / p - 1 for v, p in zip(times[mode], times["plain"], strict=True))
+        print(
+            f"  {mode}: {m:.2f} s, {m / base - 1:+.1%} against plain (pairs {pairs[0]:+.1%} to {pairs[-1]:+.1%}); "
+            f"timed inside: {statistics.median(shares[mode]):+.1%} of the rest of training"
+        )
     return 0
 
 
