@@ -117,6 +117,19 @@ def test_config_errors_name_the_key(override, message):
         load_config(TINY, [override])
 
 
+def test_a_value_net_of_its_own_shape(tmp_path):
+    """``policy.vf_arch`` gives the critic its own hidden layers; the policy keeps ``net_arch``."""
+    pytest.importorskip("sb3_contrib")
+    from training.train import build_model, make_vec_env
+
+    cfg = load_config(TINY, ["policy.net_arch=[16]", "policy.vf_arch=[48, 24]"])
+    assert load_config(TINY, []).policy.vf_arch is None
+    model = build_model(cfg, make_vec_env(cfg), tmp_path)
+    assert model.policy.net_arch == {"pi": [16], "vf": [48, 24]}
+    with pytest.raises(ConfigError, match="'policy.vf_arch' must be a non-empty list"):
+        load_config(TINY, ["policy.vf_arch=[]"])
+
+
 def test_config_file_errors(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("algo: {n_step: 12}\n")

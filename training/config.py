@@ -61,7 +61,9 @@ class PolicyConfig:
     """The network (``policy:``)."""
 
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
-    """hidden layers, the same shape for the policy and the value nets"""
+    """hidden layers of the policy net, and of the value net unless vf_arch is given"""
+    vf_arch: list[int] | None = None
+    """hidden layers of the value net (null: the same as net_arch)"""
     activation: str = "tanh"
     """tanh | relu"""
     ortho_init: bool = True
@@ -297,9 +299,14 @@ def _validate(cfg: Config) -> None:
     if init is not None and (not isinstance(init, str) or not init.strip()):
         raise _fail(("init_from",), "null or the path of a saved model (.zip)", init)
 
-    arch = cfg.policy.net_arch
-    if not arch or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in arch):
-        raise _fail(("policy", "net_arch"), "a non-empty list of layer sizes, each a whole number of at least 1", arch)
+    for key in ("net_arch", "vf_arch"):
+        arch = getattr(cfg.policy, key)
+        if arch is None and key == "vf_arch":
+            continue
+        if not isinstance(arch, list) or not arch or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in arch):
+            raise _fail(
+                ("policy", key), "a non-empty list of layer sizes, each a whole number of at least 1" + (" (or null)" if key == "vf_arch" else ""), arch
+            )
 
     env = cfg.env
     seat = env.agent_seat

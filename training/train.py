@@ -145,7 +145,8 @@ def build_model(cfg: Config, venv, tb_dir: Path):
 
     act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[cfg.policy.activation]
     arch = list(cfg.policy.net_arch)
-    policy_kwargs = dict(net_arch=dict(pi=arch, vf=arch), activation_fn=act, ortho_init=cfg.policy.ortho_init)
+    vf_arch = list(cfg.policy.vf_arch) if cfg.policy.vf_arch is not None else arch
+    policy_kwargs = dict(net_arch=dict(pi=arch, vf=vf_arch), activation_fn=act, ortho_init=cfg.policy.ortho_init)
     hyper = dict(algo_kwargs(cfg), tensorboard_log=str(tb_dir), seed=cfg.seed, verbose=0)
     if cfg.init_from:
         # the saved weights, this config's hyperparameters; the step count starts again at 0
