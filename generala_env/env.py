@@ -2,151 +2,27 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import logger, spaces
+from gymnasium import spaces
 
 from . import opponents as opponents_registry
-from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS, DiceCup, cup_for
+from .checks import MAX_ILLEGAL_IN_A_ROW, OBS_TYPES, REWARDS, check_arguments, check_finite, check_max_illegal, check_obs_type, check_render_mode, check_share  # noqa: F401  (re-exported)
+from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .game import ROLLS_PER_TURN, Game, IllegalActionError, outcome_points, prefilled_sheets
+from .game import Game, IllegalActionError, prefilled_sheets
+from .info import make_info, opponent_move_rows, opponent_moves, win_reward  # noqa: F401  (re-exported)
 from .picture import check_scale, render_rgb
 from .render import render_text
 from .rules import RuleSet, load_rules
-
-REWARDS = ("score", "win")
-OBS_TYPES = ("flat", "dict")
-MAX_ILLEGAL_IN_A_ROW = 100  # the default cap: that many illegal actions in a row truncate the episode
-
 
 # why step() cannot go on as usual (GeneralaEnv._halt), besides an opponent's failure
 NOT_RESET = "reset() has not been called yet: call reset() before step() or render()"
 RESET_FAILED = "the last reset() did not complete: call reset() again"
 _ENDED_BEFORE_MOVE = "an opponent's served generala ended the game before the agent's first move"
-
-_ROLL_ROWS = list(ROLLS)  # one array per roll: a list look-up is cheaper than numpy indexing
-_LOCKED_ROWS = list(KEEP_COUNTS)  # the dice of each keep, counted per face
-_NO_MOVES: dict[int, np.ndarray] = {}  # players -> info["opponent_moves"] with no move: -1 rows
-
-
-def check_arguments(num_players: int, reward, agent_seat, render_mode, render_modes, illegal_action, illegal_penalty) -> str | None:
-    """Validate the env arguments shared by the single and the batched env (clear errors);
-    the render mode to use: ``render_mode``, or ``None`` with a warning for one the env lacks
-    (as Gymnasium's ``make`` warns: SB3's ``make_vec_env`` asks for ``"rgb_array"``)."""
-    if reward not in REWARDS:
-        raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
-    seat_ok = isinstance(agent_seat, (int, np.integer)) and not isinstance(agent_seat, (bool, np.bool_)) and 0 <= agent_seat < num_players
-    if not (isinstance(agent_seat, str) and agent_seat == "random") and not seat_ok:  # a bool is no seat
-        raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {num_players - 1}, got {agent_seat!r}")
-    if illegal_action not in ("penalize", "raise"):
-        raise ValueError(f"illegal_action must be 'penalize' or 'raise', got {illegal_action!r}")
-    check_finite("illegal_penalty", illegal_penalty)
-    return check_render_mode(render_mode, render_modes)
-
-
-def check_render_mode(render_mode, render_modes) -> str | None:
-    """``render_mode`` if the env has it (or ``None``); else a warning, and ``None``."""
-    if render_mode is not None and render_mode not in render_modes:
-        logger.warn(f"render_mode={render_mode!r} is not one of this env's render modes {list(render_modes)}: it renders as with render_mode=None")
-        return None
-    return render_mode
-
-
-def check_obs_type(obs_type) -> str:
-    if not isinstance(obs_type, str) or obs_type not in OBS_TYPES:
-        raise ValueError(f"obs_type must be one of {', '.join(OBS_TYPES)}, got {obs_type!r}")
-    return obs_type
-
-
-def check_max_illegal(value) -> int | None:
-    """``max_illegal_in_a_row`` as an int (a positive integer), or ``None`` (no cap)."""
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"max_illegal_in_a_row must be a positive integer or None, got {value!r}")
-    return int(value)
-
-
-def check_finite(name: str, value) -> float:
-    """``value`` as a float if it is a finite real number (not a bool), else a ValueError naming ``name``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
-
-
-def check_share(name: str, value) -> float:
-    """``value`` as a float if it is a finite number from 0 to 1, else a ValueError naming ``name``."""
-    v = check_finite(name, value)
-    if not 0.0 <= v <= 1.0:
-        raise ValueError(f"{name} must be from 0 to 1, got {value!r}")
-    return v
-
-
-def win_reward(winners: tuple[int, ...], seat: int) -> float:
-    """The reward of ``reward="win"`` at the end of a game: +1 for a sole win, 0 for a shared
-    win, -1 for a loss (:func:`~generala_env.game.outcome_points` mapped onto -1 … 1)."""
-    return 2.0 * outcome_points(winners, seat) - 1.0
-
-
-def opponent_move_rows(num_players: int) -> int:
-    """Rows of ``info["opponent_moves"]``: the most moves the others make between two of a
-    seat's moves (each plays one turn of at most three actions)."""
-    return ROLLS_PER_TURN * (num_players - 1)
-
-
-def opponent_moves(info: dict) -> list[tuple[int, int, int]]:
-    """The ``(seat, action, points)`` moves in ``info["opponent_moves"]``, without the padding rows."""
-    return [(int(s), int(a), int(p)) for s, a, p in np.asarray(info["opponent_moves"]).reshape(-1, 3) if s >= 0]
-
-
-def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list | None = None, illegal_reason: str = "") -> dict[str, Any]:
-    """The ``info`` dict of a seat (what agents may read besides the observation).
-
-    Every key is there at every step, each with the same type and shape (replay buffers
-    store them): ``locked`` counts the locked dice of each face, ``opponent_moves`` is padded
-    with ``-1`` rows, ``winners`` flags seats, ``winner`` is ``-1`` unless one seat has won.
-    Every array in it is the caller's own copy. An env step builds one of these, so it
-    reads the game's cached mask and sheet facts (:meth:`Game.views`) rather than
-    recomputing them, and makes the dict in one go (a dict grown key by key costs more).
-    """
-    player = game.player
-    legal, totals, filled = game.views()
-    over = bool(game.over)
-    blank = _NO_MOVES.get(game.num_players)
-    if blank is None:
-        blank = _NO_MOVES[game.num_players] = np.full((opponent_move_rows(game.num_players), 3), -1, dtype=np.int64)
-    moves = blank.copy()
-    if opponent_moves:
-        moves[: len(opponent_moves)] = opponent_moves
-    winners = np.zeros(game.num_players, dtype=bool)
-    winner = -1
-    if over:
-        won = game.winners()
-        winners[list(won)] = True
-        winner = won[0] if len(won) == 1 else -1
-    return {
-        "action_mask": legal.copy() if player == seat else np.zeros(game.num_actions, dtype=np.int8),
-        "dice": _ROLL_ROWS[game.roll].copy(),
-        "rolls_left": int(game.rolls_left),
-        "locked": _LOCKED_ROWS[game.locked].copy(),
-        "sheets": game.sheets.copy(),
-        "totals": totals.copy(),
-        "turn": filled[player],
-        "player": int(player),
-        "seat": int(seat),
-        "served_generala_pending": game.served_generala_pending(),
-        "illegal_action": illegal,
-        "illegal_reason": illegal_reason,
-        "opponent_moves": moves,
-        "game_over": over,
-        "winners": winners,
-        "winner": int(winner),
-        "served_generala_win": game.served_generala_winner is not None,
-    }
 
 
 def observation_space(size: int, num_actions: int, obs_type: str) -> spaces.Space:

@@ -25,10 +25,12 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
+from .checks import REWARDS, check_finite, check_render_mode
 from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .env import NOT_RESET, REWARDS, check_finite, check_render_mode, make_info, win_reward
+from .env import NOT_RESET
 from .game import MAX_PLAYERS, Game, IllegalActionError
+from .info import make_info, win_reward
 from .picture import MOVES_SHOWN, render_rgb
 from .render import render_text
 from .rules import RuleSet, load_rules

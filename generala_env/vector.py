@@ -76,90 +76,14 @@ from gymnasium.vector.utils import batch_space
 
 from . import batched as K
 from . import opponents as opponents_registry
+from .checks import MAX_ILLEGAL_IN_A_ROW, check_arguments, check_finite, check_max_illegal, check_obs_type, check_share
 from .dice import DICE, EMPTY_KEEP, FACES, NUM_MASKS, ROLLS
 from .encoding import Encoder
-from .env import (
-    MAX_ILLEGAL_IN_A_ROW,
-    NOT_RESET,
-    RESET_FAILED,
-    check_arguments,
-    check_finite,
-    check_max_illegal,
-    check_obs_type,
-    check_share,
-    make_info,
-    observation_space,
-)
+from .env import NOT_RESET, RESET_FAILED, observation_space
 from .game import OPEN, Game, IllegalActionError, prefilled_sheets
 from .rules import RuleSet, load_rules
 from .scoring import points_table
-
-
-# -- opponents ----------------------------------------------------------------------------
-class BatchedOpponent:
-    """An opponent that picks actions for many games at once.
-
-    ``act_batch(venv, games, masks)`` returns one action per game in ``games`` (index
-    array), each game with the move; ``masks`` are their legal actions ``(n, A)``.
-    """
-
-    name = "batched"
-
-    def reset(self, seed: int | None = None) -> None:
-        """Called on ``reset(seed=...)`` of the vector env."""
-
-    def games_started(self, venv: GeneralaVectorEnv, games: np.ndarray) -> None:
-        """Called whenever ``games`` (index array) start, by ``reset()`` or by autoreset."""
-
-    def act_batch(self, venv: GeneralaVectorEnv, games: np.ndarray, masks: np.ndarray) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
-
-
-def uniform_legal(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
-    """One uniformly drawn legal action per row of ``masks`` (every row must have one)."""
-    return K.uniform_legal(masks, rng.random(len(masks)))
-
-
-class BatchedRandom(BatchedOpponent):
-    """Uniform over legal actions, drawn from the vector env's generator."""
-
-    name = "random"
-
-    def act_batch(self, venv, games, masks):
-        return uniform_legal(venv.np_random, masks)
-
-
-class PerGameOpponent(BatchedOpponent):
-    """Any ``(observation, info) -> action`` agent, called once per game with the single env's inputs.
-
-    One agent object serves every game. The single env calls its ``reset()`` before each
-    game; here it is called (without a seed: its own generator goes on) each time as many
-    games have started as the vector env holds, so an agent that changes between games, such
-    as a self-play pool picking up new checkpoints, changes here too.
-    """
-
-    def __init__(self, act: Callable, owner: Any = None):
-        self.act = act
-        self.owner = owner
-        self.name = getattr(owner, "name", getattr(act, "__name__", type(act).__name__))
-        self.started = 0  # games started since the owner's last reset
-
-    def reset(self, seed=None):
-        self.started = 0
-        if self.owner is not None and hasattr(self.owner, "reset"):
-            self.owner.reset(seed=seed)
-
-    def games_started(self, venv, games):
-        if self.started >= venv.num_envs:
-            self.reset()
-        self.started += len(games)
-
-    def act_batch(self, venv, games, masks):
-        out = np.empty(len(games), dtype=np.int64)
-        for j, i in enumerate(games):
-            game = venv.game_view(int(i))
-            out[j] = int(self.act(venv.encoder.encode(game, game.player), make_info(game, game.player)))
-        return out
+from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, uniform_legal  # noqa: F401  (re-exported)
 
 
 # -- the vector env -------------------------------------------------------------------------

@@ -44,7 +44,11 @@ def import_graph(root: Path, packages=PACKAGES) -> dict[str, set[str]]:
     for mod, path in files.items():
         here = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
         found = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):  # imports for type checkers only never run: not part of the graph
+            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+                node.body = []
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 found |= {module_of(a.name) for a in node.names if a.name.split(".")[0] in packages}
             elif isinstance(node, ast.ImportFrom):
@@ -104,6 +108,15 @@ def test_the_graph_sees_imports_inside_functions_and_relative_ones(tmp_path):
     graph = import_graph(tmp_path, ("agents",))
     assert graph == {"agents": {"agents.a"}, "agents.a": {"agents.sub.b"}, "agents.sub": set(), "agents.sub.b": {"agents.a", "agents.sub"}}
     assert cycles(graph, ("agents",)) == [["agents.a", "agents.sub.b"]]
+
+
+def test_the_graph_leaves_out_imports_for_type_checkers_only(tmp_path):
+    pkg = tmp_path / "agents"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n")
+    (pkg / "b.py").write_text("from .a import f\n")
+    assert import_graph(tmp_path, ("agents",)) == {"agents": set(), "agents.a": set(), "agents.b": {"agents.a"}}
 
 
 def test_no_import_cycle_in_agents_and_training():

@@ -1,0 +1,79 @@
+"""What a seat may read besides its observation: the ``info`` dict every env gives, and the
+rewards and move lists derived from a game (shared by the single, vector and PettingZoo envs
+and by the training programs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .dice import KEEP_COUNTS, ROLLS
+from .game import ROLLS_PER_TURN, Game, outcome_points
+
+_ROLL_ROWS = list(ROLLS)  # one array per roll: a list look-up is cheaper than numpy indexing
+_LOCKED_ROWS = list(KEEP_COUNTS)  # the dice of each keep, counted per face
+_NO_MOVES: dict[int, np.ndarray] = {}  # players -> info["opponent_moves"] with no move: -1 rows
+
+
+def win_reward(winners: tuple[int, ...], seat: int) -> float:
+    """The reward of ``reward="win"`` at the end of a game: +1 for a sole win, 0 for a shared
+    win, -1 for a loss (:func:`~generala_env.game.outcome_points` mapped onto -1 … 1)."""
+    return 2.0 * outcome_points(winners, seat) - 1.0
+
+
+def opponent_move_rows(num_players: int) -> int:
+    """Rows of ``info["opponent_moves"]``: the most moves the others make between two of a
+    seat's moves (each plays one turn of at most three actions)."""
+    return ROLLS_PER_TURN * (num_players - 1)
+
+
+def opponent_moves(info: dict) -> list[tuple[int, int, int]]:
+    """The ``(seat, action, points)`` moves in ``info["opponent_moves"]``, without the padding rows."""
+    return [(int(s), int(a), int(p)) for s, a, p in np.asarray(info["opponent_moves"]).reshape(-1, 3) if s >= 0]
+
+
+def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list | None = None, illegal_reason: str = "") -> dict[str, Any]:
+    """The ``info`` dict of a seat (what agents may read besides the observation).
+
+    Every key is there at every step, each with the same type and shape (replay buffers
+    store them): ``locked`` counts the locked dice of each face, ``opponent_moves`` is padded
+    with ``-1`` rows, ``winners`` flags seats, ``winner`` is ``-1`` unless one seat has won.
+    Every array in it is the caller's own copy. An env step builds one of these, so it
+    reads the game's cached mask and sheet facts (:meth:`Game.views`) rather than
+    recomputing them, and makes the dict in one go (a dict grown key by key costs more).
+    """
+    player = game.player
+    legal, totals, filled = game.views()
+    over = bool(game.over)
+    blank = _NO_MOVES.get(game.num_players)
+    if blank is None:
+        blank = _NO_MOVES[game.num_players] = np.full((opponent_move_rows(game.num_players), 3), -1, dtype=np.int64)
+    moves = blank.copy()
+    if opponent_moves:
+        moves[: len(opponent_moves)] = opponent_moves
+    winners = np.zeros(game.num_players, dtype=bool)
+    winner = -1
+    if over:
+        won = game.winners()
+        winners[list(won)] = True
+        winner = won[0] if len(won) == 1 else -1
+    return {
+        "action_mask": legal.copy() if player == seat else np.zeros(game.num_actions, dtype=np.int8),
+        "dice": _ROLL_ROWS[game.roll].copy(),
+        "rolls_left": int(game.rolls_left),
+        "locked": _LOCKED_ROWS[game.locked].copy(),
+        "sheets": game.sheets.copy(),
+        "totals": totals.copy(),
+        "turn": filled[player],
+        "player": int(player),
+        "seat": int(seat),
+        "served_generala_pending": game.served_generala_pending(),
+        "illegal_action": illegal,
+        "illegal_reason": illegal_reason,
+        "opponent_moves": moves,
+        "game_over": over,
+        "winners": winners,
+        "winner": int(winner),
+        "served_generala_win": game.served_generala_winner is not None,
+    }
