@@ -133,6 +133,7 @@ def new_games(games, throws, roll, rolls_left, locked, player, writes, over, win
         locked[g] = EMPTY_KEEP
 
 
+# long argument list: each state array apart (the typed state of the one-engine work replaces it)
 @njit(cache=True, error_model="numpy")
 def apply_actions(games, actions, throws, roll, rolls_left, locked, player, writes, over, winner, sheets, points, gen, dbl, served_win):
     """``Game._apply`` for each game: legal ``actions[j]`` in ``games[j]``, dice from ``throws[j]``.
@@ -190,6 +191,7 @@ def legal_masks(games, masks, roll, rolls_left, locked, player, over, sheets, ge
                 masks[j, m] = not locked_holds or KEEP_CONTAINS[U(HOLD_KEEP_I[r, m]), k]
 
 
+# long: one pass over each game writes every slice (a call per slice costs more than the slice)
 @njit(cache=True, error_model="numpy")
 def encode(
     games,
@@ -285,6 +287,7 @@ def encode(
             out[j, i] = obs[g, i]
 
 
+# long argument list: each state array apart (the typed state of the one-engine work replaces it)
 @njit(cache=True, error_model="numpy")
 def encode_game(out, roll, rolls_left, locked, player, sheets, seat, points_now, points_obs, total_max, at, opponent_at, gen, dbl, served_win):
     """``Encoder.encode(game, seat)`` of one game into ``out`` (every entry written).

@@ -170,6 +170,7 @@ class GeneralaEnv(gym.Env):
     render_scale = 2
     _shown_moves: list[tuple[int, int, int, int]] = []  # noqa: RUF012  # made anew by __init__ and reset(); read-only here
 
+    # many parameters: the env's keyword arguments, each documented in the class docstring
     def __init__(
         self,
         rules: str | RuleSet | dict | None = "classic",

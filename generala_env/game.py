@@ -237,6 +237,7 @@ class Game:
         self.rolls_left = ROLLS_PER_TURN - 1
         self.locked = _EMPTY_KEEP
 
+    # long: every check of a state, each with its own message, before anything changes
     def set_state(self, *, sheets=None, dice=None, rolls_left=None, player=None, locked=(), served_generala_winner=None) -> None:
         """Put the game in a given state (tests, analysis, search), as OpenSpiel's ``SetState``.
 

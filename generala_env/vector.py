@@ -120,6 +120,7 @@ class GeneralaVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     _halt: str | None = None  # set per env in __init__; the class default serves envs pickled before it existed
 
+    # many parameters: the single env's keyword arguments plus the vector env's own four
     def __init__(
         self,
         num_envs: int = 1,
@@ -424,6 +425,7 @@ class GeneralaVectorEnv(VectorEnv):
         self._masks = self._agent_masks()
         return self._observation(self._encode(self._all)), self._info(np.zeros(self.num_envs, dtype=bool))
 
+    # long: the checks, the agent's moves, the opponents' and the autoreset of ended games, in order
     def step(self, actions):
         if self._halt is not None:
             raise RuntimeError(f"step() cannot go on: {self._halt}")
