@@ -4,7 +4,7 @@ A submission is one JSON file for one run (one algorithm, task and seed)::
 
     {
       "schema": "generala-benchmark-submission", "schema_version": 1,
-      "suite": {"name": "generala-suite", "version": 1},
+      "suite": {"name": "generala-suite", "version": 2},
       "task": "classic",
       "algorithm": "cleanrl-masked-ppo",
       "library": {"name": "torch", "version": "2.13.0"},
