@@ -33,10 +33,29 @@ SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL = "spec.json", "state.json", "cur
 
 # -- the games -------------------------------------------------------------------------------
 def make_venv(task: Task, cfg: AlgoConfig, seed: int, n_envs: int | None = None):
-    """The task's training games: ``n_envs`` games of the batched env, rewards scaled, seeded."""
-    from generala_env.sb3 import make_sb3_vec_env
+    """The task's training games: ``n_envs`` games of the batched env, with the task's training
+    reward (the env's own, or the score margin of :mod:`training.benchmark.rewards`), scaled, seeded."""
+    from generala_env.sb3 import GeneralaSB3VecEnv, make_sb3_vec_env
 
     env = dict(task.env)
+    if task.training_reward == "margin":
+        from generala_env.vector import GeneralaVectorEnv
+
+        from .rewards import MarginReward
+
+        if isinstance(env.get("opponents"), (list, tuple)):  # a list is a mix of entries, as make_sb3_vec_env reads it
+            env["opponent_mix"] = list(env.pop("opponents"))
+        games = GeneralaVectorEnv(
+            n_envs or cfg.n_envs,
+            illegal_action="penalize",
+            illegal_penalty=task.illegal_penalty,
+            max_illegal_in_a_row=task.max_illegal_in_a_row,
+            full_info=True,
+            **env,
+        )
+        venv = GeneralaSB3VecEnv(venv=MarginReward(games, task.illegal_penalty, task.win_bonus), reward_scale=task.reward_scale)
+        venv.seed(seed)
+        return venv
     return make_sb3_vec_env(
         n_envs or cfg.n_envs,
         seed=seed,
@@ -253,6 +272,11 @@ def check_folder(spec: RunSpec) -> str:
     except (OSError, json.JSONDecodeError) as e:
         raise BenchmarkError(f"run folder {folder}: cannot read {SPEC_FILE}: {e}") from None
     want = spec.identity()
+    if isinstance(held, dict) and held.get("suite_version") != want["suite_version"]:
+        raise BenchmarkError(
+            f"run folder {folder} holds a run made under suite version {held.get('suite_version')!r}; this is version "
+            f"{want['suite_version']}: its results would not belong to this grid; use another --out, or remove the folder"
+        )
     if held != want:
         diff = sorted(k for k in set(held) | set(want) if held.get(k) != want.get(k))
         raise BenchmarkError(

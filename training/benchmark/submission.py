@@ -4,7 +4,7 @@ A submission is one JSON file for one run (one algorithm, task and seed)::
 
     {
       "schema": "generala-benchmark-submission", "schema_version": 1,
-      "suite": {"name": "generala-suite", "version": 1},
+      "suite": {"name": "generala-suite", "version": 2},
       "task": "classic",
       "algorithm": "cleanrl-masked-ppo",
       "library": {"name": "torch", "version": "2.13.0"},
@@ -22,7 +22,8 @@ A submission is one JSON file for one run (one algorithm, task and seed)::
 ``final.normalized_score`` is what :func:`training.benchmark.score_policy` returns for the
 final policy on the suite's ``final_games`` evaluation games; the curve's points are scores
 on the evaluation games along the way. :func:`check` refuses a file with a missing or wrong
-field, or one made for another suite version, with one line that names the file and field.
+field, or one whose scores are not comparable with this suite's (another suite, a newer version, or
+a version older than its task's ``since``), with one line that names the file and field.
 """
 
 from __future__ import annotations
@@ -83,13 +84,11 @@ def check(data, suite: Suite, where: str = "submission") -> dict:
     s = data["suite"]
     if not isinstance(s, dict) or set(s) != {"name", "version"}:
         raise BenchmarkError(f"{where}: suite must be {{'name': ..., 'version': ...}}, got {_short(s)}")
-    if s["name"] != suite.name or s["version"] != suite.version:
-        raise BenchmarkError(
-            f"{where}: made for suite {_short(s['name'])} version {_short(s['version'])}; this is {suite.name} version {suite.version}: "
-            "scores of another suite version are not comparable"
-        )
     if data["task"] not in suite.tasks:
         raise BenchmarkError(f"{where}: task {_short(data['task'])} is not in the suite; known: {', '.join(suite.tasks)}")
+    why = suite.incomparable(s["name"], s["version"], data["task"])
+    if why:
+        raise BenchmarkError(f"{where}: {why}")
     if not isinstance(data["algorithm"], str) or not _ID.match(data["algorithm"]):
         raise BenchmarkError(f"{where}: algorithm must be an id of letters, digits, '.', '_', '+', '-' (at most 64), got {_short(data['algorithm'])}")
     lib = data["library"]
@@ -196,9 +195,11 @@ def hardware() -> str:
 def from_results(results: dict, where: str, suite: Suite) -> list[dict]:
     """The runs of a built-in grid's ``results.json`` as submissions."""
     s = results.get("suite") or {}
-    if s.get("name") != suite.name or s.get("version") != suite.version:
-        raise BenchmarkError(f"{where}: made for suite {s.get('name')!r} version {s.get('version')!r}; this is {suite.name} version {suite.version}")
     runs = results.get("runs") or []
+    for task in dict.fromkeys([r.get("task") for r in runs] or [None]):  # each task's version-1 results may still count
+        why = suite.incomparable(s.get("name"), s.get("version"), task)
+        if why:
+            raise BenchmarkError(f"{where}: {why}")
     if any("curve" not in r for r in runs):
         raise BenchmarkError(
             f"{where} keeps no per-run learning curves (it was written by an earlier version): run its command again "

@@ -112,19 +112,29 @@ class Task:
     illegal_penalty: float
     max_illegal_in_a_row: int
     summary: str = ""
+    training_reward: str = "env"  # "env": the env's own reward; "margin": the score margin (training.benchmark.rewards)
+    win_bonus: float = 0.0  # with "margin": raw points added at a game's end, times +1 / 0 / -1 for win / shared / loss
+    since: int = 1  # the suite version from which the task is as written: results made since then are comparable
 
     @property
     def num_players(self) -> int:
         return int(self.env.get("num_players", 1))
 
     def to_dict(self) -> dict:
-        return {
+        """What decides the task's runs (``since`` does not); the training-reward keys only where
+        they are not the defaults, so a task of version 1 keeps its definition."""
+        d = {
             "env": copy.deepcopy(self.env),
             "reward_scale": self.reward_scale,
             "illegal_penalty": self.illegal_penalty,
             "max_illegal_in_a_row": self.max_illegal_in_a_row,
             "summary": self.summary,
         }
+        if self.training_reward != "env":
+            d["training_reward"] = self.training_reward
+        if self.win_bonus:
+            d["win_bonus"] = self.win_bonus
+        return d
 
 
 @dataclass(frozen=True)
@@ -143,6 +153,47 @@ class Suite:
     version: int
     evaluation: Evaluation
     tasks: dict[str, Task]
+
+    def incomparable(self, name: object, version: object, task: str | None) -> str | None:
+        """Why a result made on task ``task`` of suite ``name`` version ``version`` cannot be
+        ranked with this suite's results; ``None`` if it can: the same suite, the task still in
+        it, and the version neither newer than this one nor older than the task's ``since``
+        (a task left as it was keeps its results comparable across versions). With ``task``
+        ``None``, only the suite and version are checked."""
+        made = f"made for suite {name!r} version {version!r}; this is {self.name} version {self.version}"
+        if name != self.name or isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= self.version:
+            return f"{made}: scores of another suite version are not comparable"
+        if task is None:
+            return None
+        if task not in self.tasks:
+            return f"task {task!r} is not in the suite; known: {', '.join(self.tasks)}"
+        since = self.tasks[task].since
+        if version < since:
+            return f"{made}, whose task {task!r} is as written since version {since}: scores of another suite version are not comparable"
+        return None
+
+
+TRAINING_REWARDS = ("env", "margin")
+
+
+def _training_reward(t: dict, where: str) -> tuple[str, float]:
+    """A task's ``training_reward`` and ``win_bonus``, checked: the margin needs opponents and
+    the env's points reward (which it replaces), the bonus needs the margin."""
+    reward = t.get("training_reward", "env")
+    if reward not in TRAINING_REWARDS:
+        raise BenchmarkError(f"{where}: training_reward must be one of {', '.join(TRAINING_REWARDS)}, got {reward!r}")
+    bonus = _finite(t.get("win_bonus", 0.0), f"{where}: win_bonus")
+    if reward == "margin":
+        env = t["env"]
+        if int(env.get("num_players", 1)) < 2:
+            raise BenchmarkError(f"{where}: training_reward margin needs opponents (num_players of 2 or more)")
+        if env.get("reward", "score") != "score":
+            raise BenchmarkError(
+                f"{where}: training_reward margin is computed from the points written: the env's reward must be score, got {env.get('reward')!r}"
+            )
+    elif bonus:
+        raise BenchmarkError(f"{where}: win_bonus is added to the margin: it needs training_reward margin")
+    return str(reward), bonus
 
 
 def load_suite(config_dir: Path | None = None) -> Suite:
@@ -167,7 +218,7 @@ def load_suite(config_dir: Path | None = None) -> Suite:
             raise BenchmarkError(f"{where} must be a mapping")
         _keys(
             t,
-            ("env", "reward_scale", "illegal_penalty", "max_illegal_in_a_row", "summary"),
+            ("env", "reward_scale", "illegal_penalty", "max_illegal_in_a_row", "summary", "training_reward", "win_bonus", "since"),
             where,
             required=("env", "reward_scale", "illegal_penalty", "max_illegal_in_a_row"),
         )
@@ -179,7 +230,11 @@ def load_suite(config_dir: Path | None = None) -> Suite:
             raise BenchmarkError(f"{where}: reward_scale must be above 0, got {scale}")
         penalty = _finite(t["illegal_penalty"], f"{where}: illegal_penalty")
         cap = _positive_int(t["max_illegal_in_a_row"], f"{where}: max_illegal_in_a_row")
-        tasks[str(name)] = Task(str(name), dict(t["env"]), scale, penalty, cap, str(t.get("summary", "")))
+        training_reward, win_bonus = _training_reward(t, where)
+        since = _positive_int(t.get("since", 1), f"{where}: since")
+        if since > version:
+            raise BenchmarkError(f"{where}: since {since} is past the suite's version {version}")
+        tasks[str(name)] = Task(str(name), dict(t["env"]), scale, penalty, cap, str(t.get("summary", "")), training_reward, win_bonus, since)
     return Suite(str(data["name"]), version, evaluation, tasks)
 
 
