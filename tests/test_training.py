@@ -130,6 +130,38 @@ def test_a_value_net_of_its_own_shape(tmp_path):
         load_config(TINY, ["policy.vf_arch=[]"])
 
 
+def test_an_entropy_bonus_at_holds_only(tmp_path):
+    """``policy.entropy_on: holds``: the policy reports its entropy at hold decisions and none
+    at write decisions (no rolls left), so ``ent_coef`` rewards exploring holds alone."""
+    pytest.importorskip("sb3_contrib")
+    import torch
+
+    from generala_env.env import GeneralaEnv
+    from training.train import build_model, make_vec_env
+
+    on_all = load_config(TINY, ["policy.layer_norm=true"])
+    on_holds = load_config(TINY, ["policy.layer_norm=true", "policy.entropy_on=holds"])
+    a, b = build_model(on_all, make_vec_env(on_all), tmp_path), build_model(on_holds, make_vec_env(on_holds), tmp_path)
+    b.policy.load_state_dict(a.policy.state_dict())  # the same weights: only the entropy differs
+    env = GeneralaEnv()
+    obs, info = env.reset(seed=0)
+    rows, masks, writes = [], [], []
+    for rolls in (2, 1, 0):
+        env.game.set_state(rolls_left=rolls)
+        rows.append(env.encoder.encode(env.game, 0))
+        masks.append(env.game.legal_mask())
+        writes.append(rolls == 0)
+    obs_t, mask_t = torch.as_tensor(np.array(rows)), np.array(masks)
+    actions = torch.as_tensor([int(np.flatnonzero(m)[-1]) for m in masks])
+    _, lp_a, ent_a = a.policy.evaluate_actions(obs_t, actions, action_masks=mask_t)
+    _, lp_b, ent_b = b.policy.evaluate_actions(obs_t, actions, action_masks=mask_t)
+    assert torch.equal(lp_a, lp_b)
+    assert (ent_a > 0).all()
+    assert torch.equal(ent_b, torch.where(torch.as_tensor(writes), torch.zeros_like(ent_a), ent_a))
+    with pytest.raises(ConfigError, match="'policy.entropy_on' must be"):
+        load_config(TINY, ["policy.entropy_on=writes"])
+
+
 def test_config_file_errors(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("algo: {n_step: 12}\n")

@@ -74,6 +74,8 @@ class PolicyConfig:
     """mlp (SB3's linear action layer) | keep (one scorer shared by all holds, training/policies.py)"""
     keep_width: int = 32
     """width of the keep head's hold scorer"""
+    entropy_on: str = "all"
+    """all | holds: where algo.ent_coef's entropy bonus counts (holds: only at states with rolls left)"""
 
 
 @dataclass
@@ -228,6 +230,7 @@ CHOICES = {
     ("vec_env", "kind"): ("dummy", "subproc", "batched"),
     ("policy", "activation"): ("tanh", "relu"),
     ("policy", "head"): ("mlp", "keep"),
+    ("policy", "entropy_on"): ("all", "holds"),
     ("algo", "lr_schedule"): ("constant", "linear"),
     ("env", "reward"): ("score", "win"),
     ("pretrain", "teacher"): ("optimal", "optimal-2p"),

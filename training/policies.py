@@ -1,4 +1,5 @@
-"""Policy networks for MaskablePPO beyond SB3's MlpPolicy: LayerNorm, and a shared hold scorer.
+"""Policy networks for MaskablePPO beyond SB3's MlpPolicy: LayerNorm, a shared hold scorer, and
+an entropy bonus at hold decisions only.
 
 ``LayerNormMaskablePolicy`` is sb3-contrib's ``MaskableActorCriticPolicy`` whose policy and
 value MLPs put a ``LayerNorm`` after each hidden ``Linear`` (before the activation). The
@@ -54,6 +55,38 @@ class LayerNormMaskablePolicy(MaskableActorCriticPolicy):
     def _build_mlp_extractor(self) -> None:
         arch = self.net_arch if isinstance(self.net_arch, dict) else {"pi": list(self.net_arch), "vf": list(self.net_arch)}
         self.mlp_extractor = LayerNormMlpExtractor(self.features_dim, arch, self.activation_fn)
+
+
+# -- an entropy bonus at hold decisions only ------------------------------------------------
+class HoldEntropyMixin:
+    """A policy whose ``evaluate_actions`` reports no entropy at states with no rolls left, so
+    that MaskablePPO's ``ent_coef`` bonus keeps only the holds exploring (the writes get none).
+
+    Extra ``policy_kwargs``: ``no_rolls_at``, the index in the observation of ``rolls_left``'s
+    entry for 0 rolls left (1 there: the state is a write decision)."""
+
+    def __init__(self, *args, no_rolls_at: int = 11, **kwargs):
+        self.no_rolls_at = int(no_rolls_at)
+        super().__init__(*args, **kwargs)
+
+    def evaluate_actions(self, obs, actions, action_masks=None):
+        values, log_prob, entropy = super().evaluate_actions(obs, actions, action_masks=action_masks)  # type: ignore[misc]
+        if entropy is not None:
+            entropy = entropy * (obs[:, self.no_rolls_at] < 0.5).to(entropy.dtype)
+        return values, log_prob, entropy
+
+    def _get_constructor_parameters(self) -> dict:
+        data = super()._get_constructor_parameters()  # type: ignore[misc]
+        data.update(no_rolls_at=self.no_rolls_at)
+        return data
+
+
+class HoldEntropyMaskablePolicy(HoldEntropyMixin, MaskableActorCriticPolicy):
+    """SB3's MlpPolicy for MaskablePPO with the entropy bonus at holds only."""
+
+
+class HoldEntropyLayerNormPolicy(HoldEntropyMixin, LayerNormMaskablePolicy):
+    """:class:`LayerNormMaskablePolicy` with the entropy bonus at holds only."""
 
 
 # -- a structured action head: one shared scorer for every hold ---------------------------

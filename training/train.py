@@ -157,6 +157,8 @@ def build_model(cfg: Config, venv, tb_dir: Path):
         model.num_timesteps = 0
         return model
     try:
+        if cfg.policy.head == "keep" and cfg.policy.entropy_on != "all":
+            raise ConfigError("config key 'policy.entropy_on': holds works with policy.head mlp, not keep")
         if cfg.policy.head == "keep":
             from generala_env.encoding import observation_layout
             from generala_env.rules import load_rules
@@ -168,6 +170,14 @@ def build_model(cfg: Config, venv, tb_dir: Path):
             policy_kwargs.update(
                 dice_slice=(dice.start, dice.stop), num_lines=rules.num_lines, keep_width=cfg.policy.keep_width, layer_norm=cfg.policy.layer_norm
             )
+        elif cfg.policy.entropy_on == "holds":
+            from generala_env.encoding import observation_layout
+            from generala_env.rules import load_rules
+
+            from .policies import HoldEntropyLayerNormPolicy, HoldEntropyMaskablePolicy
+
+            policy_class = HoldEntropyLayerNormPolicy if cfg.policy.layer_norm else HoldEntropyMaskablePolicy
+            policy_kwargs.update(no_rolls_at=observation_layout(load_rules(cfg.env.rules), cfg.env.num_players)["rolls_left"].start)
         elif cfg.policy.layer_norm:
             from .policies import LayerNormMaskablePolicy as policy_class
         else:
