@@ -54,7 +54,8 @@ class LayerNormMaskablePolicy(MaskableActorCriticPolicy):
 
     def _build_mlp_extractor(self) -> None:
         arch = self.net_arch if isinstance(self.net_arch, dict) else {"pi": list(self.net_arch), "vf": list(self.net_arch)}
-        self.mlp_extractor = LayerNormMlpExtractor(self.features_dim, arch, self.activation_fn)
+        # SB3 annotates mlp_extractor as MlpExtractor; it needs only latent_dim_pi/vf and forward_actor/critic
+        self.mlp_extractor = LayerNormMlpExtractor(self.features_dim, arch, self.activation_fn)  # type: ignore[assignment]
 
 
 # -- an entropy bonus at hold decisions only ------------------------------------------------
@@ -70,7 +71,7 @@ class HoldEntropyMixin:
         super().__init__(*args, **kwargs)
 
     def evaluate_actions(self, obs, actions, action_masks=None):
-        values, log_prob, entropy = super().evaluate_actions(obs, actions, action_masks=action_masks)  # type: ignore[misc]
+        values, log_prob, entropy = super().evaluate_actions(obs, actions, action_masks=action_masks)
         if entropy is not None:
             entropy = entropy * (obs[:, self.no_rolls_at] < 0.5).to(entropy.dtype)
         return values, log_prob, entropy
@@ -165,16 +166,20 @@ class KeepHeadMaskablePolicy(MaskableActorCriticPolicy):
 
     def _build_mlp_extractor(self) -> None:
         arch = self.net_arch if isinstance(self.net_arch, dict) else {"pi": list(self.net_arch), "vf": list(self.net_arch)}
-        self.mlp_extractor = KeepHeadExtractor(self.features_dim, arch, self.activation_fn, self.layer_norm)
+        # SB3 annotates mlp_extractor as MlpExtractor; it needs only latent_dim_pi/vf and forward_actor/critic
+        self.mlp_extractor = KeepHeadExtractor(self.features_dim, arch, self.activation_fn, self.layer_norm)  # type: ignore[assignment]
 
     def _build(self, lr_schedule) -> None:
         super()._build(lr_schedule)
-        self.action_net = KeepHead(self.mlp_extractor.trunk_dim, slice(*self.dice_slice), self.num_lines, self.keep_width)
+        extractor = self.mlp_extractor
+        assert isinstance(extractor, KeepHeadExtractor)  # built by _build_mlp_extractor above
+        self.action_net = KeepHead(extractor.trunk_dim, slice(*self.dice_slice), self.num_lines, self.keep_width)
         if self.ortho_init:
             self.action_net.apply(partial(self.init_weights, gain=np.sqrt(2)))
             for out in (self.action_net.hold_out, self.action_net.write):
                 out.apply(partial(self.init_weights, gain=0.01))
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        # SB3 annotates optimizer_class as type[Optimizer], whose base __init__ takes no lr (SB3 makes the same call)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
 
     def _get_constructor_parameters(self) -> dict:
         data = super()._get_constructor_parameters()
