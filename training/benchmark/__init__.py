@@ -224,7 +224,7 @@ def run_ray(specs: list[RunSpec], workers: int, out: Path, address: str | None =
         )
         grid = tuner.fit()
         failures = []
-        for r in grid:
+        for r in grid:  # type: ignore[attr-defined]  # ResultGrid iterates by __getitem__/__len__, which mypy does not count
             s = RunSpec.from_dict(r.config["spec"])
             if r.error is not None:
                 failures.append((s, f"{type(r.error).__name__}: {r.error}"))
@@ -241,9 +241,11 @@ def collect(specs: list[RunSpec], out: Path) -> tuple[list[dict], dict]:
 
     from .run import read_state
 
-    runs, curves = [], {}
+    runs: list[dict] = []
+    curves: dict[str, dict[str, list[list[dict]]]] = {}
     for s in specs:
         state = read_state(Path(s.folder))
+        assert state is not None  # only finished runs are collected
         f = state["final"]
         runs.append(
             {
@@ -262,15 +264,15 @@ def collect(specs: list[RunSpec], out: Path) -> tuple[list[dict], dict]:
             }
         )
         curves.setdefault(s.task, {}).setdefault(s.algo, []).append(state["evaluations"])
-    out = {}
+    result: dict[str, dict[str, tuple[list, np.ndarray]]] = {}
     for t, by_algo in curves.items():
-        out[t] = {}
+        result[t] = {}
         for a, evs in by_algo.items():
             steps = [e["step"] for e in evs[0]]
             if any([e["step"] for e in ev] != steps for ev in evs):
                 raise BenchmarkError(f"the runs of {a} on {t} were evaluated at different steps: their curves cannot be aggregated")
-            out[t][a] = (steps, np.array([[e["normalized_score"] for e in ev] for ev in evs], dtype=float))
-    return runs, out
+            result[t][a] = (steps, np.array([[e["normalized_score"] for e in ev] for ev in evs], dtype=float))
+    return runs, result
 
 
 def _folder_key(spec: RunSpec, out: Path) -> str:

@@ -37,7 +37,8 @@ def report_runs(paths: list, reps: int = 2000, config_dir: Path | None = None, c
     tasks = [t for t in suite.tasks if any(r["task"] == t for r in subs)]
     defs = {t: suite.tasks[t] for t in tasks}
     optimum = {t: (task_optimum(defs[t]) if defs[t].num_players == 1 else None) for t in tasks}
-    runs, curves = [], {}
+    runs: list[dict] = []
+    curves: dict[str, dict[str, tuple[list[int], np.ndarray]]] = {}
     for r in subs:
         t, ns = r["task"], r["final"]["normalized_score"]
         runs.append(

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -105,7 +107,7 @@ def aggregate(runs: list[dict], curves: dict, algos: list[str], tasks: list[str]
     # get_interval_estimates but seeded (it takes no random_state) and vectorised over tau
     profiles, profile_ci = _estimates(matrix, score_distribution, reps)
 
-    curve_out = {}
+    curve_out: dict[str, dict[str, dict[str, list]]] = {}
     for t in tasks:
         curve_out[t] = {}
         for a in algos:
@@ -186,7 +188,8 @@ def markdown(results: dict) -> str:
         ]
         rows = []
         for p in agg["probability_of_improvement"]:
-            x, y, prob, lo, hi = p["x"], p["y"], p["probability"], *p["ci"]
+            x, y, prob = p["x"], p["y"], p["probability"]
+            lo, hi = p["ci"]
             if order.index(x) > order.index(y):  # the one of higher IQM first
                 x, y, prob, lo, hi = y, x, 1 - prob, 1 - hi, 1 - lo
             rows.append((order.index(x), order.index(y), f"| {x} | {y} | {prob:.2f} [{lo:.2f}–{hi:.2f}] |"))
@@ -210,10 +213,14 @@ def plot(results: dict, out: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
     from rliable import plot_utils
 
     agg, algos, tasks = results["aggregates"], results["algos"], results["tasks"]
-    colors = dict(zip(algos, plt.get_cmap("tab10").colors, strict=False))  # ten colours for at most ten algorithms
+    tab10 = plt.get_cmap("tab10")
+    assert isinstance(tab10, ListedColormap)  # a qualitative map: its colours listed
+    palette = cast("Sequence[tuple[float, float, float]]", tab10.colors)  # its ten RGB triples
+    colors = dict(zip(algos, palette, strict=False))  # ten colours for at most ten algorithms
     written = []
 
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.5 * len(tasks), 3.6), squeeze=False)

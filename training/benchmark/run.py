@@ -53,7 +53,8 @@ def make_venv(task: Task, cfg: AlgoConfig, seed: int, n_envs: int | None = None)
             full_info=True,
             **env,
         )
-        venv = GeneralaSB3VecEnv(venv=MarginReward(games, task.illegal_penalty, task.win_bonus), reward_scale=task.reward_scale)
+        # GeneralaSB3VecEnv annotates venv as GeneralaVectorEnv; MarginReward answers all it asks of one (see rewards.py)
+        venv = GeneralaSB3VecEnv(venv=MarginReward(games, task.illegal_penalty, task.win_bonus), reward_scale=task.reward_scale)  # type: ignore[arg-type]
         venv.seed(seed)
         return venv
     return make_sb3_vec_env(
@@ -334,7 +335,9 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     folder = Path(spec.folder)
     status = check_folder(spec)
     if status == "done":
-        return read_state(folder)
+        state = read_state(folder)
+        assert state is not None  # check_folder says "done" only after reading the state file
+        return state
     torch.set_num_threads(threads)
     task = Task(spec.task, **spec.task_def)
     cfg = AlgoConfig(spec.algo, **spec.algo_config)

@@ -232,7 +232,7 @@ def from_results(results: dict, where: str, suite: Suite) -> list[dict]:
 
 def collect(paths: list[Path], suite: Suite) -> list[dict]:
     """Every run in ``paths``: submission files, built-in ``results.json`` files, and folders of either."""
-    runs = []
+    runs: list[dict] = []
     for p in map(Path, paths):
         if p.is_dir():
             files = sorted(f for f in p.rglob("*.json") if f.name != "spec.json" and f.name != "state.json" and "runs" not in f.relative_to(p).parts)
