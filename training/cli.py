@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .options import MissingExtra, positive_float, positive_int, require_extra, seed_int
+
+if TYPE_CHECKING:
+    from agents.solver import Solver
+    from agents.solver2p import TwoPlayerSolver
 
 
 def _rules_cmd(args) -> int:
@@ -49,9 +54,11 @@ def _play_random_cmd(args) -> int:
     import gymnasium as gym
 
     from generala_env import ENV_ID  # registers the env
-    from generala_env.env import opponent_moves
+    from generala_env.env import GeneralaEnv, opponent_moves
 
     env = gym.make(ENV_ID, rules=args.rules, num_players=args.players, opponents="random" if args.players > 1 else None, render_mode="ansi")
+    base = env.unwrapped
+    assert isinstance(base, GeneralaEnv)  # gym.make returns it wrapped
     rng = np.random.default_rng(args.seed)
     obs, info = env.reset(seed=args.seed)
     print(env.render())
@@ -61,10 +68,10 @@ def _play_random_cmd(args) -> int:
         dice = info["dice"]
         a = int(legal[rng.integers(len(legal))])
         obs, r, done, _, info = env.step(a)
-        ret += r
+        ret += float(r)
         for seat, oa, pts in opponent_moves(info):
             print(f"-- P{seat} (random) action {oa}" + (f": wrote {pts}" if oa >= 32 else ""))
-        print(f"\n-- P{env.unwrapped.seat} (you, random) action {a}: {describe_action(env.unwrapped.rules, dice, a)} -> reward {r:g}")
+        print(f"\n-- P{base.seat} (you, random) action {a}: {describe_action(base.rules, dice, a)} -> reward {r:g}")
         print(env.render())
     print(f"\nreturn {ret:g}; winner(s): {tuple(np.flatnonzero(info['winners']).tolist())}")
     return 0
@@ -133,6 +140,7 @@ def _solve_cmd(args) -> int:
 
     t0 = time.perf_counter()
     out = {"rules": rules.name, "fingerprint": rules.fingerprint(), "players": args.players}
+    solver: Solver | TwoPlayerSolver
     if args.players == 1:
         from agents.solver import load_or_solve
 
@@ -155,9 +163,9 @@ def _solve_cmd(args) -> int:
         print(json.dumps(out, indent=2))
         return 0
     if args.players == 1:
-        print(f"rules {rules.name}: optimal expected score {solver.expected_score:.4f}")
+        print(f"rules {rules.name}: optimal expected score {out['expected_score']:.4f}")
     else:
-        print(f"rules {rules.name}, two players: seat 0's P(win) + 1/2 P(draw) under optimal play by both {solver.first_player_value:.6f}")
+        print(f"rules {rules.name}, two players: seat 0's P(win) + 1/2 P(draw) under optimal play by both {out['first_player_value']:.6f}")
     how = "read from cache" if source == "cache" else "solved"
     print(f"{how} in {wall:.3f} s (exact solve took {solver.solve_seconds:.3f} s); peak memory {out['peak_memory_mib']:.0f} MiB")
     return 0

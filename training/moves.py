@@ -148,8 +148,9 @@ def _dice_phrase(tokens: list[str], game: Game, what: str) -> list[int]:
             faces += [f] * count
             i += 2
             continue
-        if _plural_face(t) is not None:
-            f = _plural_face(t)
+        plural = _plural_face(t)
+        if plural is not None:
+            f = plural
             if have[f - 1] == 0:
                 raise MoveError(f"you have no {f} to {what} (your dice: {faces_text(dice)})")
             faces += [f] * have[f - 1]

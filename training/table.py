@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from generala_env.rules import RuleSet
 
 from .hints import Moves, moves_help, optimal_advice, two_player_table, win_advice
 from .moves import MoveError, faces_text, locked_faces, parse_move, points_if_written
+
+if TYPE_CHECKING:
+    from agents.base import Agent
 
 HUMAN = "human"
 YES = ("y", "yes", "yeah", "yep", "sure", "ok", "si", "sí")
@@ -90,9 +94,9 @@ class Table:
                 self.labels.append("you" if len(humans) == 1 else f"human {humans.index(s) + 1}")
             else:
                 self.labels.append(who)
-        self.agents: dict[int, object] = {}
+        self.agents: dict[int, Agent] = {}
         self._optimal = None
-        self._optimal_2p = None  # the win-maximiser, loaded at the first hint of a two-player game
+        self._optimal_2p: Agent | str | None = None  # the win-maximiser, loaded at the first hint of a two-player game
 
     # -- output ---------------------------------------------------------------------
     @property
@@ -297,6 +301,7 @@ class Table:
             if got == "show":
                 self.show(preview=True)
                 continue
+            assert not isinstance(got, str), got  # parse_move's only command names are handled above
             if got.confirm:
                 answer = self.read(f"  {got.confirm} ").strip()
                 if answer.lower() not in YES:
