@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from generala_env.game import MAX_PLAYERS
 from generala_env.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_repr
@@ -281,6 +281,7 @@ def _fail(key: tuple, what: str, v: Any) -> ConfigError:
 
 def _validate(cfg: Config) -> None:
     """Check every value against its bounds and the keys against each other."""
+    key: tuple[str, ...]
     for key, allowed in CHOICES.items():
         if _get(cfg, key) not in allowed:
             raise _fail(key, f"one of {', '.join(allowed)}", _get(cfg, key))
@@ -302,18 +303,20 @@ def _validate(cfg: Config) -> None:
     if init is not None and (not isinstance(init, str) or not init.strip()):
         raise _fail(("init_from",), "null or the path of a saved model (.zip)", init)
 
-    for key in ("net_arch", "vf_arch"):
-        arch = getattr(cfg.policy, key)
-        if arch is None and key == "vf_arch":
+    for arch_key in ("net_arch", "vf_arch"):
+        arch = getattr(cfg.policy, arch_key)
+        if arch is None and arch_key == "vf_arch":
             continue
         if not isinstance(arch, list) or not arch or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in arch):
             raise _fail(
-                ("policy", key), "a non-empty list of layer sizes, each a whole number of at least 1" + (" (or null)" if key == "vf_arch" else ""), arch
+                ("policy", arch_key),
+                "a non-empty list of layer sizes, each a whole number of at least 1" + (" (or null)" if arch_key == "vf_arch" else ""),
+                arch,
             )
 
     env = cfg.env
     seat = env.agent_seat
-    if seat != "random" and not 0 <= seat < env.num_players:
+    if seat != "random" and not 0 <= cast(int, seat) < env.num_players:  # _check_type lets through only 'random' or a whole number
         raise _fail(("env", "agent_seat"), f"'random' or a seat from 0 to {env.num_players - 1}", seat)
     opp = env.opponents
     if opp is not None:
@@ -354,7 +357,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 def _build(cls: type, values: dict) -> Any:
     """The dataclass ``cls`` from merged ``values``, its sections built as their own dataclasses."""
-    sections = {f.name: f.default_factory for f in dataclasses.fields(cls) if dataclasses.is_dataclass(f.default_factory)}
+    sections = {f.name: cast(type, f.default_factory) for f in dataclasses.fields(cls) if dataclasses.is_dataclass(f.default_factory)}
     return cls(**{k: _build(sections[k], v) if k in sections else v for k, v in values.items()})
 
 

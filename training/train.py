@@ -31,7 +31,9 @@ import signal
 import sys
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import yaml
@@ -40,6 +42,11 @@ from stable_baselines3.common.callbacks import BaseCallback
 from generala_env.game import outcome_points
 
 from .config import Config, ConfigError, EnvConfig, load_config
+
+if TYPE_CHECKING:
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from agents.base import Agent
 
 EVAL_SEED_BASE = 20_261_129  # evaluation games use fixed dice, the same for every run
 
@@ -131,9 +138,9 @@ LOAD_ERRORS = (ValueError, KeyError, TypeError, OSError, EOFError, RuntimeError,
 def algo_kwargs(cfg: Config) -> dict:
     """The MaskablePPO hyperparameters of ``cfg.algo``, the learning rate as its schedule."""
     a = cfg.algo
-    lr = a.learning_rate
+    lr0 = a.learning_rate
+    lr: float | Callable[[float], float] = lr0
     if a.lr_schedule == "linear":
-        lr0 = lr
         lr = lambda progress_remaining: lr0 * progress_remaining  # noqa: E731
     keys = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "target_kl")
     return dict(learning_rate=lr, **{k: getattr(a, k) for k in keys})
@@ -156,6 +163,7 @@ def build_model(cfg: Config, venv, tb_dir: Path):
             raise ConfigError(f"config key 'init_from': cannot load {cfg.init_from}: {e}") from None
         model.num_timesteps = 0
         return model
+    policy_class: type[MaskableActorCriticPolicy] | str
     try:
         if cfg.policy.head == "keep" and cfg.policy.entropy_on != "all":
             raise ConfigError("config key 'policy.entropy_on': holds works with policy.head mlp, not keep")
@@ -216,7 +224,7 @@ class Evaluator:
         self.opponent = cfg.eval.opponent
         self.seeds = [game_seed(EVAL_SEED_BASE, i) for i in range(self.games)]
         self.optimal = load_or_solve(self.rules)[0].expected_score
-        self._opp_totals = None
+        self._opp_totals: np.ndarray | None = None
         try:  # an unknown name fails now, not at the first evaluation
             agents_pkg.load(self.opponent, rules=self.rules)
         except ValueError as e:
@@ -239,12 +247,12 @@ class Evaluator:
         import agents as agents_pkg
 
         me = _PolicyAgent(policy)
-        opp = agents_pkg.load(self.opponent, rules=self.rules)
+        opponent = agents_pkg.load(self.opponent, rules=self.rules)
         points, scores = [], []
         half = max(1, self.games // 2)
         for s in self.seeds[:half]:
             for seat in range(self.players):
-                lineup = [opp] * self.players
+                lineup: list[Agent | _PolicyAgent] = [opponent] * self.players
                 lineup[seat] = me
                 rec = play_game(lineup, self.rules, s, names=["x"] * self.players)
                 points.append(outcome_points(rec.winners, seat))
@@ -520,7 +528,7 @@ def check_run_name(name: str) -> str:
 
 
 # -- the program ----------------------------------------------------------------------------
-def _build_envs(cfg: dict, run: Path):
+def _build_envs(cfg: Config, run: Path):
     try:
         return make_vec_env(cfg, run)
     except ConfigError:
