@@ -59,6 +59,7 @@ def name_agents(agents) -> dict:
         agents = [agents]
     out = {}
     for a in agents:
+        base: str | None
         if isinstance(a, str):
             base = a.strip()
             if not base:
@@ -143,7 +144,8 @@ def make_out(out: Path) -> list[Path]:
 
     Returns the folders it made, outermost first; changes nothing that was already there.
     """
-    made, there = [], out
+    made: list[Path] = []
+    there = out
     while not there.exists() and not there.is_symlink():
         made.insert(0, there)
         there = there.parent
@@ -222,7 +224,7 @@ def plot(rows: list[dict], scores: dict, path: Path, title: str) -> None:
     fig, ax = plt.subplots(figsize=(9, 5))
     bins = np.arange(0, max(max(v) for v in scores.values()) + 10, 5)
     for r in rows:
-        ax.hist(scores[r["agent"]], bins=bins, histtype="step", linewidth=1.6, label=f"{r['agent']} (mean {r['mean']:.1f})")
+        ax.hist(scores[r["agent"]], bins=bins.tolist(), histtype="step", linewidth=1.6, label=f"{r['agent']} (mean {r['mean']:.1f})")
     ax.set_xlabel("final score")
     ax.set_ylabel("games")
     ax.set_title(title)

@@ -100,10 +100,10 @@ def solver_ingredients(cfg: dict) -> list[str]:
     if cfg.get("init_from"):
         out.append(f"init_from = {cfg['init_from']!r}")
     opp = (cfg.get("env") or {}).get("opponents")
-    names = set()
+    names: set[str | None] = set()
     for entry in opp if isinstance(opp, list) else [opp]:
         names.update(entry if isinstance(entry, list) else [entry])
-    out += [f"opponent {n!r}" for n in sorted(n for n in names if n in SOLVER_AGENTS)]
+    out += [f"opponent {n!r}" for n in sorted(n for n in names if isinstance(n, str) and n in SOLVER_AGENTS)]
     return out
 
 
@@ -195,8 +195,8 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
                 ss.append(s)
         recs = play_many(lineups, ss, rules, desc=f"{name} vs {opp}")
         wins = draws = 0
-        for lu, r in zip(lineups, recs, strict=True):
-            points = outcome_points(r.winners, lu.index(str(dest)))
+        for lineup, r in zip(lineups, recs, strict=True):
+            points = outcome_points(r.winners, lineup.index(str(dest)))
             wins += points == 1.0
             draws += points == 0.5
         n = len(recs)
@@ -351,7 +351,9 @@ def _load_model(model_file: Path, rules, players: int):
         model = MaskablePPO.load(model_file, device="cpu")
     except Exception as e:  # a broken zip fails in many ways inside SB3
         raise ExportError(f"{model_file} does not load as a MaskablePPO model: {type(e).__name__}: {e}") from None
-    obs_size, want = int(model.observation_space.shape[0]), observation_size(rules, players)
+    shape = model.observation_space.shape
+    assert shape is not None  # a MaskablePPO model's observation space is a Box
+    obs_size, want = int(shape[0]), observation_size(rules, players)
     if obs_size != want:
         raise ExportError(f"{model_file} takes observations of size {obs_size}, the run's {players}-player {rules.name!r} games give {want}")
     return model

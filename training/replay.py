@@ -203,10 +203,12 @@ def _sheets(rep: Replay, rules) -> str:
         + "".join(f"<th>P{p} {html.escape(n)}{' (won)' if p in rep.winners else ''}</th>" for p, n in enumerate(rep.seats))
         + "</tr>"
     ]
+    sheets = rep.sheets
+    assert sheets is not None  # a played replay holds its final sheets
     for line_no, line in enumerate(rules.lines):
         cells = []
         for p in range(len(rep.seats)):
-            v = int(rep.sheets[p, line_no])
+            v = int(sheets[p, line_no])
             cells.append("<td class=open>·</td>" if v == OPEN else ("<td class=crossed>✗</td>" if v == 0 else f"<td>{v}</td>"))
         rows.append(f"<tr><td class=l>{html.escape(line.replace('_', ' '))}</td>{''.join(cells)}</tr>")
     rows.append("<tr class=sum><td class=l>total</td>" + "".join(f"<td>{t}</td>" for t in rep.totals) + "</tr></table>")
@@ -248,6 +250,7 @@ def _game(k: int, rep: Replay, rules) -> str:
             f"<td>{'' if m.points is None else m.points}</td>",
         ]
         if one:
+            assert m.regret is not None  # every move of a one-player replay is judged
             cells += [
                 f"<td>{m.value:.2f}</td>",
                 f"<td class='l best'>{html.escape(m.best_text) if m.regret > 1e-9 else '(the same)'}</td>",

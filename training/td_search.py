@@ -66,6 +66,7 @@ def main(argv=None) -> int:
     previous = (state.get("recipes") or ([state["recipe"]] if "recipe" in state else [])) if state else []
     recipes = [*previous, recipe]
     spent = state["train_seconds"] if state else 0.0
+    learner: OnePlayerLearner | TwoPlayerLearner
     if args.players == 1:
         learner = OnePlayerLearner(rules, state["values"] if state else None)
         learner.games = state["games"] if state else 0
@@ -126,12 +127,14 @@ def main(argv=None) -> int:
             if learner.games % args.save_every == 0:
                 row = {"games": learner.games, "train_seconds": round(spent, 1)}
                 if args.players == 1:
+                    assert isinstance(learner, OnePlayerLearner)
                     row["train_mean"] = round(float(np.mean(recent)), 3)
                     row["value_estimate"] = round(float(learner.V[0]), 3)
                     e0 = time.perf_counter()
                     row["eval_mean"] = round(evaluate_1p(learner, args.eval_games), 3)
                     t0 += time.perf_counter() - e0  # evaluation time is not training time
                 else:
+                    assert isinstance(learner, TwoPlayerLearner)
                     row["seat0_points"] = round(float(np.mean([1.0 if w == 0 else 0.5 if w < 0 else 0.0 for w in recent])), 4)
                     row["a_mid"] = round(float(learner.value.a[len(learner.value.a) // 2]), 4)
                 curve.append(row)

@@ -32,7 +32,7 @@ from .stats import mean_ci, wilson
 
 def _lineups(names: list[str], players: int, games: int, seed: int):
     """(lineup, seed, matchup key) for every game to play."""
-    out = []
+    out: list[tuple[tuple[str, ...], int, tuple[str, ...]]] = []
     if players == 2:
         for a, b in itertools.combinations(names, 2):
             for i in range(games):
