@@ -1,53 +1,38 @@
-"""The rules of :mod:`generala_env.game` and the encoding of :mod:`generala_env.encoding`,
+"""The rules of :mod:`generala_env.engine` and the encoding of :mod:`generala_env.encoding`,
 for many games at once: loops over games, compiled by numba.
 
-Each function reads like the single-game code it mirrors (``Game._apply``,
-``Game.legal_mask``, ``Encoder.encode``), one game per loop iteration, over state arrays
-indexed by game (agents that play batched, such as :mod:`agents.batched`, compile their
-loops the same way with :func:`njit`). :class:`generala_env.vector.GeneralaVectorEnv`
-owns the arrays and calls these.
+The loops repeat no rule: each compiles the same functions that
+:class:`~generala_env.game.Game` runs as plain Python (:data:`generala_env.engine.RULES`,
+:data:`generala_env.encoding.ENCODING`), inlined (``inline="always"``), over the games' state,
+a :class:`~generala_env.engine.GameState` of arrays indexed by game, and the rule set's
+:class:`~generala_env.engine.Tables` as arrays (agents that play batched, such as
+:mod:`agents.batched`, compile their loops the same way with :func:`njit`).
+:class:`generala_env.vector.GeneralaVectorEnv` owns the arrays and calls these.
+
+The state, the tables and the encoding tables come in as plain tuples (``tuple(state)``),
+which numba takes faster than a NamedTuple, and are named again inside
+(``GameState(*state)``): each loop takes a handful of arguments, not one per array.
 
 Why numba: a step as NumPy operations over all games is some 70 passes over memory with
 fancy indexing; a compiled loop does each game's step in one pass (what that is worth is
 in ``docs/performance.md``). Without numba (or with ``GENERALA_NUMBA=0``) the same
 functions run as plain Python: correct, only slow.
 
-Four rules keep the loops fast: no array views or calls with array arguments per game
-(each costs about as much as the game's whole step); unsigned indices in the hot loops
-(numba then skips its fix-up of negative indices); small integer tables; and NumPy's
-error model (no zero-division checks around every division; no divisor here is ever zero).
-
-The rules come in as data (the points table, the generala and double generala lines,
-whether a served generala wins), as :class:`~generala_env.rules.RuleSet` and
-:mod:`~generala_env.scoring` give them. The one rule the loops decide themselves, that a
-double generala needs a scored generala, is :func:`blocked_line`, which mirrors
-:func:`generala_env.scoring.blocked_line`.
-
-The float arithmetic is the encoder's, operation for operation (``int / float32`` is
-done in float64 and rounded to float32, as NumPy does), so observations agree bit for bit.
+Numba's on-disk cache is keyed by this file: after editing the rules in ``engine.py`` or
+``encoding.py``, clear ``__pycache__/*.nbi`` (or touch this file).
 """
 
 from __future__ import annotations
 
 import os
+import types
 
 import numpy as np
 
-from .dice import (
-    ALL_HELD,
-    DICE,
-    EMPTY_KEEP,
-    HOLD_KEEP,
-    KEEP_CONTAINS,
-    KEEP_COUNTS,
-    KEEP_SIZE,
-    KEY_WEIGHTS,
-    NUM_MASKS,
-    ROLL_COUNTS,
-    ROLL_OF_KEY,
-    ROLLS,
-)
-from .game import OPEN, ROLLS_PER_TURN
+from . import encoding, engine
+from .dice import DICE, EMPTY_KEEP, NUM_MASKS
+from .encoding import EncodingTables
+from .engine import FIRST_ROLL, OPEN, GameState, Tables
 
 try:
     if os.environ.get("GENERALA_NUMBA", "1") == "0":
@@ -62,287 +47,178 @@ except ImportError:  # plain Python: same results, much slower
         return (lambda f: f) if not args or not callable(args[0]) else args[0]
 
 
-FIRST_ROLL = ROLLS_PER_TURN - 1  # rolls_left right after a turn's first roll
-U = np.uint64  # an index numba need not check for being negative
+# An index numba need not check for being negative: the loops index games (g) and rows (j) by
+# it. Only those: the rules do arithmetic on their numbers, and signed and unsigned must not
+# mix there (the result would be a float).
+U = np.uint64
 
-# dice tables as the loops index them (small integer types: fewer cache misses)
-HOLD_KEEP_I = HOLD_KEEP.astype(np.int16)
-KEEP_SIZE_I = KEEP_SIZE.astype(np.int8)
-KEEP_KEY = (KEEP_COUNTS.astype(np.int64) @ KEY_WEIGHTS).astype(np.int32)  # base-6 key of a keep's face counts
-ROLL_OF_KEY_I = ROLL_OF_KEY.astype(np.int16)
-DIE_KEY = np.array([6**i for i in range(6)], dtype=np.int32)  # what a die showing face i + 1 adds to a key
-FIVE_ALIKE = ROLL_COUNTS.max(axis=1) == DICE
-DICE_OBS = np.concatenate([ROLL_COUNTS / 5.0, ROLLS / 6.0], axis=1).astype(np.float32)  # dice_counts, dice_sorted
-LOCKED_OBS = (KEEP_COUNTS / 5.0).astype(np.float32)  # locked_counts
+# The loops over games allocate nothing (their outputs come in) and run without numba's
+# reference counts: with them, each call of a rule inlined in a loop counts every array of
+# the tables it is given, in and out, which costs more than the rest of the game's step.
+loop = njit(cache=True, error_model="numpy", _nrt=False) if NUMBA else njit  # type: ignore[call-overload]  # _nrt: numba's own option, not in its stubs
 
 
-@njit(cache=True, error_model="numpy")
-def served_pending(served_win, rolls_left, roll, generala_line):
-    """``Game.served_generala_pending``, from one game's ``rolls_left``, ``roll`` and the
-    mover's generala line. (The loops below pass scalars: a call with array arguments
-    costs more than the rest of a game's step; they test ``served_win`` first so as not
-    to read the sheet when served generalas never win.)"""
-    return served_win and rolls_left == FIRST_ROLL and FIVE_ALIKE[roll] and generala_line == OPEN
+def _compiled(functions) -> dict:
+    """The rule functions, each compiled to be inlined where it is called, and calling the
+    compiled others (a copy of each function whose globals name them)."""
+    if not NUMBA:
+        return {f.__name__: f for f in functions}
+    out: dict = {}
+    scopes = []
+    for f in functions:
+        scope = dict(f.__globals__)
+        copy = types.FunctionType(f.__code__, scope, f.__name__, f.__defaults__, f.__closure__)
+        copy.__qualname__ = f.__qualname__
+        out[f.__name__] = njit(inline="always", error_model="numpy")(copy)
+        scopes.append(scope)
+    for scope in scopes:
+        scope.update(out)
+    return out
 
 
-@njit(cache=True, error_model="numpy")
-def blocked_line(dbl, generala_points):
-    """:func:`generala_env.scoring.blocked_line` for the loops: the line on which a write
-    scores 0 whatever the dice (-1: none), from the double generala line ``dbl`` (-1 if the
-    sheet has none) and what the seat's generala line holds (``OPEN`` when open). The one
-    place the loops say that a double generala needs a scored generala."""
-    return dbl if dbl >= 0 and not generala_points > 0 else -1
+_R = _compiled(engine.RULES + encoding.ENCODING)
+served_pending, blocked_line, held, dice_thrown, landed = (_R[n] for n in ("served_pending", "blocked_line", "held", "dice_thrown", "landed"))
+start_turn, legal, write_points, after_write = (_R[n] for n in ("start_turn", "legal", "write_points", "after_write"))
+is_winner, outcome_points = _R["is_winner"], _R["outcome_points"]
+encode_turn, encode_sheets, _encode_game = _R["encode_turn"], _R["encode_sheets"], _R["encode_game"]
+
+DIE_KEY = np.array([6**i for i in range(6)], dtype=np.int64)  # what a die showing face i + 1 adds to a key
 
 
-@njit(cache=True, error_model="numpy")
-def dice_needed(games, actions, roll):
-    """How many dice each action draws: the dice not held, or 5 for a write (the next first roll)."""
-    need = np.empty(len(games), dtype=np.int64)
-    for j in range(len(games)):
-        a = actions[j]
-        need[j] = DICE - KEEP_SIZE_I[HOLD_KEEP_I[roll[games[j]], a]] if a < NUM_MASKS else DICE
-    return need
-
-
-@njit(cache=True, error_model="numpy")
-def throw_key(throw, n, key):
-    """``key`` plus the first ``n`` dice of a throw.
+@njit(inline="always", error_model="numpy")
+def throw_key(throw, n):
+    """The face keys of the first ``n`` dice of a throw, summed.
 
     A throw is five dice coded as one number below ``6 ** 5``: die ``d`` shows
     ``throw // 6 ** d % 6 + 1``.
     """
+    key = 0
     for _ in range(n):
         key += DIE_KEY[throw % 6]
         throw //= 6
     return key
 
 
-@njit(cache=True, error_model="numpy")
-def new_games(games, throws, roll, rolls_left, locked, player, writes, over, winner, sheets, sheets_seen):
-    """``Game.reset`` of each game: empty sheets, player 0 rolls the five dice of ``throws[j]``."""
+@loop
+def dice_needed(games, actions, roll, rules, need):
+    """How many dice each action draws into ``need`` (:func:`~generala_env.engine.dice_thrown`)."""
+    t = Tables(*rules)
     for j in range(len(games)):
-        g = games[j]
-        sheets[g] = OPEN
-        sheets_seen[g] = -1
-        player[g] = 0
-        writes[g] = 0
-        over[g] = False
-        winner[g] = -1
-        roll[g] = ROLL_OF_KEY_I[throw_key(throws[j], DICE, 0)]
-        rolls_left[g] = FIRST_ROLL
-        locked[g] = EMPTY_KEEP
+        need[j] = dice_thrown(t, roll[games[j]], actions[j])
 
 
-# long argument list: each state array apart (the typed state of the one-engine work replaces it)
-@njit(cache=True, error_model="numpy")
-def apply_actions(games, actions, throws, roll, rolls_left, locked, player, writes, over, winner, sheets, points, gen, dbl, served_win):
-    """``Game._apply`` for each game: legal ``actions[j]`` in ``games[j]``, dice from ``throws[j]``.
-
-    Returns the points written (0 for a reroll). ``winner`` is the served generala winner (-1: none).
-    """
-    num_players, num_lines = sheets.shape[1], sheets.shape[2]
-    pts = np.zeros(len(games), dtype=np.int64)
-    for j in range(U(len(games))):  # unsigned indices: see encode()
-        g, a = U(games[j]), U(actions[j])
-        if a < NUM_MASKS:  # keep the held dice, throw the rest
-            keep = U(HOLD_KEEP_I[U(roll[g]), a])
-            roll[g] = ROLL_OF_KEY_I[U(throw_key(throws[j], DICE - KEEP_SIZE_I[keep], KEEP_KEY[keep]))]
-            rolls_left[g] -= 1
-            locked[g] = keep
-            continue
-        line, me = a - U(NUM_MASKS), U(player[g])
-        p = points[line, U(roll[g]), U(1) if rolls_left[g] == FIRST_ROLL else U(0)]
-        if line == dbl and line == blocked_line(dbl, sheets[g, me, gen]):
-            p = 0  # blocked_line names this line or none: a write elsewhere need not read the sheet
-        won = served_win and served_pending(served_win, rolls_left[g], roll[g], sheets[g, me, gen])
-        sheets[g, me, line] = p
-        writes[g] += 1
-        pts[j] = p
-        if won:
-            winner[g] = me
-            over[g] = True
-        elif writes[g] == num_players * num_lines:
-            over[g] = True
-        else:  # the next player's first roll
-            player[g] = (me + U(1)) % U(num_players)
-            roll[g] = ROLL_OF_KEY_I[throw_key(throws[j], DICE, 0)]
-            rolls_left[g] = FIRST_ROLL
-            locked[g] = EMPTY_KEEP
-    return pts
-
-
-@njit(cache=True, error_model="numpy")
-def legal_masks(games, masks, roll, rolls_left, locked, player, over, sheets, gen, served_win, locked_holds):
-    """``Game.legal_mask`` of each game into ``masks[j]`` (rows must start all false)."""
-    num_lines = U(sheets.shape[2])
-    for j in range(U(len(games))):  # unsigned indices: see encode()
+@loop
+def new_games(games, throws, state, rules):
+    """``Game.reset`` of each game: empty sheets, player 0 rolls the five dice of ``throws[j]``."""
+    st, t = GameState(*state), Tables(*rules)
+    for j in range(U(len(games))):  # unsigned: see U
         g = U(games[j])
-        if over[g]:
-            continue
-        me, r = U(player[g]), U(roll[g])
-        if served_win and served_pending(served_win, rolls_left[g], r, sheets[g, me, gen]):
-            masks[j, NUM_MASKS + gen] = True
-            continue
-        for l in range(num_lines):
-            masks[j, U(NUM_MASKS) + l] = sheets[g, me, l] == OPEN
-        if rolls_left[g] > 0:
-            k = U(locked[g])
-            for m in range(U(ALL_HELD)):
-                masks[j, m] = not locked_holds or KEEP_CONTAINS[U(HOLD_KEEP_I[r, m]), k]
+        for p in range(t.num_players):
+            for l in range(t.num_lines):
+                st.sheets[g, p, l] = OPEN
+        st.player[g] = 0
+        st.writes[g] = 0
+        st.over[g] = False
+        st.winner[g] = -1
+        st.roll[g], st.rolls_left[g], st.locked[g] = start_turn(t, throw_key(throws[j], DICE))
 
 
-# long: one pass over each game writes every slice (a call per slice costs more than the slice)
-@njit(cache=True, error_model="numpy")
-def encode(
-    games,
-    seat,
-    out,
-    obs,
-    sheets_seen,
-    roll,
-    rolls_left,
-    locked,
-    player,
-    writes,
-    sheets,
-    points_now,
-    points_obs,
-    total_max,
-    at,
-    opponent_at,
-    gen,
-    dbl,
-    served_win,
-):
-    """``Encoder.encode(game, seat)`` of each game into ``out[j]`` (every entry written).
+@loop
+def apply_actions(games, actions, throws, state, rules, pts):
+    """``Game._apply`` for each game: legal ``actions[j]`` in ``games[j]``, dice from ``throws[j]``;
+    the points written into ``pts[j]`` (0 for a reroll)."""
+    st, t = GameState(*state), Tables(*rules)
+    for j in range(U(len(games))):  # unsigned: see U
+        g, a = U(games[j]), actions[j]
+        roll, rolls_left = st.roll[g], st.rolls_left[g]
+        if a < NUM_MASKS:  # keep the held dice, throw the rest
+            keep = held(t, roll, a)
+            st.roll[g] = landed(t, keep, throw_key(throws[j], dice_thrown(t, roll, a)))
+            st.rolls_left[g] = rolls_left - 1
+            st.locked[g] = keep
+            pts[j] = 0
+            continue
+        line, me = a - NUM_MASKS, st.player[g]
+        generala_value = st.sheets[g, me, t.generala_line]
+        p = write_points(t, line, roll, rolls_left, generala_value)
+        won = served_pending(t, rolls_left, roll, generala_value)
+        st.sheets[g, me, line] = p
+        st.writes[g] += 1
+        pts[j] = p
+        over, st.player[g] = after_write(t, won, st.writes[g], me)
+        st.over[g] = over
+        if won:
+            st.winner[g] = me
+        elif not over:  # the next player's first roll
+            st.roll[g], st.rolls_left[g], st.locked[g] = start_turn(t, throw_key(throws[j], DICE))
+
+
+@loop
+def legal_masks(games, masks, state, rules):
+    """``Game.legal_mask`` of each game into ``masks[j]`` (every entry written)."""
+    st, t = GameState(*state), Tables(*rules)
+    for j in range(U(len(games))):  # unsigned: see U
+        g = U(games[j])
+        me, roll, rolls_left, locked, over = st.player[g], st.roll[g], st.rolls_left[g], st.locked[g], st.over[g]
+        pending = served_pending(t, rolls_left, roll, st.sheets[g, me, t.generala_line])
+        for a in range(NUM_MASKS):
+            masks[j, a] = legal(t, over, pending, rolls_left, roll, locked, a, False)
+        for l in range(t.num_lines):
+            masks[j, NUM_MASKS + l] = legal(t, over, pending, rolls_left, roll, locked, NUM_MASKS + l, st.sheets[g, me, l] == OPEN)
+
+
+@loop
+def encode(games, seat, out, sheet_obs, sheets_seen, state, rules, enc):
+    """``Encoder.encode(game, seat[g])`` of each game ``g`` of ``games`` into ``out[j]``.
 
     The slices the sheets alone decide (``own_open`` to the end) are kept in row ``g`` of
-    ``obs`` and recomputed only when the game's ``writes`` differs from ``sheets_seen``
-    (set it to -1 to force it); each call writes the dice slices and ``points_now`` and
-    copies those. ``points_now[roll, first, line]``: points / line max (float32);
-    ``points_obs[line, v]``: ``v`` points written / line max, rounded to float32 as the
-    encoder does; ``at``: the starts of the slices (see ``GeneralaVectorEnv``);
-    ``opponent_at[k - 1]``: opponent ``k``'s open, points and total starts.
-
-    Indices are unsigned (``U``) where they can be: numba then skips the fix-up of
-    negative indices (``docs/performance.md``). Signed and unsigned
-    must not mix in index arithmetic (the result would be a float).
+    ``sheet_obs`` and encoded anew only when the game's ``writes`` differs from
+    ``sheets_seen[g]`` (set it to -1 to force it); the turn's slices are encoded at every call.
     """
-    num_players, num_lines, size = U(sheets.shape[1]), U(sheets.shape[2]), U(obs.shape[1])
-    dice_at, rolls_left_at, first_at, locked_at, served_at = U(at[0]), U(at[1]), U(at[2]), U(at[3]), U(at[4])
-    now_at, open_at, points_at, total_at, round_at, lead_at = U(at[5]), U(at[6]), U(at[7]), U(at[8]), U(at[9]), U(at[10])
-    for j in range(U(len(games))):
+    st, t, e = GameState(*state), Tables(*rules), EncodingTables(*enc)
+    own_open, size = U(e.open_at), U(out.shape[1])
+    for j in range(U(len(games))):  # unsigned: see U
         g = U(games[j])
-        r, me, rl, k = U(roll[g]), U(seat[g]), U(rolls_left[g]), U(locked[g])
-        first = U(1) if rl == FIRST_ROLL else U(0)
-        for i in range(U(11)):
-            out[j, dice_at + i] = DICE_OBS[r, i]
-        for i in range(U(3)):
-            out[j, rolls_left_at + i] = 1.0 if i == rl else 0.0
-        out[j, first_at] = first
-        for i in range(U(6)):
-            out[j, locked_at + i] = LOCKED_OBS[k, i]
-        out[j, served_at] = 1.0 if served_win and served_pending(served_win, rl, r, sheets[g, player[g], gen]) else 0.0
-        for l in range(num_lines):  # without branches: open lines are unpredictable
-            out[j, now_at + l] = points_now[r, first, l] * np.float32(sheets[g, me, l] == OPEN)
-        blocked = blocked_line(dbl, sheets[g, me, gen])
-        if blocked >= 0:
-            out[j, now_at + U(blocked)] = 0.0
-
-        if writes[g] != sheets_seen[g]:  # a line was written since: the sheet slices anew
-            sheets_seen[g] = writes[g]
-            own = 0
-            filled = 0
-            for l in range(num_lines):
-                v = sheets[g, me, l]
-                if v == OPEN:
-                    obs[g, open_at + l] = 1.0
-                    obs[g, points_at + l] = 0.0
-                else:
-                    obs[g, open_at + l] = 0.0
-                    obs[g, points_at + l] = points_obs[l, U(v)]
-                    own += v
-                    filled += 1
-            obs[g, total_at] = np.float32(own / total_max)
-            obs[g, round_at] = np.float32(filled / num_lines)
-            if num_players > 1:
-                best = -np.inf
-                for q in range(U(1), num_players):
-                    other = (me + q) % num_players
-                    open_q, points_q, total_q = U(opponent_at[q - U(1), 0]), U(opponent_at[q - U(1), 1]), U(opponent_at[q - U(1), 2])
-                    t = 0
-                    for l in range(num_lines):
-                        v = sheets[g, other, l]
-                        if v == OPEN:
-                            obs[g, open_q + l] = 1.0
-                            obs[g, points_q + l] = 0.0
-                        else:
-                            obs[g, open_q + l] = 0.0
-                            obs[g, points_q + l] = points_obs[l, U(v)]
-                            t += v
-                    obs[g, total_q] = np.float32(t / total_max)
-                    best = max(best, float(t))
-                obs[g, lead_at] = np.float32(min(max((own - best) / total_max, -1.0), 1.0))
-        for i in range(open_at, size):
-            out[j, i] = obs[g, i]
+        me, roll, rolls_left = seat[g], st.roll[g], st.rolls_left[g]
+        pending = served_pending(t, rolls_left, roll, st.sheets[g, st.player[g], t.generala_line])
+        encode_turn(out, j, e, roll, rolls_left, st.locked[g], pending, st.sheets, g, me)
+        if st.writes[g] != sheets_seen[g]:  # a line was written since: the sheet slices anew
+            sheets_seen[g] = st.writes[g]
+            encode_sheets(sheet_obs, g, e, st.sheets, g, me)
+        for i in range(own_open, size):
+            out[j, i] = sheet_obs[g, i]
 
 
-# long argument list: each state array apart (the typed state of the one-engine work replaces it)
-@njit(cache=True, error_model="numpy")
-def encode_game(out, roll, rolls_left, locked, player, sheets, seat, points_now, points_obs, total_max, at, opponent_at, gen, dbl, served_win):
-    """``Encoder.encode(game, seat)`` of one game into ``out`` (every entry written).
-
-    What the single env calls when numba is on, in place of ``Encoder.encode_numpy``
-    (a dozen NumPy operations on rows of ten); most of its time is numba's dispatch of
-    its arguments.
-
-    ``player``: the seat to move; ``gen``, ``dbl``: the generala and double generala
-    lines (-1 where the sheet has none); ``served_win``: whether a served generala wins in
-    this game (:meth:`~generala_env.rules.RuleSet.served_generala_wins`). Same arithmetic
-    as :func:`encode`.
-    """
-    num_players, num_lines = sheets.shape[0], sheets.shape[1]
-    first = 1 if rolls_left == FIRST_ROLL else 0
-    for i in range(11):
-        out[at[0] + i] = DICE_OBS[roll, i]
-    for i in range(3):
-        out[at[1] + i] = 1.0 if i == rolls_left else 0.0
-    out[at[2]] = first
-    for i in range(6):
-        out[at[3] + i] = LOCKED_OBS[locked, i]
-    out[at[4]] = 1.0 if served_win and served_pending(served_win, rolls_left, roll, sheets[player, gen]) else 0.0
-    for l in range(num_lines):  # points_now: 0 where the line is closed
-        out[at[5] + l] = points_now[roll, first, l] if sheets[seat, l] == OPEN else 0.0
-    blocked = blocked_line(dbl, sheets[seat, gen])
-    if blocked >= 0:
-        out[at[5] + blocked] = 0.0
-    own, filled = sheet_slices(out, at[6], at[7], sheets, seat, points_obs)
-    out[at[8]] = np.float32(own / total_max)
-    out[at[9]] = np.float32(filled / num_lines)
-    if num_players > 1:
-        best = -np.inf
-        for q in range(1, num_players):
-            t, _ = sheet_slices(out, opponent_at[q - 1, 0], opponent_at[q - 1, 1], sheets, (seat + q) % num_players, points_obs)
-            out[opponent_at[q - 1, 2]] = np.float32(t / total_max)
-            best = max(best, float(t))
-        out[at[10]] = np.float32(min(max((own - best) / total_max, -1.0), 1.0))
+@loop
+def encode_game(out, enc, roll, rolls_left, locked, pending, sheets, seat):
+    """:func:`generala_env.encoding.encode_game` compiled: what the single env calls."""
+    _encode_game(out, EncodingTables(*enc), roll, rolls_left, locked, pending, sheets, seat)
 
 
-@njit(cache=True, error_model="numpy")
-def sheet_slices(out, open_at, points_at, sheets, who, points_obs):
-    """Seat ``who``'s open and points slices into ``out``; its total and filled lines."""
-    total, filled = 0, 0
-    for l in range(sheets.shape[1]):
-        v = sheets[who, l]
-        if v == OPEN:
-            out[open_at + l] = 1.0
-            out[points_at + l] = 0.0
-        else:
-            out[open_at + l] = 0.0
-            out[points_at + l] = points_obs[l, v]
-            total += v
-            filled += 1
-    return total, filled
+@loop
+def results(games, seat, state, rules, totals, winner, win_reward):
+    """Final totals, the winner (-1 on a shared win) and the agent's win reward (+1 / 0 / -1) of
+    ended games, by the rules' :func:`~generala_env.engine.is_winner` and
+    :func:`~generala_env.engine.outcome_points`."""
+    st, t = GameState(*state), Tables(*rules)
+    for j in range(U(len(games))):  # unsigned: see U
+        g = U(games[j])
+        best = -1
+        for p in range(t.num_players):
+            total = 0
+            for l in range(t.num_lines):
+                if st.sheets[g, p, l] != OPEN:
+                    total += st.sheets[g, p, l]
+            totals[j, p] = total
+            best = max(best, total)
+        served_winner, n, w = st.winner[g], 0, -1
+        for p in range(t.num_players):
+            if is_winner(served_winner, p, totals[j, p], best):
+                n += 1
+                w = p
+        s = seat[g]
+        winner[j] = w if n == 1 else -1
+        win_reward[j] = 2.0 * outcome_points(is_winner(served_winner, s, totals[j, s], best), n) - 1.0
 
 
 @njit(cache=True, error_model="numpy")
@@ -356,44 +232,13 @@ def accepted(actions, masks):
 
 
 @njit(cache=True, error_model="numpy")
-def results(games, seat, sheets, served_winner, totals, winner, win_reward):
-    """Final totals, the winner (-1 on a shared win) and the agent's win reward of ended games.
-
-    A loop that mirrors two functions: the winners are those of ``Game.winners``, the reward
-    is :func:`generala_env.env.win_reward` (+1 / 0 / -1); ``tests/test_vector.py`` checks
-    that they agree.
-    """
-    num_players, num_lines = sheets.shape[1], sheets.shape[2]
-    for j in range(len(games)):
-        g = games[j]
-        best, n_best = -1, 0
-        for p in range(num_players):
-            t = 0
-            for l in range(num_lines):
-                if sheets[g, p, l] != OPEN:
-                    t += sheets[g, p, l]
-            totals[j, p] = t
-            if t > best:
-                best, n_best, winner[j] = t, 1, p
-            elif t == best:
-                n_best += 1
-        if served_winner[g] >= 0:
-            winner[j] = served_winner[g]
-            win_reward[j] = 1.0 if served_winner[g] == seat[g] else -1.0
-        else:
-            if n_best > 1:
-                winner[j] = -1
-            win_reward[j] = -1.0 if totals[j, seat[g]] < best else (1.0 if n_best == 1 else 0.0)
-
-
-@njit(cache=True, error_model="numpy")
 def uniform_legal(masks, u):
     """The ``floor(u[i] * n_legal)``-th legal action of each row (``u`` uniform in [0, 1)).
 
     Branch-free: the chosen index is the number of actions before which fewer than
     ``k + 1`` legal ones have been seen.
     """
-    rows, num_actions = U(masks.shape[0]), U(masks.shape[1])  # unsigned indices: see encode()
+    rows, num_actions = U(masks.shape[0]), U(masks.shape[1])  # unsigned indices: no fix-up of negative ones
     m = masks.view(np.uint8)
     out = np.empty(rows, dtype=np.int64)
     for i in range(rows):
@@ -408,3 +253,6 @@ def uniform_legal(masks, u):
             index += seen <= k
         out[i] = index
     return out
+
+
+__all__ = ["NUMBA", "FIRST_ROLL", "U", "njit", "blocked_line", "GameState", "Tables", "EMPTY_KEEP"]

@@ -28,58 +28,26 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dice import (
-    ALL_HELD,
-    DICE,
-    HOLD_KEEP,
-    KEEP_CONTAINS,
-    KEEP_COUNTS,
-    KEEP_SIZE,
-    KEY_WEIGHTS,
-    NUM_MASKS,
-    ROLL_COUNTS,
-    ROLL_OF_KEY,
-    ROLLS,
-    keep_index,
-    roll_index,
-    throw,
-)
+from .dice import ALL_HELD, DICE, KEEP_SIZE, NUM_MASKS, ROLLS, keep_index, roll_index, throw
+from .engine import FIRST_ROLL, OPEN, ROLLS_PER_TURN, after_write, dice_thrown, held, is_winner, landed, legal, served_pending, start_turn, tables, write_points
+from .engine import outcome_points as _outcome_points
 from .rules import RuleSet, load_rules
 from .scoring import SERVED_BONUS_LINES, blocked_line, generala_scored, points_table
 
-OPEN = -1  # marker of an open line on a sheet
-ROLLS_PER_TURN = 3
 MAX_PLAYERS = 6
 
-# The dice tables as Python lists: a step is a few list look-ups (numpy indexing of one
-# element costs more than the rest of a step's arithmetic). A roll's index is found from
-# the base-6 key of its face counts: a keep's key plus what each thrown die adds.
-_HOLD_KEEP = HOLD_KEEP.tolist()
-_KEEP_SIZE = KEEP_SIZE.tolist()
-_KEEP_KEY = (KEEP_COUNTS.astype(np.int64) @ KEY_WEIGHTS).tolist()
+# A roll's index is found from the base-6 key of its face counts: what each die adds
+# (engine.landed); the rules read the rule set's tables as Python lists (engine.tables).
 _FACE_KEY = (0, 1, 6, 36, 216, 1296, 7776)  # a die showing face f adds 6 ** (f - 1)
-_ROLL_OF_KEY = ROLL_OF_KEY.tolist()
-_FIVE_ALIKE = (ROLL_COUNTS.max(axis=1) == DICE).tolist()
+_KEEP_SIZE = KEEP_SIZE.tolist()
 _EMPTY_KEEP = keep_index([])
-_ANY_HOLD = np.arange(NUM_MASKS) != ALL_HELD  # the hold part of a legal mask with rolls left
-_NO_HOLDS = np.zeros(NUM_MASKS, dtype=bool)
-
-
-class _OpenLines(dict):
-    """``_OPEN_LINES[L][bits]``: the boolean row of ``L`` lines with bit ``l`` set where line ``l`` is open."""
-
-    def __missing__(self, num_lines: int) -> np.ndarray:
-        table = (np.arange(1 << num_lines)[:, None] >> np.arange(num_lines) & 1).astype(bool)
-        self[num_lines] = table
-        return table
-
-
-_OPEN_LINES = _OpenLines()
+_MASK_CACHE_SIZE = 1 << 16  # legal masks kept per rule set and player count
 
 
 @lru_cache(maxsize=64)
-def _points_list(rules: RuleSet) -> list:
-    return points_table(rules).tolist()
+def _mask_cache(rules: RuleSet, num_players: int) -> dict:
+    """Legal masks by what they depend on (see ``Game._compute_legal_mask``), shared by the games of a rule set."""
+    return {}
 
 
 @lru_cache(maxsize=64)
@@ -135,10 +103,8 @@ def _frozen(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def outcome_points(winners: tuple[int, ...], seat: int) -> float:
     """A seat's result of a finished game from its :meth:`Game.winners`: 1 for a sole win,
-    0.5 for a shared win, 0 for a loss (the points of a win rate)."""
-    if seat not in winners:
-        return 0.0
-    return 1.0 if len(winners) == 1 else 0.5
+    0.5 for a shared win, 0 for a loss (the points of a win rate; :func:`~generala_env.engine.outcome_points`)."""
+    return _outcome_points(seat in winners, len(winners))
 
 
 class IllegalActionError(ValueError):
@@ -187,10 +153,12 @@ class Game:
         self.num_lines = self.rules.num_lines
         self.num_actions = NUM_MASKS + self.num_lines
         self.points = points_table(self.rules)
-        self._points_list = _points_list(self.rules)  # [line][roll][served]: list look-ups for the step
+        self._t = tables(self.rules, self.num_players, lists=True)  # the rules' tables (generala_env.engine)
         self._generala = self.rules.generala_line  # -1 where the sheet lacks the line
         self._double = self.rules.double_generala_line
         self._served_win = self.rules.served_generala_wins(self.num_players)
+        # whether a rule reads the mover's generala line (served_pending, blocked_line): else it is not read
+        self._reads_generala = self._generala >= 0 and (self._served_win or self._double >= 0)
         self.sheets = np.full((self.num_players, self.num_lines), OPEN, dtype=np.int32)
         self.roll = 0
         self.rolls_left = 0
@@ -212,7 +180,7 @@ class Game:
         self._totals_of: tuple | None = None  # the facts _totals was made from
         self._filled: np.ndarray = np.zeros(0, dtype=np.int64)
         self._filled_of: tuple | None = None
-        self._mask_of: dict[tuple[bool, int], tuple[np.ndarray, np.ndarray]] = {}  # legal masks by (rolls left?, open lines)
+        self._masks: dict[tuple, tuple[np.ndarray, np.ndarray]] = _mask_cache(self.rules, self.num_players)  # legal masks by their inputs
 
     # -- setting up -------------------------------------------------------------
     def reset(self, rng) -> None:
@@ -230,12 +198,9 @@ class Game:
 
     def _start_turn(self, faces) -> None:
         fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
-        if len(fs) == DICE and min(fs) >= 1 and max(fs) <= 6:
-            self.roll = _ROLL_OF_KEY[sum(map(_FACE_KEY.__getitem__, fs))]
-        else:
-            self.roll = roll_index(faces)  # raises the error that names the bad faces
-        self.rolls_left = ROLLS_PER_TURN - 1
-        self.locked = _EMPTY_KEEP
+        if not (len(fs) == DICE and min(fs) >= 1 and max(fs) <= 6):
+            roll_index(faces)  # raises the error that names the bad faces
+        self.roll, self.rolls_left, self.locked = start_turn(self._t, sum(map(_FACE_KEY.__getitem__, fs)))
 
     # long: every check of a state, each with its own message, before anything changes
     def set_state(self, *, sheets=None, dice=None, rolls_left=None, player=None, locked=(), served_generala_winner=None) -> None:
@@ -435,9 +400,9 @@ class Game:
 
     def served_generala_pending(self) -> bool:
         """Five alike on the first roll with the generala line open, in a game where it wins."""
-        if not (self._served_win and self.rolls_left == ROLLS_PER_TURN - 1 and _FIVE_ALIKE[self.roll]):
+        if not self._served_win:  # the sheet need not be read
             return False
-        return bool(self.sheets[self.player, self._generala] == OPEN)
+        return served_pending(self._t, self.rolls_left, self.roll, int(self.sheets[self.player, self._generala]))
 
     def winners(self) -> tuple[int, ...]:
         """Seats that won (several on a shared win); empty while the game is on. A seat's
@@ -445,10 +410,8 @@ class Game:
         t = self._sheet_facts()[0]  # first: sheets written by hand may end the game
         if not self.over:
             return ()
-        if self.served_generala_winner is not None:
-            return (self.served_generala_winner,)
-        best = max(t)
-        return tuple(i for i, v in enumerate(t) if v == best)
+        best, w = max(t), self.served_generala_winner
+        return tuple(i for i, v in enumerate(t) if is_winner(-1 if w is None else w, i, v, best))
 
     def legal_mask(self) -> np.ndarray:
         """Boolean array over all actions: True where :meth:`apply` accepts the action."""
@@ -467,23 +430,30 @@ class Game:
         return self._legal
 
     def _compute_legal_mask(self) -> tuple[np.ndarray, np.ndarray]:
-        """The legal mask, read-only, as booleans and as an int8 view of them."""
+        """The legal mask (:func:`~generala_env.engine.legal` of every action), read-only, as
+        booleans and as an int8 view of them.
+
+        Looked up by what it depends on: over, a served generala pending, rolls left or not,
+        the mover's open lines, and, only under ``locked_holds`` with dice locked and rolls
+        left, the roll and the locked dice (elsewhere :func:`~generala_env.engine.hold_legal`
+        reads neither). A mask not seen yet is computed by the rules themselves.
+        """
         open_bits = self._sheet_facts()[2][self.player]  # first: sheets written by hand may end the game
-        if self.over:
-            return _frozen(np.zeros(self.num_actions, dtype=bool))
-        if self.served_generala_pending():
-            mask = np.zeros(self.num_actions, dtype=bool)
-            mask[NUM_MASKS + self._generala] = True
-            return _frozen(mask)
-        if self.rolls_left > 0 and self.rules.locked_holds and _KEEP_SIZE[self.locked] > 0:
-            mask = np.concatenate((_NO_HOLDS, _OPEN_LINES[self.num_lines][open_bits]))
-            mask[:ALL_HELD] = KEEP_CONTAINS[HOLD_KEEP[self.roll, :ALL_HELD], self.locked]
-            return _frozen(mask)
-        # otherwise the mask depends on two things only: look it up (ufuncs on small arrays cost more)
-        key = (self.rolls_left > 0, open_bits)
-        masks = self._mask_of.get(key)
+        over, rl = self.over, self.rolls_left
+        pending = not over and self.served_generala_pending()
+        lock = (self.roll, self.locked) if self.rules.locked_holds and rl > 0 and self.locked != _EMPTY_KEEP else None
+        key = (over, pending, rl > 0, open_bits, lock)
+        cache = self._masks
+        masks = cache.get(key)
         if masks is None:
-            masks = self._mask_of[key] = _frozen(np.concatenate((_ANY_HOLD if key[0] else _NO_HOLDS, _OPEN_LINES[self.num_lines][open_bits])))
+            t, roll, locked = self._t, self.roll, self.locked
+            mask = np.array(
+                [legal(t, over, pending, rl, roll, locked, a, a >= NUM_MASKS and open_bits >> (a - NUM_MASKS) & 1 == 1) for a in range(self.num_actions)],
+                dtype=bool,
+            )
+            if len(cache) >= _MASK_CACHE_SIZE:
+                cache.clear()
+            masks = cache[key] = _frozen(mask)
         return masks
 
     def legal_actions(self) -> list[int]:
@@ -522,7 +492,7 @@ class Game:
             if why is not None:
                 raise IllegalActionError(why)
             a = int(action)
-        return self._apply(a, throw(rng, DICE - _KEEP_SIZE[_HOLD_KEEP[self.roll][a]] if a < NUM_MASKS else DICE))
+        return self._apply(a, throw(rng, dice_thrown(self._t, self.roll, a)))
 
     def apply(self, action: int, faces) -> Outcome:
         """Apply a legal action with the dice it needs given explicitly.
@@ -545,8 +515,8 @@ class Game:
         return self._apply(a, faces)
 
     def _apply(self, a: int, faces) -> Outcome:
-        if a < NUM_MASKS and len(faces) != DICE - _KEEP_SIZE[_HOLD_KEEP[self.roll][a]]:
-            raise ValueError(f"hold {a} rerolls {DICE - _KEEP_SIZE[_HOLD_KEEP[self.roll][a]]} dice, got {len(faces)} faces")
+        if a < NUM_MASKS and len(faces) != dice_thrown(self._t, self.roll, a):
+            raise ValueError(f"hold {a} rerolls {dice_thrown(self._t, self.roll, a)} dice, got {len(faces)} faces")
         out = self._decide(a)
         if self.throw_keep >= 0:
             self._land(faces)
@@ -582,23 +552,22 @@ class Game:
             self._start_turn(faces)
         else:
             fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
-            self.roll = _ROLL_OF_KEY[_KEEP_KEY[keep] + sum(map(_FACE_KEY.__getitem__, fs))]  # dice.reroll by keys
+            self.roll = landed(self._t, keep, sum(map(_FACE_KEY.__getitem__, fs)))
 
     def _decide(self, a: int) -> Outcome:
         me = self.player
         if a < NUM_MASKS:
-            keep = _HOLD_KEEP[self.roll][a]
+            keep = held(self._t, self.roll, a)
             self.rolls_left -= 1
             self.locked = keep
             self.throw_keep, self._throw_starts_turn = keep, False
             return _REROLLED[me][a]
 
         line = a - NUM_MASKS
-        served = self.rolls_left == ROLLS_PER_TURN - 1
-        pts = self._points_list[line][self.roll][served]
-        if line == self._double and line == blocked_line(self.rules, self.generala_scored(me)):
-            pts = 0  # blocked_line names this line or none: a write elsewhere need not ask
-        served_win = self.served_generala_pending()
+        t, roll, rolls_left = self._t, self.roll, self.rolls_left
+        generala_value = int(self.sheets[me, self._generala]) if self._reads_generala else OPEN
+        pts = write_points(t, line, roll, rolls_left, generala_value)
+        served_win = served_pending(t, rolls_left, roll, generala_value)
         if self._sheets_key != self.sheets.tobytes():
             self._sheet_facts()  # the sheets were written by hand: recount the facts and writes first
         self.sheets[me, line] = pts
@@ -608,15 +577,13 @@ class Game:
         filled[me] += 1
         bits[me] &= ~(1 << line)
         self._facts, self._sheets_key = (tuple(totals), tuple(filled), tuple(bits)), self.sheets.tobytes()
+        served = rolls_left == FIRST_ROLL
         bonus = self.rules.served_bonus if served and pts > 0 and self.rules.lines[line] in SERVED_BONUS_LINES else 0
         out = Outcome(me, a, pts, True, served, bonus, served_win)
+        self.over, self.player = after_write(t, served_win, self.writes, me)
         if served_win:
             self.served_generala_winner = me
-            self.over = True
-        elif self.writes == self.num_players * self.num_lines:
-            self.over = True
-        else:
-            self.player = (me + 1) % self.num_players
+        elif not self.over:
             self.throw_keep, self._throw_starts_turn = _EMPTY_KEEP, True
         return out
 

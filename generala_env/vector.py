@@ -77,12 +77,12 @@ from gymnasium.vector.utils import batch_space
 from . import batched as K
 from . import opponents as opponents_registry
 from .checks import MAX_ILLEGAL_IN_A_ROW, check_arguments, check_finite, check_max_illegal, check_obs_type, check_share
-from .dice import DICE, EMPTY_KEEP, FACES, NUM_MASKS, ROLLS
+from .dice import DICE, FACES, NUM_MASKS, ROLLS
 from .encoding import Encoder
+from .engine import OPEN, new_state, tables
 from .env import NOT_RESET, RESET_FAILED, observation_space
-from .game import OPEN, Game, IllegalActionError, prefilled_sheets
+from .game import Game, IllegalActionError, prefilled_sheets
 from .rules import RuleSet, load_rules
-from .scoring import points_table
 from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, uniform_legal  # noqa: F401  (re-exported)
 
 
@@ -169,24 +169,14 @@ class GeneralaVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, N)
         self.action_space = batch_space(self.single_action_space, N)
 
-        # rule-set tables
-        self._gen, self._dbl = self.rules.generala_line, self.rules.double_generala_line  # -1 where the sheet lacks the line
-        self._served_win = self.rules.served_generala_wins(P)
-        self._points = points_table(self.rules)  # (L, 252, 2) int32
-        self._points_now, self._points_obs = self.encoder.points_now, self.encoder.points_obs  # the single env's tables
-        self._total_max = self.encoder.total_max
-        self._at, self._opponent_at = self.encoder.starts, self.encoder.opponent_starts  # where encode() writes
-
-        # the state of every game
-        self.roll = np.zeros(N, dtype=np.int64)
-        self.rolls_left = np.zeros(N, dtype=np.int64)
-        self.locked = np.full(N, EMPTY_KEEP, dtype=np.int64)
-        self.player = np.zeros(N, dtype=np.int64)
+        # the state of every game (its fields are also attributes: roll, rolls_left, ..., sheets)
+        self.state = new_state(N, P, L)
+        self.roll, self.rolls_left, self.locked, self.player = self.state.roll, self.state.rolls_left, self.state.locked, self.state.player
+        self.writes, self.over, self.sheets = self.state.writes, self.state.over, self.state.sheets
+        self.served_generala_winner = self.state.winner  # seat, or -1
         self.seat = np.full(N, 0 if agent_seat == "random" else int(agent_seat), dtype=np.int64)
-        self.sheets = np.full((N, P, L), OPEN, dtype=np.int32)
-        self.writes = np.zeros(N, dtype=np.int64)
-        self.over = np.ones(N, dtype=bool)
-        self.served_generala_winner = np.full(N, -1, dtype=np.int64)  # seat, or -1
+        # what the loops take: plain tuples of the state, the rules' and the encoding's tables
+        self._state, self._tables, self._enc = tuple(self.state), tuple(tables(self.rules, P)), tuple(self.encoder.tables)
         self.ended_before_move = np.zeros(N, dtype=bool)  # an opponent's served generala ended it
         self.illegal_streak = np.zeros(N, dtype=np.int64)  # the agent's illegal actions in a row
         self._halt: str | None = NOT_RESET  # why step() cannot go on; None while it can
@@ -311,7 +301,9 @@ class GeneralaVectorEnv(VectorEnv):
         ``throw // 6 ** d % 6 + 1``); an action uses the first dice it needs (see ``dice_source``)."""
         if self._dice_source is None:
             return self.np_random.integers(0, FACES**DICE, size=len(games))
-        need = np.full(len(games), DICE) if actions is None else K.dice_needed(games, actions, self.roll)
+        need = np.full(len(games), DICE)
+        if actions is not None:
+            K.dice_needed(games, actions, self.roll, self._tables, need)
         faces = np.asarray(self._dice_source(games, need))
         used = np.arange(DICE) < need[:, None]
         if faces.shape != (len(games), DICE) or ((faces < 1) | (faces > FACES))[used].any():
@@ -320,20 +312,15 @@ class GeneralaVectorEnv(VectorEnv):
 
     def _legal_masks(self, games: np.ndarray) -> np.ndarray:
         """``Game.legal_mask`` of each game (for whoever has the move), ``(n, A)``."""
-        m = np.zeros((len(games), self.num_actions), dtype=bool)
-        K.legal_masks(
-            games, m, self.roll, self.rolls_left, self.locked, self.player, self.over, self.sheets,
-            self._gen, self._served_win, self.rules.locked_holds,
-        )  # fmt: skip
+        m = np.empty((len(games), self.num_actions), dtype=bool)
+        K.legal_masks(games, m, self._state, self._tables)
         return m
 
     def _apply(self, games: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """Apply one legal action in each of ``games``; the points written (0 for rerolls)."""
-        return K.apply_actions(
-            games, actions, self._dice(games, actions), self.roll, self.rolls_left, self.locked, self.player,
-            self.writes, self.over, self.served_generala_winner, self.sheets, self._points, self._gen, self._dbl,
-            self._served_win,
-        )  # fmt: skip
+        pts = np.empty(len(games), dtype=np.int64)
+        K.apply_actions(games, actions, self._dice(games, actions), self._state, self._tables, pts)
+        return pts
 
     def _reset_games(self, games: np.ndarray) -> None:
         shown = getattr(self, "_shown", None)
@@ -346,10 +333,8 @@ class GeneralaVectorEnv(VectorEnv):
         except BaseException as err:  # the ended games are left as they were: over
             self._halt = f"the dice of new games raised {type(err).__name__}: {err}; call reset()"
             raise
-        K.new_games(
-            games, dice, self.roll, self.rolls_left, self.locked, self.player, self.writes, self.over,
-            self.served_generala_winner, self.sheets, self._sheets_seen,
-        )  # fmt: skip
+        K.new_games(games, dice, self._state, self._tables)
+        self._sheets_seen[games] = -1  # the encoder's sheet slices are those of the old games
         if self.exploring_starts:
             for g in games[self.np_random.random(len(games)) < self.exploring_starts]:
                 sheets = prefilled_sheets(self.rules, self.num_players, self.np_random)
@@ -366,18 +351,14 @@ class GeneralaVectorEnv(VectorEnv):
         totals = np.empty((len(games), self.num_players), dtype=np.int64)
         winner = np.empty(len(games), dtype=np.int64)
         win_reward = np.empty(len(games))
-        K.results(games, self.seat, self.sheets, self.served_generala_winner, totals, winner, win_reward)
+        K.results(games, self.seat, self._state, self._tables, totals, winner, win_reward)
         return totals, winner, win_reward
 
     # -- observations -------------------------------------------------------------------
     def _encode(self, games: np.ndarray) -> np.ndarray:
         """The observations of ``games`` from the agent's seat, ``(n, size)``."""
         out = np.empty((len(games), self.encoder.size), dtype=np.float32)
-        K.encode(
-            games, self.seat, out, self._sheet_obs, self._sheets_seen, self.roll, self.rolls_left, self.locked,
-            self.player, self.writes, self.sheets, self._points_now, self._points_obs, self._total_max, self._at,
-            self._opponent_at, self._gen, self._dbl, self._served_win,
-        )  # fmt: skip
+        K.encode(games, self.seat, out, self._sheet_obs, self._sheets_seen, self._state, self._tables, self._enc)
         return out
 
     def _observation(self, encoded: np.ndarray):

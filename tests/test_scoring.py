@@ -251,9 +251,10 @@ def test_rolls_and_keeps():
 
 @pytest.mark.parametrize("spec", ["classic", "double", "sixty", {"lines": ["ones", "three_of_a_kind"]}])
 def test_blocked_line_in_python_and_in_the_numba_loops_agree(spec):
-    """``scoring.blocked_line`` is the home of "double generala needs a scored generala";
-    ``batched.blocked_line`` mirrors it for the compiled loops."""
-    from generala_env import batched
+    """``scoring.blocked_line`` says "double generala needs a scored generala" for a rule set,
+    ``engine.blocked_line`` for the rules' numbers (run as plain Python by the game and compiled
+    in the batched loops)."""
+    from generala_env import batched, engine
     from generala_env.scoring import blocked_line, generala_scored
 
     rules = load_rules(spec)
@@ -266,3 +267,4 @@ def test_blocked_line_in_python_and_in_the_numba_loops_agree(spec):
         expected = rules.double_generala_line if not scored else -1
         assert blocked_line(rules, scored) == expected
         assert batched.blocked_line(rules.double_generala_line, sheet[rules.generala_line]) == expected
+        assert engine.blocked_line(rules.double_generala_line, int(sheet[rules.generala_line])) == expected

@@ -317,9 +317,10 @@ def test_same_game_without_numba():
 
 @pytest.mark.parametrize("players", [2, 3])
 def test_the_results_kernel_mirrors_winners_and_win_reward(players):
-    """``batched.results`` keeps its own loop over ended games: its winner and reward must be
-    ``Game.winners`` and ``env.win_reward``, on ties and served generalas too."""
+    """``batched.results`` (the outcome rules compiled over ended games) gives ``Game.winners``
+    and ``env.win_reward``, on ties and served generalas too."""
     from generala_env import batched as K
+    from generala_env.engine import new_state, tables
     from generala_env.env import win_reward
     from generala_env.game import Game
     from generala_env.rules import load_rules
@@ -347,7 +348,8 @@ def test_the_results_kernel_mirrors_winners_and_win_reward(players):
     games = np.arange(n)
     totals = np.empty((n, players), dtype=np.int64)
     winner, reward = np.empty(n, dtype=np.int64), np.empty(n)
-    K.results(games, seat, sheets, served, totals, winner, reward)
+    state = new_state(n, players, rules.num_lines)._replace(sheets=sheets, winner=served)
+    K.results(games, seat, tuple(state), tuple(tables(rules, players)), totals, winner, reward)
     game = Game(rules, players)
     for i in range(n):
         game.set_state(sheets=sheets[i], served_generala_winner=None if served[i] < 0 else int(served[i]))
