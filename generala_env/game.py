@@ -440,8 +440,8 @@ class Game:
         """
         open_bits = self._sheet_facts()[2][self.player]  # first: sheets written by hand may end the game
         over, rl = self.over, self.rolls_left
-        pending = not over and self.served_generala_pending()
-        lock = (self.roll, self.locked) if self.rules.locked_holds and rl > 0 and self.locked != _EMPTY_KEEP else None
+        pending = self._served_win and not over and self.served_generala_pending()
+        lock = (self.roll, self.locked) if self._t.locked_holds and rl > 0 and self.locked != _EMPTY_KEEP else None
         key = (over, pending, rl > 0, open_bits, lock)
         cache = self._masks
         masks = cache.get(key)
