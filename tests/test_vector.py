@@ -4,7 +4,9 @@ Each game ``i`` of a :class:`GeneralaVectorEnv` and a lone :class:`GeneralaEnv` 
 their dice from one shared per-game stream (the vector env through ``dice_source``, the
 single env through a stand-in generator), take the same actions (random legal ones and
 some illegal ones), and must agree on every observation, reward, mask, termination and
-info field, across episode ends (autoreset) too.
+info field, across episode ends (autoreset) too. The two run the same rule and encoding
+functions (``generala_env.engine``, ``generala_env.encoding``), so this is a regression test
+of the drivers: autoreset, opponents, illegal actions, info and the dice they draw.
 """
 
 from __future__ import annotations
