@@ -1,9 +1,9 @@
-"""The rules of :mod:`generala_env.engine` and the encoding of :mod:`generala_env.encoding`,
+"""The rules of :mod:`generala_env.engine` and the encoding of :mod:`generala_env.observe`,
 for many games at once: loops over games, compiled by numba.
 
 The loops repeat no rule: each compiles the same functions that
 :class:`~generala_env.game.Game` runs as plain Python (:data:`generala_env.engine.RULES`,
-:data:`generala_env.encoding.ENCODING`), inlined (``inline="always"``), over the games' state,
+:data:`generala_env.observe.ENCODING`), inlined (``inline="always"``), over the games' state,
 a :class:`~generala_env.engine.GameState` of arrays indexed by game, and the rule set's
 :class:`~generala_env.engine.Tables` as arrays (agents that play batched, such as
 :mod:`agents.batched`, compile their loops the same way with :func:`njit`).
@@ -19,7 +19,7 @@ in ``docs/performance.md``). Without numba (or with ``GENERALA_NUMBA=0``) the sa
 functions run as plain Python: correct, only slow.
 
 Numba's on-disk cache is keyed by this file: after editing the rules in ``engine.py`` or
-``encoding.py``, clear ``__pycache__/*.nbi`` (or touch this file).
+``observe.py``, clear ``__pycache__/*.nbi`` (or touch this file).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ import types
 
 import numpy as np
 
-from . import encoding, engine
+from . import engine, observe
 from .dice import DICE, EMPTY_KEEP, NUM_MASKS
-from .encoding import EncodingTables
 from .engine import FIRST_ROLL, OPEN, GameState, Tables
+from .observe import EncodingTables
 
 try:
     if os.environ.get("GENERALA_NUMBA", "1") == "0":
@@ -76,7 +76,7 @@ def _compiled(functions) -> dict:
     return out
 
 
-_R = _compiled(engine.RULES + encoding.ENCODING)
+_R = _compiled(engine.RULES + observe.ENCODING)
 served_pending, blocked_line, held, dice_thrown, landed = (_R[n] for n in ("served_pending", "blocked_line", "held", "dice_thrown", "landed"))
 start_turn, legal, write_points, after_write = (_R[n] for n in ("start_turn", "legal", "write_points", "after_write"))
 is_winner, outcome_points = _R["is_winner"], _R["outcome_points"]
@@ -191,7 +191,7 @@ def encode(games, seat, out, sheet_obs, sheets_seen, state, rules, enc):
 
 @loop
 def encode_game(out, enc, roll, rolls_left, locked, pending, sheets, seat):
-    """:func:`generala_env.encoding.encode_game` compiled: what the single env calls."""
+    """:func:`generala_env.observe.encode_game` compiled: what the single env calls."""
     _encode_game(out, EncodingTables(*enc), roll, rolls_left, locked, pending, sheets, seat)
 
 

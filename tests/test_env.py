@@ -488,10 +488,10 @@ def test_observation_slices_hold_what_they_claim(rules, players, seat):
     ],
 )
 def test_compiled_and_plain_python_encoders_agree_bit_for_bit(kwargs):
-    """With numba the env encodes in one compiled call of ``encoding.encode_game``; without,
+    """With numba the env encodes in one compiled call of ``observe.encode_game``; without,
     the same function runs as plain Python. Same bytes, every seat."""
     from generala_env import batched
-    from generala_env.encoding import encode_game
+    from generala_env.observe import encode_game
 
     if not batched.NUMBA:
         pytest.skip("numba is off: only the plain Python encoder runs")

@@ -5,7 +5,7 @@ their dice from one shared per-game stream (the vector env through ``dice_source
 single env through a stand-in generator), take the same actions (random legal ones and
 some illegal ones), and must agree on every observation, reward, mask, termination and
 info field, across episode ends (autoreset) too. The two run the same rule and encoding
-functions (``generala_env.engine``, ``generala_env.encoding``), so this is a regression test
+functions (``generala_env.engine``, ``generala_env.observe``), so this is a regression test
 of the drivers: autoreset, opponents, illegal actions, info and the dice they draw.
 """
 
