@@ -19,11 +19,19 @@ from .engine import FIRST_ROLL, OPEN, blocked_line
 # them), the same for every rule set: dice_counts ... first_roll (15) by (roll, rolls_left),
 # locked_counts and served_generala (7) by (locked keep, served generala pending). Module
 # constants: compiled, numba builds them into the loops.
-DICE_OBS = np.array(
-    [[np.concatenate([ROLL_COUNTS[r] / 5.0, ROLLS[r] / 6.0, np.eye(3)[rl], [rl == FIRST_ROLL]]) for rl in range(3)] for r in range(len(ROLLS))],
-    dtype=np.float32,
-)
-LOCKED_OBS = np.array([[np.concatenate([KEEP_COUNTS[k] / 5.0, [p]]) for p in (0.0, 1.0)] for k in range(len(KEEP_COUNTS))], dtype=np.float32)
+_R, _K = len(ROLLS), len(KEEP_COUNTS)
+DICE_OBS = np.concatenate(
+    [
+        np.broadcast_to((ROLL_COUNTS / 5.0)[:, None], (_R, 3, 6)),
+        np.broadcast_to((ROLLS / 6.0)[:, None], (_R, 3, 5)),
+        np.broadcast_to(np.eye(3), (_R, 3, 3)),
+        np.broadcast_to((np.arange(3) == FIRST_ROLL)[:, None], (_R, 3, 1)),
+    ],
+    axis=2,
+).astype(np.float32)
+LOCKED_OBS = np.concatenate(
+    [np.broadcast_to((KEEP_COUNTS / 5.0)[:, None], (_K, 2, 6)), np.broadcast_to(np.array([0.0, 1.0])[:, None], (_K, 2, 1))], axis=2
+).astype(np.float32)
 
 
 class EncodingTables(NamedTuple):

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from .safe_yaml import YamlFileError, read_yaml, short_repr
 
@@ -112,6 +111,8 @@ class RuleSet:
         return hashlib.sha256(blob).hexdigest()[:16]
 
     def to_yaml(self) -> str:
+        import yaml  # on first use: importing the package reads no YAML
+
         return yaml.safe_dump(self.settings(), sort_keys=False)
 
     def __str__(self) -> str:  # pragma: no cover - cosmetic

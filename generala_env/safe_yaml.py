@@ -16,10 +16,9 @@ No framework import here: rules, agents and training all use it.
 from __future__ import annotations
 
 import reprlib
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 MAX_NODES = 100_000  # values a document may stand for, aliases expanded
 MAX_DEPTH = 64  # lists and mappings inside each other
@@ -30,44 +29,52 @@ class YamlFileError(ValueError):
     """A YAML file that cannot be read safely, or is not valid YAML."""
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """``SafeLoader`` that counts the values a document stands for while composing it."""
+@cache
+def _bounded_loader() -> type:
+    """The loader class, made on first use: PyYAML is imported then, not with the package
+    (``import generala_env`` reads no YAML; loading a rule set does)."""
+    import yaml
 
-    def __init__(self, stream):
-        super().__init__(stream)
-        self._depth = 0
-        self._nodes = 0
-        self._sizes: dict[int, int] = {}  # id(node) -> values it stands for, itself included
+    class _BoundedLoader(yaml.SafeLoader):
+        """``SafeLoader`` that counts the values a document stands for while composing it."""
 
-    def _count(self, n: int, mark) -> None:
-        self._nodes += n
-        if self._nodes > MAX_NODES:
-            raise YamlFileError(f"{_where(mark)}: the document stands for more than {MAX_NODES:,} values (aliases expanded); refused")
+        def __init__(self, stream):
+            super().__init__(stream)
+            self._depth = 0
+            self._nodes = 0
+            self._sizes: dict[int, int] = {}  # id(node) -> values it stands for, itself included
 
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
+        def _count(self, n: int, mark) -> None:
+            self._nodes += n
+            if self._nodes > MAX_NODES:
+                raise YamlFileError(f"{_where(mark)}: the document stands for more than {MAX_NODES:,} values (aliases expanded); refused")
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                node = super().compose_node(parent, index)
+                self._count(self._sizes.get(id(node), 1), mark)
+                return node
             mark = self.peek_event().start_mark
-            node = super().compose_node(parent, index)
-            self._count(self._sizes.get(id(node), 1), mark)
+            self._depth += 1
+            if self._depth > MAX_DEPTH:
+                raise YamlFileError(f"{_where(mark)}: nested more than {MAX_DEPTH} levels deep; refused")
+            before = self._nodes
+            try:
+                node = super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+            self._count(1, mark)
+            self._sizes[id(node)] = self._nodes - before
             return node
-        mark = self.peek_event().start_mark
-        self._depth += 1
-        if self._depth > MAX_DEPTH:
-            raise YamlFileError(f"{_where(mark)}: nested more than {MAX_DEPTH} levels deep; refused")
-        before = self._nodes
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-        self._count(1, mark)
-        self._sizes[id(node)] = self._nodes - before
-        return node
 
-    def construct_mapping(self, node, deep=False):
-        for key_node, _ in node.value:
-            if not (isinstance(key_node, yaml.ScalarNode) and key_node.tag == "tag:yaml.org,2002:str"):
-                raise YamlFileError(f"{_where(key_node.start_mark)}: a key must be text, got {short_repr(key_node.value)}")
-        return super().construct_mapping(node, deep=deep)
+        def construct_mapping(self, node, deep=False):
+            for key_node, _ in node.value:
+                if not (isinstance(key_node, yaml.ScalarNode) and key_node.tag == "tag:yaml.org,2002:str"):
+                    raise YamlFileError(f"{_where(key_node.start_mark)}: a key must be text, got {short_repr(key_node.value)}")
+            return super().construct_mapping(node, deep=deep)
+
+    return _BoundedLoader
 
 
 def _where(mark) -> str:
@@ -76,8 +83,10 @@ def _where(mark) -> str:
 
 def parse_yaml(text: str, name: str = "<text>") -> Any:
     """The value of the YAML document ``text``; a :class:`YamlFileError` names ``name`` and the problem."""
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_BoundedLoader)
+        return yaml.load(text, Loader=_bounded_loader())
     except YamlFileError as e:
         raise YamlFileError(f"{name}: {e}") from None
     except yaml.YAMLError as e:
