@@ -28,10 +28,10 @@ DICE_OBS = np.concatenate(
         np.broadcast_to((np.arange(3) == FIRST_ROLL)[:, None], (_R, 3, 1)),
     ],
     axis=2,
-).astype(np.float32)
+).astype(np.float32, order="C")  # C order: numba builds a C or F array into the loops (another it cannot cache)
 LOCKED_OBS = np.concatenate(
     [np.broadcast_to((KEEP_COUNTS / 5.0)[:, None], (_K, 2, 6)), np.broadcast_to(np.array([0.0, 1.0])[:, None], (_K, 2, 1))], axis=2
-).astype(np.float32)
+).astype(np.float32, order="C")
 
 
 class EncodingTables(NamedTuple):
