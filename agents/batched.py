@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env.batched import FIRST_ROLL, U, blocked_line, njit
+from generala_env.batched import FIRST_ROLL, U, blocked_line, cached_njit
 from generala_env.dice import FACES, KEEP_COUNTS, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
 from generala_env.encoding import Encoder
 from generala_env.game import OPEN
@@ -50,7 +50,7 @@ class BatchedGreedy(BatchedOpponent):
 
 
 # many arguments: a numba kernel takes the games' arrays and the greedy's tables one by one, not objects
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")  # blocked_line is inlined from generala_env.engine: the cache is keyed on it too
 def greedy_actions(games, masks, roll, rolls_left, locked, player, sheets, points, tiebreak, combo, top_keep, mask_for_keep, gen, dbl, locked_holds):
     """``GreedyAgent.act`` for each game (legal ``masks[j]``, the mover's view)."""
     num_lines = U(sheets.shape[2])

@@ -6,7 +6,7 @@ The loops repeat no rule: each compiles the same functions that
 :data:`generala_env.observe.ENCODING`), inlined (``inline="always"``), over the games' state,
 a :class:`~generala_env.engine.GameState` of arrays indexed by game, and the rule set's
 :class:`~generala_env.engine.Tables` as arrays (agents that play batched, such as
-:mod:`agents.batched`, compile their loops the same way with :func:`njit`).
+:mod:`agents.batched`, compile their loops the same way with :func:`cached_njit`).
 :class:`generala_env.vector.GeneralaVectorEnv` owns the arrays and calls these.
 
 The state, the tables and the encoding tables come in as plain tuples (``tuple(state)``),
@@ -18,18 +18,22 @@ fancy indexing; a compiled loop does each game's step in one pass (what that is 
 in ``docs/performance.md``). Without numba (or with ``GENERALA_NUMBA=0``) the same
 functions run as plain Python: correct, only slow.
 
-Numba's on-disk cache is keyed by this file: after editing the rules in ``engine.py`` or
-``observe.py``, clear ``__pycache__/*.nbi`` (or touch this file).
+Numba's on-disk cache is keyed by the file that defines a loop, and a loop also holds the
+rules and the encoding inlined from other files: :func:`cached_njit` keys it on those files
+too (:data:`SOURCES_DIGEST`), so an edit of ``engine.py``, ``observe.py`` or ``dice.py``
+compiles the loops anew instead of loading stale ones.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import types
+from pathlib import Path
 
 import numpy as np
 
-from . import engine, observe
+from . import dice, engine, observe
 from .dice import DICE, EMPTY_KEEP, NUM_MASKS
 from .engine import FIRST_ROLL, OPEN, GameState, Tables
 from .observe import EncodingTables
@@ -52,10 +56,55 @@ except ImportError:  # plain Python: same results, much slower
 # mix there (the result would be a float).
 U = np.uint64
 
+
+def _sources_digest() -> str:
+    """A digest of the other files whose code and constants the loops inline: the rules, the
+    encoding and the dice tables ("" if one cannot be read)."""
+    h = hashlib.sha256()
+    try:
+        for module in (engine, observe, dice):
+            h.update(Path(module.__file__ or "").read_bytes())
+    except OSError:
+        return ""
+    return h.hexdigest()
+
+
+SOURCES_DIGEST = _sources_digest() if NUMBA else ""
+
+
+def cached_njit(**options):
+    """``njit(cache=True, **options)`` whose on-disk cache is also keyed on
+    :data:`SOURCES_DIGEST`: numba keys it on the defining file's time stamp and size alone,
+    so after an edit of the rules it would load the loops compiled from the old ones.
+
+    The digest goes into numba's own stamp of the cache index (an index with another stamp
+    is not read), a private attribute; where it cannot (another numba, sources that cannot be
+    read) the loop is compiled without the on-disk cache: slower to start, never stale. Agents
+    that inline the rules into loops of their own (:mod:`agents.batched`) use it too."""
+    if not NUMBA:
+        return njit
+
+    def decorate(f):
+        dispatcher = njit(cache=True, **options)(f)
+        try:
+            cache_file = dispatcher._cache._cache_file
+            stamp = cache_file._source_stamp
+            if not SOURCES_DIGEST:
+                raise AttributeError("no digest of the sources")
+            cache_file._source_stamp = (stamp, SOURCES_DIGEST)
+        except AttributeError:
+            from numba.core.caching import NullCache
+
+            dispatcher._cache = NullCache()
+        return dispatcher
+
+    return decorate
+
+
 # The loops over games allocate nothing (their outputs come in) and run without numba's
 # reference counts: with them, each call of a rule inlined in a loop counts every array of
 # the tables it is given, in and out, which costs more than the rest of the game's step.
-loop = njit(cache=True, error_model="numpy", _nrt=False) if NUMBA else njit  # type: ignore[call-overload]  # _nrt: numba's own option, not in its stubs
+loop = cached_njit(error_model="numpy", _nrt=False)  # _nrt: numba's own option
 
 
 def _compiled(functions) -> dict:
@@ -221,7 +270,7 @@ def results(games, seat, state, rules, totals, winner, win_reward):
         win_reward[j] = 2.0 * outcome_points(is_winner(served_winner, s, totals[j, s], best), n) - 1.0
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def accepted(actions, masks):
     """Whether each game's action is in range and legal."""
     out = np.empty(len(actions), dtype=np.bool_)
@@ -231,7 +280,7 @@ def accepted(actions, masks):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@cached_njit(error_model="numpy")
 def uniform_legal(masks, u):
     """The ``floor(u[i] * n_legal)``-th legal action of each row (``u`` uniform in [0, 1)).
 
@@ -255,4 +304,4 @@ def uniform_legal(masks, u):
     return out
 
 
-__all__ = ["NUMBA", "FIRST_ROLL", "U", "njit", "blocked_line", "GameState", "Tables", "EMPTY_KEEP"]
+__all__ = ["NUMBA", "FIRST_ROLL", "U", "njit", "cached_njit", "blocked_line", "GameState", "Tables", "EMPTY_KEEP"]

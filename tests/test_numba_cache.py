@@ -1,0 +1,59 @@
+"""Numba's on-disk cache of the batched loops is never stale after an edit of the rules.
+
+Numba keys a cached loop on the file that defines it (``batched.py``), but the loops inline
+the rules (``engine.py``) and the encoding (``observe.py``): ``batched.cached_njit`` keys the
+cache on those files too. Here a copy of the package runs a loop, the copy's ``engine.py``
+is edited (``batched.py`` untouched), and the loop must follow the edit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("numba")
+
+import generala_env  # noqa: E402
+
+# how many dice a write throws, by the copy's rules (dice_needed inlines engine.dice_thrown)
+PROBE = """
+import numpy as np, generala_env, generala_env.batched as K
+from generala_env.engine import tables
+from generala_env.rules import load_rules
+assert K.NUMBA
+need = np.zeros(1, dtype=np.int64)
+K.dice_needed(np.zeros(1, dtype=np.int64), np.array([32]), np.zeros(1, dtype=np.int64), tuple(tables(load_rules("classic"), 1)), need)
+print(generala_env.__file__, int(need[0]))
+"""
+
+
+def _probe(root: Path) -> tuple[str, int, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("GENERALA_NUMBA", "NUMBA_DISABLE_JIT")}
+    env.update(PYTHONPATH=str(root), NUMBA_DEBUG_CACHE="1", OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=root, env=env, capture_output=True, text=True, check=True).stdout
+    where, thrown = out.strip().splitlines()[-1].rsplit(" ", 1)
+    return where, int(thrown), out
+
+
+def test_an_edit_of_the_rules_recompiles_the_cached_loops(tmp_path):
+    package = tmp_path / "generala_env"
+    shutil.copytree(Path(generala_env.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    where, thrown, _ = _probe(tmp_path)
+    assert Path(where).parent == package  # the copy, not the installed package
+    assert thrown == 5  # a write throws the next player's five dice
+
+    _, thrown, log = _probe(tmp_path)
+    assert thrown == 5 and "data loaded" in log  # unchanged sources: the cache is used
+
+    engine = package / "engine.py"
+    source = engine.read_text()
+    edited = source.replace("if action < NUM_MASKS else DICE\n", "if action < NUM_MASKS else DICE - 1\n")
+    assert edited != source
+    engine.write_text(edited)
+    _, thrown, _ = _probe(tmp_path)
+    assert thrown == 4  # compiled anew from the edited rules, not loaded from the cache
