@@ -492,7 +492,14 @@ class Game:
             if why is not None:
                 raise IllegalActionError(why)
             a = int(action)
-        return self._apply(a, throw(rng, dice_thrown(self._t, self.roll, a)))
+        n = dice_thrown(self._t, self.roll, a)
+        faces = throw(rng, n)
+        if a < NUM_MASKS and len(faces) != n:  # _apply's check, without counting the dice a second time
+            raise ValueError(f"hold {a} rerolls {n} dice, got {len(faces)} faces")
+        out = self._decide(a)
+        if self.throw_keep >= 0:
+            self._land(faces)
+        return out
 
     def apply(self, action: int, faces) -> Outcome:
         """Apply a legal action with the dice it needs given explicitly.
