@@ -343,13 +343,15 @@ def test_solver_ingredients_are_named():
 
 @pytest.mark.parametrize("name", checkpoint_names())
 def test_a_checkpoint_called_scratch_has_no_solver_in_its_training(name):
+    from training.config import LEARNED_TEACHERS
     from training.export import solver_ingredients
 
     meta = read_metadata(SHIPPED / name)
     if meta.get("from_scratch") or "scratch" in name:
         assert meta["from_scratch"] is True
         assert solver_ingredients(meta["config"]) == [] and meta["solver_in_training"] == []
-        assert not meta.get("pretrain")
+        # behaviour cloning only from a teacher that learned from its own games
+        assert not meta.get("pretrain") or meta["pretrain"]["teacher"] in LEARNED_TEACHERS
     else:  # the imitation-trained agents say so
         assert solver_ingredients(meta["config"]) or meta.get("pretrain") or meta.get("lineage")
 

@@ -94,3 +94,20 @@ def test_training_saves_as_it_goes_and_resumes(tmp_path, capsys):
     assert "resuming" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         train_main(["--rules", "classic", "--out", str(out), "--games", "1"])  # another rule set's folder: refused
+
+
+def test_cloning_a_learned_teacher_brings_in_no_solver():
+    from training.config import LEARNED_TEACHERS, EnvConfig
+    from training.export import solver_ingredients
+    from training.pretrain import _generate
+
+    for teacher in LEARNED_TEACHERS:  # each says it learned from its own games
+        assert read_checkpoint(teacher)["solver_in_training"] == []
+        assert solver_ingredients({"pretrain": {"games": 10, "teacher": teacher}}) == []
+    assert solver_ingredients({"pretrain": {"games": 10, "teacher": "optimal"}}) != []
+    env_cfg = EnvConfig(rules="classic", num_players=2, reward="win", reward_scale=0.5, agent_seat="random", opponents=["self-play", "greedy"])
+    obs, masks, acts, vals = _generate((env_cfg, 3, [0, 1, 2], 0.0, "td-search-2p"))
+    assert len(acts) == len(vals) >= 3 * 10 and obs.shape == (len(acts), 76)
+    assert masks[np.arange(len(acts)), acts].all()
+    # the value targets are the games' results (win 1, draw 0, loss -1, times the scale), one per game
+    assert set(np.round(vals, 6)) <= {-0.5, 0.0, 0.5}

@@ -122,10 +122,10 @@ class EvalConfig:
 
 @dataclass
 class PretrainConfig:
-    """Optional behaviour cloning from the optimal player before PPO (``pretrain:``, training/pretrain.py)."""
+    """Optional behaviour cloning from a teacher before PPO (``pretrain:``, training/pretrain.py)."""
 
     games: int = 0
-    """games of the optimal player to imitate (0 = pure PPO from scratch)"""
+    """games of the teacher to imitate (0 = no behaviour cloning)"""
     epochs: int = 10
     """passes over the imitated decisions"""
     epsilon: float = 0.1
@@ -133,7 +133,9 @@ class PretrainConfig:
     learning_rate: float = 1.0e-3
     """Adam's step size while imitating"""
     teacher: str = "optimal"
-    """whom to imitate: optimal (the score-maximiser) or optimal-2p (the two-player win-maximiser)"""
+    """whom to imitate: the exact solvers optimal (the score-maximiser) and optimal-2p (the
+    two-player win-maximiser), or the learned td-search and td-search-2p (from scratch: a run
+    that imitates them still saw no solver)"""
 
 
 @dataclass
@@ -226,6 +228,12 @@ def _check_type(where: str, key: tuple, default: Any, v: Any) -> Any:
     return v
 
 
+# the players behaviour cloning may imitate; the exact solvers first, then the learned agents
+# (trained from scratch, so a run that imitates them still saw no solver)
+SOLVER_TEACHERS = ("optimal", "optimal-2p")
+LEARNED_TEACHERS = ("td-search", "td-search-2p")
+TEACHERS = SOLVER_TEACHERS + LEARNED_TEACHERS
+
 CHOICES = {
     ("vec_env", "kind"): ("dummy", "subproc", "batched"),
     ("policy", "activation"): ("tanh", "relu"),
@@ -233,7 +241,7 @@ CHOICES = {
     ("policy", "entropy_on"): ("all", "holds"),
     ("algo", "lr_schedule"): ("constant", "linear"),
     ("env", "reward"): ("score", "win"),
-    ("pretrain", "teacher"): ("optimal", "optimal-2p"),
+    ("pretrain", "teacher"): TEACHERS,
 }
 
 # key -> (test, what a value must be); checked after the types, so a number here is a finite number
@@ -325,8 +333,11 @@ def _validate(cfg: Config) -> None:
         if not entries or not all(names(e) and all(isinstance(n, str) and n.strip() for n in names(e)) for e in entries):
             raise _fail(("env", "opponents"), "null, an agent name, or a non-empty list of agent names (or of lists of them, one per seat)", opp)
 
-    if cfg.pretrain.teacher == "optimal-2p" and (env.num_players != 2 or env.reward != "win"):
-        raise _fail(("pretrain", "teacher"), "optimal (optimal-2p teaches two-player games with env.reward: win)", cfg.pretrain.teacher)
+    teacher = cfg.pretrain.teacher
+    if teacher in ("optimal-2p", "td-search-2p") and (env.num_players != 2 or env.reward != "win"):
+        raise _fail(("pretrain", "teacher"), f"optimal or td-search ({teacher} teaches two-player games with env.reward: win)", teacher)
+    if teacher == "td-search" and env.num_players != 1:
+        raise _fail(("pretrain", "teacher"), "optimal, optimal-2p or td-search-2p (td-search teaches one-player games)", teacher)
 
     # a rollout of n_steps x n_envs samples is cut into minibatches; a last one of a single
     # sample has no spread, and normalizing its advantage gives NaN

@@ -89,13 +89,15 @@ SOLVER_AGENTS = ("optimal", "optimal-2p")
 def solver_ingredients(cfg: dict) -> list[str]:
     """What in a run's config (a plain mapping) let the exact solver into its training.
 
-    Behaviour cloning (``pretrain.games`` > 0: it imitates the solver's moves and values),
-    ``init_from`` (a start from another model, which may have), and solver-based opponents.
-    A run with none of these learned from scratch: the solver only measured it.
+    Behaviour cloning from a solver (``pretrain.games`` > 0 with teacher ``optimal`` or
+    ``optimal-2p``: it imitates the solver's moves and values), ``init_from`` (a start from
+    another model, which may have), and solver-based opponents. Cloning a learned teacher
+    (``td-search``, ``td-search-2p``: TD from their own games) brings in no solver. A run
+    with none of these learned from scratch: the solver only measured it.
     """
     out = []
-    if (cfg.get("pretrain") or {}).get("games", 0):
-        teacher = cfg["pretrain"].get("teacher", "optimal")
+    teacher = (cfg.get("pretrain") or {}).get("teacher", "optimal")
+    if (cfg.get("pretrain") or {}).get("games", 0) and teacher in SOLVER_AGENTS:
         out.append(f"pretrain.games = {cfg['pretrain']['games']} (behaviour cloning from the {teacher} player)")
     if cfg.get("init_from"):
         out.append(f"init_from = {cfg['init_from']!r}")

@@ -1,14 +1,18 @@
-"""Behaviour cloning from an exact optimal player: an optional warm start for PPO.
+"""Behaviour cloning from a teacher: an optional warm start for PPO.
 
 With ``pretrain.games > 0`` in a training config, a fresh policy first learns to imitate
 ``pretrain.teacher`` on states it visits (with ``pretrain.epsilon`` of random legal moves
-mixed in, so that the policy also sees states optimal play rarely reaches), and its value
+mixed in, so that the policy also sees states the teacher rarely reaches), and its value
 head learns the value of those states:
 
-* teacher ``optimal`` (the score-maximiser): with ``reward: score`` the exact expected
+* teacher ``optimal`` (the exact score-maximiser): with ``reward: score`` the exact expected
   points still to come, with ``reward: win`` the game's final result;
-* teacher ``optimal-2p`` (the two-player win-maximiser, ``reward: win``): the exact
-  expected reward, ``2 (P(win) + ½ P(draw)) - 1``.
+* teacher ``optimal-2p`` (the exact two-player win-maximiser, ``reward: win``): the exact
+  expected reward, ``2 (P(win) + ½ P(draw)) - 1``;
+* teacher ``td-search`` (one player, learned from scratch): its own learned expected points
+  still to come; ``td-search-2p`` (two players, ``reward: win``, learned from scratch by
+  self-play): the game's final result. Neither saw a solver, so a run that imitates them
+  still learned from scratch (see ``training.export.solver_ingredients``).
 
 Value targets are in the env's reward units (times ``env.reward_scale``). PPO then trains
 on from there. The run's config records that this was done, and whom it imitated.
