@@ -135,7 +135,8 @@ class PretrainConfig:
     teacher: str = "optimal"
     """whom to imitate: the exact solvers optimal (the score-maximiser) and optimal-2p (the
     two-player win-maximiser), or the learned td-search and td-search-2p (from scratch: a run
-    that imitates them still saw no solver)"""
+    that imitates them still saw no solver), or a folder of td-search values trained by
+    ``python -m training.td_search --out FOLDER``"""
 
 
 @dataclass
@@ -241,7 +242,6 @@ CHOICES = {
     ("policy", "entropy_on"): ("all", "holds"),
     ("algo", "lr_schedule"): ("constant", "linear"),
     ("env", "reward"): ("score", "win"),
-    ("pretrain", "teacher"): TEACHERS,
 }
 
 # key -> (test, what a value must be); checked after the types, so a number here is a finite number
@@ -285,6 +285,17 @@ def _get(cfg: Config, key: tuple) -> Any:
 
 def _fail(key: tuple, what: str, v: Any) -> ConfigError:
     return ConfigError(f"config key {'.'.join(key)!r} must be {what}, got {short_repr(v)}")
+
+
+def _teacher_folder(teacher: str, players: int) -> str:
+    """The name of the td-search agent that a ``python -m training.td_search --out`` folder
+    holds; a config error for anything else."""
+    from agents.td_search import folder_agent
+
+    cls = folder_agent(teacher)
+    if cls is None:
+        raise _fail(("pretrain", "teacher"), f"one of {', '.join(TEACHERS)}, or a folder of td-search values (python -m training.td_search --out)", teacher)
+    return cls.name
 
 
 def _validate(cfg: Config) -> None:
@@ -334,6 +345,8 @@ def _validate(cfg: Config) -> None:
             raise _fail(("env", "opponents"), "null, an agent name, or a non-empty list of agent names (or of lists of them, one per seat)", opp)
 
     teacher = cfg.pretrain.teacher
+    if teacher not in TEACHERS:
+        teacher = _teacher_folder(teacher, env.num_players)
     if teacher in ("optimal-2p", "td-search-2p") and (env.num_players != 2 or env.reward != "win"):
         raise _fail(("pretrain", "teacher"), f"optimal or td-search ({teacher} teaches two-player games with env.reward: win)", teacher)
     if teacher == "td-search" and env.num_players != 1:

@@ -86,19 +86,26 @@ def write_policy(model, folder: Path) -> None:
 SOLVER_AGENTS = ("optimal", "optimal-2p")
 
 
-def solver_ingredients(cfg: dict) -> list[str]:
+def solver_ingredients(cfg: dict, pretrain: dict | None = None) -> list[str]:
     """What in a run's config (a plain mapping) let the exact solver into its training.
 
     Behaviour cloning from a solver (``pretrain.games`` > 0 with teacher ``optimal`` or
     ``optimal-2p``: it imitates the solver's moves and values), ``init_from`` (a start from
     another model, which may have), and solver-based opponents. Cloning a learned teacher
-    (``td-search``, ``td-search-2p``: TD from their own games) brings in no solver. A run
-    with none of these learned from scratch: the solver only measured it.
+    (``td-search``, ``td-search-2p`` or a folder of td-search values: TD from their own games)
+    brings in whatever went into the teacher: what ``pretrain`` (the run's record of its
+    behaviour cloning) says, else what the teacher's values file says; a teacher whose
+    training cannot be read counts as a solver ingredient. A run with none of these learned
+    from scratch: the solver only measured it.
     """
     out = []
     teacher = (cfg.get("pretrain") or {}).get("teacher", "optimal")
-    if (cfg.get("pretrain") or {}).get("games", 0) and teacher in SOLVER_AGENTS:
-        out.append(f"pretrain.games = {cfg['pretrain']['games']} (behaviour cloning from the {teacher} player)")
+    games = (cfg.get("pretrain") or {}).get("games", 0)
+    if games and teacher in SOLVER_AGENTS:
+        out.append(f"pretrain.games = {games} (behaviour cloning from the {teacher} player)")
+    elif games:
+        inside = _teacher_solver_ingredients(teacher, pretrain)
+        out += [f"pretrain.games = {games} (behaviour cloning from {teacher!r}, which learned from: {i})" for i in inside]
     if cfg.get("init_from"):
         out.append(f"init_from = {cfg['init_from']!r}")
     opp = (cfg.get("env") or {}).get("opponents")
@@ -107,6 +114,21 @@ def solver_ingredients(cfg: dict) -> list[str]:
         names.update(entry if isinstance(entry, list) else [entry])
     out += [f"opponent {n!r}" for n in sorted(n for n in names if isinstance(n, str) and n in SOLVER_AGENTS)]
     return out
+
+
+def _teacher_solver_ingredients(teacher: str, pretrain: dict | None) -> list[str]:
+    """What went into a learned teacher's training, from the run's record or the teacher's file."""
+    if pretrain and isinstance(pretrain.get("teacher_solver_in_training"), list):
+        return [str(i) for i in pretrain["teacher_solver_in_training"]]
+    from agents.base import AgentError
+    from agents.td_search import read_checkpoint
+
+    try:
+        data = read_checkpoint(teacher) if teacher in ("td-search", "td-search-2p") else read_checkpoint(teacher, Path(teacher))
+    except AgentError:
+        return ["a teacher whose training cannot be read"]
+    inside = data.get("solver_in_training")
+    return [str(i) for i in inside] if isinstance(inside, list) else ["a teacher that does not say how it learned"]
 
 
 def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: str, source_run: str, source_model: str) -> dict:
@@ -131,8 +153,8 @@ def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: s
         "training_seconds": round(float(state.get("train_seconds", 0.0)), 1),
         "training_seconds_to_model": _seconds_at(state, int(model.num_timesteps)),
         "pretrain": state.get("pretrain"),
-        "solver_in_training": solver_ingredients(cfg),
-        "from_scratch": not solver_ingredients(cfg),
+        "solver_in_training": solver_ingredients(cfg, state.get("pretrain")),
+        "from_scratch": not solver_ingredients(cfg, state.get("pretrain")),
         "source_run": source_run,
         "source_model": source_model,
         "config": cfg,

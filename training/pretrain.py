@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
@@ -168,4 +169,17 @@ def behaviour_clone(model, cfg: Config, log=print) -> dict:
                 correct += (logp > np.log(0.5)).sum().item()
         log(f"  epoch {epoch + 1}/{p.epochs}: policy loss {tot_pi / n:.4f}, value loss {tot_v / n:.5f}, teacher action prob>0.5 on {correct / n:.1%}")
     policy.set_training_mode(False)
-    return {"teacher": p.teacher, "decisions": int(n), "games": games, "epochs": p.epochs, "seconds": time.time() - t0, "final_policy_loss": tot_pi / n}
+    out = {"teacher": p.teacher, "decisions": int(n), "games": games, "epochs": p.epochs, "seconds": time.time() - t0, "final_policy_loss": tot_pi / n}
+    return {**out, **teacher_record(p.teacher)}
+
+
+def teacher_record(teacher: str) -> dict:
+    """How a learned teacher learned, from its values file: what went into it, its games and
+    its training seconds (part of the budget of a run that imitates it). Empty for a solver."""
+    from agents.td_search import read_checkpoint
+
+    if teacher in ("optimal", "optimal-2p"):
+        return {}
+    data = read_checkpoint(teacher) if teacher in ("td-search", "td-search-2p") else read_checkpoint(teacher, Path(teacher))
+    keep = {"solver_in_training": "teacher_solver_in_training", "how": "teacher_how", "games": "teacher_games", "train_seconds": "teacher_train_seconds"}
+    return {new: data[old] for old, new in keep.items() if old in data}
