@@ -255,7 +255,7 @@ def read_checkpoint(name: str, folder: Path | None = None) -> dict:
     return data
 
 
-def folder_agent(folder) -> type[Agent] | None:
+def folder_agent(folder) -> type[TDSearchAgent] | type[TDSearchTwoPlayerAgent] | None:
     """The td-search class that plays the values in ``folder`` (a ``python -m training.td_search
     --out`` folder), or ``None`` where it holds no such values."""
     if not str(folder) or not Path(folder).is_dir() or not (Path(folder) / VALUES_FILE).is_file():
