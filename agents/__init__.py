@@ -14,6 +14,7 @@ so the env finds them without anyone importing it first.
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 from generala_env import __version__, opponents
 
@@ -68,7 +69,7 @@ def _td_search_folder(name: str):
     from .td_search import folder_agent
 
     cls = folder_agent(name)
-    return None if cls is None else partial(cls, folder=name)
+    return None if cls is None else partial(cls, folder=Path(name))
 
 
 def _register() -> None:
