@@ -7,8 +7,9 @@ video. This wrapper is a drop-in subclass that keeps the frames and the file nam
 same but
 
 * at an episode's end hands its frames to a writer thread and goes on at once; the thread
-  pipes them to ffmpeg, which runs on one thread at the lowest priority (``nice`` 19) and
-  encodes while training goes on;
+  encodes them with libx264 in this process through PyAV (on one thread, at the lowest
+  priority, ``nice`` 19) while training goes on; without PyAV it pipes them to an ffmpeg
+  process (imageio-ffmpeg's) at that priority instead;
 * encodes at x264's ``ultrafast`` preset unless told otherwise (``preset=``), and
   collects garbage only where ``gc_trigger`` asks (default: never);
 * bounds what it holds: at most ``max_pending`` videos are being encoded at once (2 by
@@ -18,8 +19,8 @@ same but
   that is taken is one clear :class:`VideoError`, raised by the next ``reset``/``step`` or
   by ``close``, as is a failure of ffmpeg.
 
-``close()`` waits for every pending video. It needs ffmpeg from ``imageio-ffmpeg``, which
-moviepy brings (``pip install "generala-rl[video]"``).
+``close()`` waits for every pending video. ``pip install "generala-rl[video]"`` brings
+PyAV and moviepy (whose imageio-ffmpeg is the fallback).
 """
 
 from __future__ import annotations
@@ -69,41 +70,20 @@ class Encoding:
 
 
 def _encode(frames: list, path: str, fps: float, preset: str, nice: int) -> None:
-    import imageio_ffmpeg
-
+    """Write ``frames`` to ``path`` through a hidden temporary file, then link it: never over a file."""
     if not frames:
         raise VideoError(f"no frames to write to {path}")
     h, w = frames[0].shape[:2]
-    ph, pw = h + h % 2, w + w % 2  # yuv420p, the pixel format every player takes, needs even sides
+    for frame in frames:
+        if frame.shape != (h, w, 3):
+            raise VideoError(f"frames of one video must have one size: {frame.shape} after {(h, w, 3)}")
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.part.mp4")
-    cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-nostdin", "-loglevel", "error", "-y"]
-    cmd += ["-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{pw}x{ph}", "-r", f"{fps}", "-i", "-"]
-    cmd += ["-c:v", "libx264", "-preset", preset, "-threads", "1", "-pix_fmt", "yuv420p", "-movflags", "+faststart", tmp]
     try:
-        try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        except OSError as e:
-            raise VideoError(f"could not start ffmpeg for {path}: {e}") from e
-        with contextlib.suppress(OSError, AttributeError):  # a lower priority is a courtesy, not a requirement
-            os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
-        assert proc.stdin is not None
-        try:
-            for frame in frames:
-                if frame.shape != (h, w, 3):
-                    raise VideoError(f"frames of one video must have one size: {frame.shape} after {(h, w, 3)}")
-                if (ph, pw) != (h, w):
-                    frame = np.pad(frame, ((0, ph - h), (0, pw - w), (0, 0)), mode="edge")
-                proc.stdin.write(np.ascontiguousarray(frame, dtype=np.uint8).data)
-        except BrokenPipeError:
-            pass  # ffmpeg stopped early: its message follows
-        except BaseException:
-            proc.kill()
-            raise
-        finally:
-            _, err = proc.communicate()
-        if proc.returncode != 0:
-            raise VideoError(f"ffmpeg could not write {path}: {err.decode(errors='replace').strip()[-300:]}")
+        if _have_pyav():
+            _encode_in_process(frames, tmp, fps, preset, nice)
+        else:
+            _encode_with_ffmpeg(frames, tmp, fps, preset, nice, path)
         try:
             os.link(tmp, path)  # fails if the name is taken: nothing is overwritten
         except FileExistsError:
@@ -113,10 +93,77 @@ def _encode(frames: list, path: str, fps: float, preset: str, nice: int) -> None
             os.unlink(tmp)
 
 
+def _have_pyav() -> bool:
+    try:
+        import av  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _even(frame: np.ndarray) -> np.ndarray:
+    """``frame`` with its odd sides padded by one pixel: yuv420p, the pixel format every player takes, needs even sides."""
+    h, w = frame.shape[:2]
+    if h % 2 or w % 2:
+        frame = np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0)), mode="edge")
+    return np.ascontiguousarray(frame, dtype=np.uint8)
+
+
+def _encode_in_process(frames: list, tmp: str, fps: float, preset: str, nice: int) -> None:
+    """PyAV: libx264 in this thread, on one thread of its own, at priority ``nice`` (Linux sets
+    it per thread). No process to start and no pipe: the cheapest way here."""
+    from fractions import Fraction
+
+    import av
+
+    with contextlib.suppress(OSError, AttributeError, ValueError):  # a lower priority is a courtesy, not a requirement
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    h, w = frames[0].shape[:2]
+    try:
+        with av.open(tmp, "w", format="mp4", options={"movflags": "+faststart"}) as out:
+            stream = out.add_stream("libx264", rate=Fraction(fps).limit_denominator(1000), options={"preset": preset})
+            stream.width, stream.height, stream.pix_fmt = w + w % 2, h + h % 2, "yuv420p"
+            stream.codec_context.thread_count = 1
+            for frame in frames:
+                out.mux(stream.encode(av.VideoFrame.from_ndarray(_even(frame), format="rgb24")))
+            out.mux(stream.encode(None))
+    except (av.FFmpegError, ValueError) as e:
+        raise VideoError(f"could not encode {tmp}: {e}") from None
+
+
+def _encode_with_ffmpeg(frames: list, tmp: str, fps: float, preset: str, nice: int, path: str) -> None:
+    """Without PyAV: pipe the frames to an ffmpeg process (imageio-ffmpeg's) on one thread at priority ``nice``."""
+    import imageio_ffmpeg
+
+    h, w = frames[0].shape[:2]
+    cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-nostdin", "-loglevel", "error", "-y"]
+    cmd += ["-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w + w % 2}x{h + h % 2}", "-r", f"{fps}", "-i", "-"]
+    cmd += ["-c:v", "libx264", "-preset", preset, "-threads", "1", "-pix_fmt", "yuv420p", "-movflags", "+faststart", tmp]
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except OSError as e:
+        raise VideoError(f"could not start ffmpeg for {path}: {e}") from e
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
+    assert proc.stdin is not None
+    try:
+        for frame in frames:
+            proc.stdin.write(_even(frame).data)
+    except BrokenPipeError:
+        pass  # ffmpeg stopped early: its message follows
+    except BaseException:
+        proc.kill()
+        raise
+    finally:
+        _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise VideoError(f"ffmpeg could not write {path}: {err.decode(errors='replace').strip()[-300:]}")
+
+
 def start_mp4(frames: list, path: str, fps: float, preset: str = "ultrafast", nice: int = 19) -> Encoding:
     """Start encoding ``frames`` (uint8 ``(H, W, 3)``, one size) as an H.264 mp4 for ``path``
     and return at once; :meth:`Encoding.finish` waits for it. Odd sides are padded by one
-    pixel. ffmpeg runs on one thread at priority ``nice`` (19, the lowest, by default)."""
+    pixel. The encoder runs on one thread at priority ``nice`` (19, the lowest, by default)."""
     return Encoding(frames, path, fps, preset, nice)
 
 

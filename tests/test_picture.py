@@ -182,9 +182,17 @@ def test_project_record_video_writes_in_the_background_and_never_overwrites(tmp_
     assert videos[0].read_bytes() == before and sorted(p.name for p in (tmp_path / "videos").iterdir()) == [v.name for v in videos]
 
 
-def test_write_mp4_pads_odd_sizes_and_refuses_mixed_sizes(tmp_path):
+@pytest.mark.parametrize("encoder", ["pyav", "ffmpeg"])
+def test_write_mp4_pads_odd_sizes_and_refuses_mixed_sizes(tmp_path, monkeypatch, encoder):
     pytest.importorskip("moviepy")
+    import generala_env.video as video
     from generala_env.video import VideoError, write_mp4
+
+    if encoder == "pyav":
+        pytest.importorskip("av")
+    else:  # the fallback without PyAV: a pipe to imageio-ffmpeg's ffmpeg
+        monkeypatch.setattr(video, "_have_pyav", lambda: False)
+        monkeypatch.setattr(video, "_encode_in_process", None)  # not reached
 
     frames = [np.full((33, 47, 3), 40 * i, dtype=np.uint8) for i in range(4)]
     write_mp4(frames, str(tmp_path / "odd.mp4"), fps=4)
