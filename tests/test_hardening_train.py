@@ -337,10 +337,10 @@ def test_train_callback_logs_the_agents_total_in_random_seats(tmp_path):
         ],
     )
     venv = tt.make_vec_env(cfg, tmp_path)
-    model = tt.build_model(cfg, venv, tmp_path / "tb")
+    model = tt.model_from_config(cfg, venv, tmp_path / "tb")
 
     class NoEvaluations:
-        optimal = 1.0
+        optimum = 1.0
 
     cb = tt._callback(cfg, tmp_path, {"train_seconds": 0.0, "evaluations": []}, 512, NoEvaluations())
     logged, returns = [], []

@@ -120,11 +120,11 @@ def test_config_errors_name_the_key(override, message):
 def test_a_value_net_of_its_own_shape(tmp_path):
     """``policy.vf_arch`` gives the critic its own hidden layers; the policy keeps ``net_arch``."""
     pytest.importorskip("sb3_contrib")
-    from training.train import build_model, make_vec_env
+    from training.train import make_vec_env, model_from_config
 
     cfg = load_config(TINY, ["policy.net_arch=[16]", "policy.vf_arch=[48, 24]"])
     assert load_config(TINY, []).policy.vf_arch is None
-    model = build_model(cfg, make_vec_env(cfg), tmp_path)
+    model = model_from_config(cfg, make_vec_env(cfg), tmp_path)
     assert model.policy.net_arch == {"pi": [16], "vf": [48, 24]}
     with pytest.raises(ConfigError, match="'policy.vf_arch' must be a non-empty list"):
         load_config(TINY, ["policy.vf_arch=[]"])
@@ -137,11 +137,11 @@ def test_an_entropy_bonus_at_holds_only(tmp_path):
     import torch
 
     from generala_env.env import GeneralaEnv
-    from training.train import build_model, make_vec_env
+    from training.train import make_vec_env, model_from_config
 
     on_all = load_config(TINY, ["policy.layer_norm=true"])
     on_holds = load_config(TINY, ["policy.layer_norm=true", "policy.entropy_on=holds"])
-    a, b = build_model(on_all, make_vec_env(on_all), tmp_path), build_model(on_holds, make_vec_env(on_holds), tmp_path)
+    a, b = model_from_config(on_all, make_vec_env(on_all), tmp_path), model_from_config(on_holds, make_vec_env(on_holds), tmp_path)
     b.policy.load_state_dict(a.policy.state_dict())  # the same weights: only the entropy differs
     env = GeneralaEnv()
     obs, info = env.reset(seed=0)
