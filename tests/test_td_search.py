@@ -136,3 +136,27 @@ def test_a_folder_of_td_search_values_is_an_agent_and_a_teacher(tmp_path):
         load_config("configs/ppo_tiny.yaml", [f"pretrain.teacher={tmp_path}"])
     with pytest.raises(ConfigError, match="td-search teaches one-player games"):
         load_config("configs/ppo_tiny.yaml", [f"pretrain.teacher={tmp_path / 'td'}", "env.num_players=2", "env.reward=win"])
+
+
+def test_a_two_player_run_carries_what_its_one_player_table_learned_from(tmp_path):
+    from training.export import budget_seconds
+    from training.pretrain import teacher_record
+
+    rules = tmp_path / "two.yaml"
+    rules.write_text("lines: [sixes, generala]\n")
+    one, two = tmp_path / "one", tmp_path / "two"
+    common = ["--rules", str(rules), "--save-every", "10", "--eval-games", "5", "--games", "10"]
+    assert train_main(["--players", "1", "--out", str(one), *common]) == 0
+    assert train_main(["--players", "2", "--values", str(one / "td_search.json"), "--out", str(two), *common]) == 0
+    data = json.loads((two / "td_search.json").read_text())
+    assert data["built_on"]["games"] == 10 and data["built_on"]["solver_in_training"] == [] and data["solver_in_training"] == []
+    record = teacher_record(str(two))
+    assert record["teacher_built_on"]["train_seconds"] == data["built_on"]["train_seconds"]
+    budget = budget_seconds({"train_seconds": 100.0}, {"seconds": 20.0, **record})
+    assert budget["total"] == round(100.0 + 20.0 + record["teacher_train_seconds"] + data["built_on"]["train_seconds"], 1)
+    # a table that says a solver went into it passes that on
+    tainted = json.loads((one / "td_search.json").read_text())
+    tainted["solver_in_training"] = ["values of the exact solver"]
+    (tmp_path / "tainted.json").write_text(json.dumps(tainted))
+    assert train_main(["--players", "2", "--values", str(tmp_path / "tainted.json"), "--out", str(tmp_path / "three"), *common]) == 0
+    assert json.loads((tmp_path / "three" / "td_search.json").read_text())["solver_in_training"] == ["values of the exact solver"]

@@ -116,6 +116,22 @@ def solver_ingredients(cfg: dict, pretrain: dict | None = None) -> list[str]:
     return out
 
 
+def budget_seconds(state: dict, pretrain: dict | None) -> dict:
+    """Wall-clock seconds of everything that trained the model: PPO (every ``--resume`` piece),
+    behaviour cloning, and a learned teacher's own training (with the one-player table a
+    two-player teacher built on); ``total`` is their sum."""
+    out = {"ppo": round(float(state.get("train_seconds", 0.0)), 1)}
+    if pretrain:
+        out["behaviour_cloning"] = round(float(pretrain.get("seconds", 0.0)), 1)
+        if "teacher_train_seconds" in pretrain:
+            out["teacher"] = round(float(pretrain["teacher_train_seconds"]), 1)
+        base = pretrain.get("teacher_built_on")
+        if isinstance(base, dict) and isinstance(base.get("train_seconds"), (int, float)):
+            out["teacher_built_on"] = round(float(base["train_seconds"]), 1)
+    out["total"] = round(sum(out.values()), 1)
+    return out
+
+
 def _teacher_solver_ingredients(teacher: str, pretrain: dict | None) -> list[str]:
     """What went into a learned teacher's training, from the run's record or the teacher's file."""
     if pretrain and isinstance(pretrain.get("teacher_solver_in_training"), list):
@@ -137,6 +153,11 @@ def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: s
     and where it came from."""
     from generala_env.encoding import LAYOUT_VERSION, observation_size
 
+    from .pretrain import teacher_record
+
+    pretrain = state.get("pretrain")
+    if pretrain and "teacher_how" not in pretrain and pretrain.get("teacher") not in SOLVER_AGENTS:
+        pretrain = {**pretrain, **teacher_record(pretrain["teacher"])}  # a run from before runs kept this record
     return {
         "name": name,
         "algorithm": "sb3-contrib MaskablePPO",
@@ -152,9 +173,10 @@ def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: s
         "training_steps": int(model.num_timesteps),
         "training_seconds": round(float(state.get("train_seconds", 0.0)), 1),
         "training_seconds_to_model": _seconds_at(state, int(model.num_timesteps)),
-        "pretrain": state.get("pretrain"),
-        "solver_in_training": solver_ingredients(cfg, state.get("pretrain")),
-        "from_scratch": not solver_ingredients(cfg, state.get("pretrain")),
+        "pretrain": pretrain,
+        "budget_seconds": budget_seconds(state, pretrain),
+        "solver_in_training": solver_ingredients(cfg, pretrain),
+        "from_scratch": not solver_ingredients(cfg, pretrain),
         "source_run": source_run,
         "source_model": source_model,
         "config": cfg,

@@ -182,4 +182,8 @@ def teacher_record(teacher: str) -> dict:
         return {}
     data = read_checkpoint(teacher) if teacher in ("td-search", "td-search-2p") else read_checkpoint(teacher, Path(teacher))
     keep = {"solver_in_training": "teacher_solver_in_training", "how": "teacher_how", "games": "teacher_games", "train_seconds": "teacher_train_seconds"}
-    return {new: data[old] for old, new in keep.items() if old in data}
+    out = {new: data[old] for old, new in keep.items() if old in data}
+    base = data.get("built_on")
+    if isinstance(base, dict):  # a two-player teacher's one-player table: its time is part of the teacher's
+        out["teacher_built_on"] = base
+    return out
