@@ -13,9 +13,10 @@
    written as an mp4 (moviepy); ``video-half``: the same with ``render_scale=1`` (half the
    width and height); ``project-video``: :class:`generala_env.video.RecordVideo` instead,
    which writes in a background thread at x264's ``ultrafast`` preset and skips the
-   ``gc.collect()`` (it encodes in process with PyAV where PyAV is installed);
-   ``project-video-ffmpeg``: the same recorder made to use its fallback, a pipe to an ffmpeg
-   process; ``project-video-half``: the recorder with ``render_scale=1``. The runs alternate so a busy machine slows all alike; a slowdown is
+   ``gc.collect()``; for ``Generala-v0`` it keeps only each frame's ``Picture`` in the loop and
+   a child process draws and encodes the video; ``project-video-loop``: the same recorder with
+   ``draw_in="loop"`` (frames drawn in the loop, piped to ffmpeg from a thread);
+   ``project-video-half``: the recorder with ``render_scale=1``. The runs alternate so a busy machine slows all alike; a slowdown is
    a median time over the median plain time, minus one. On a shared machine those times
    swing by more than the effect, so each run also times, where they happen, the drawing
    and the video writing (``RecordVideo._capture_frame`` and ``stop_recording``), and
@@ -148,11 +149,6 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
 
         _draw = _timed(_draw, "draw")
 
-    import generala_env.video as video
-
-    have_pyav = video._have_pyav
-    if mode == "project-video-ffmpeg":
-        video._have_pyav = lambda: False
     SPENT.update(draw=0.0, write=0.0)
     folder = tempfile.TemporaryDirectory()
     episodes, drawn = itertools.count(), [0]
@@ -169,7 +165,8 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
             if mode == "drawn":
                 env = TimedDrawEvery(env, every_100th)
             elif mode.startswith("project-video"):
-                env = TimedProjectRecordVideo(env, f"{folder.name}/env{i}", episode_trigger=every_100th, disable_logger=True)
+                draw_in = "loop" if mode == "project-video-loop" else "process"
+                env = TimedProjectRecordVideo(env, f"{folder.name}/env{i}", episode_trigger=every_100th, disable_logger=True, draw_in=draw_in)
             elif mode.startswith("video"):
                 env = TimedRecordVideo(env, f"{folder.name}/env{i}", episode_trigger=every_100th, disable_logger=True)
             return env
@@ -188,7 +185,6 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
         wall = time.perf_counter() - t
         SPENT["ffmpeg"] = _children_cpu() - children
         SPENT["cpu"] = time.process_time() - cpu + SPENT["ffmpeg"]  # every thread of this process, and ffmpeg
-    video._have_pyav = have_pyav
     folder.cleanup()
     return wall, next(episodes), drawn[0], dict(SPENT)
 
@@ -207,7 +203,7 @@ def main(argv=None) -> int:
     for k, v in frame_cost().items():
         print(f"{k}: {v:.1f}")
     modes = ["plain"] + [m for m in args.modes.split(",") if m and m != "plain"]
-    unknown = set(modes) - {"plain", "drawn", "video", "video-half", "project-video", "project-video-ffmpeg", "project-video-half"}
+    unknown = set(modes) - {"plain", "drawn", "video", "video-half", "project-video", "project-video-loop", "project-video-half"}
     if unknown:
         p.error(f"unknown modes: {', '.join(sorted(unknown))}")
     times: dict[str, list[float]] = {m: [] for m in modes}

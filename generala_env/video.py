@@ -25,6 +25,7 @@ PyAV and moviepy (whose imageio-ffmpeg is the fallback).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import os
@@ -33,6 +34,7 @@ import threading
 import warnings
 from collections import deque
 
+import gymnasium
 import numpy as np
 from gymnasium.wrappers import RecordVideo as _GymRecordVideo
 
@@ -69,8 +71,11 @@ class Encoding:
             self.error = VideoError(f"writing {self.path} failed: {e}")
 
 
-def _encode(frames: list, path: str, fps: float, preset: str, nice: int) -> None:
-    """Write ``frames`` to ``path`` through a hidden temporary file, then link it: never over a file."""
+def _encode(frames: list, path: str, fps: float, preset: str, nice: int, in_process: bool = False) -> None:
+    """Write ``frames`` to ``path`` through a hidden temporary file, then link it: never over a
+    file. ``in_process``: encode with PyAV here where it is installed (in the drawing process,
+    which has no training loop to hold up); else pipe the frames to an ffmpeg process (from a
+    thread of a training process, PyAV's share of the GIL costs the loop more than the pipe)."""
     if not frames:
         raise VideoError(f"no frames to write to {path}")
     h, w = frames[0].shape[:2]
@@ -80,7 +85,7 @@ def _encode(frames: list, path: str, fps: float, preset: str, nice: int) -> None
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.part.mp4")
     try:
-        if _have_pyav():
+        if in_process and _have_pyav():
             _encode_in_process(frames, tmp, fps, preset, nice)
         else:
             _encode_with_ffmpeg(frames, tmp, fps, preset, nice, path)
@@ -172,23 +177,213 @@ def write_mp4(frames: list, path: str, fps: float, preset: str = "ultrafast") ->
     start_mp4(frames, path, fps, preset).finish()
 
 
+# -- the drawing process ------------------------------------------------------------
+class _Job:
+    """A video the drawing process is making; ``done``/``finish`` as :class:`Encoding`."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.error: VideoError | None = None
+        self._done = threading.Event()
+        self.id = 0
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def finish(self) -> None:
+        self._done.wait()
+        if self.error is not None:
+            raise self.error
+
+
+_RESULT = b"generala-video-result "
+
+
+class DrawingProcess:
+    """One child process, ``python -m generala_env.video``, at priority ``nice``: it draws each
+    video's frames from their :class:`~generala_env.picture.Picture` and encodes them, so the
+    training process pays neither. Jobs go down its stdin and results come back on its stdout
+    as JSON lines (no pickles either way); a reader thread marks each job done. It starts with
+    the first video and ends with :meth:`close`."""
+
+    def __init__(self, nice: int = 19):
+        self.nice = nice
+        self._proc: subprocess.Popen | None = None
+        self._jobs: deque[_Job] = deque()
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def _start(self) -> subprocess.Popen:
+        import sys
+
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the modules this process sees
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "generala_env.video"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+            )
+        except OSError as e:
+            raise VideoError(f"could not start the drawing process: {e}") from e
+        with contextlib.suppress(OSError, AttributeError):  # a lower priority is a courtesy, not a requirement
+            os.setpriority(os.PRIO_PROCESS, proc.pid, self.nice)
+        threading.Thread(target=self._read, args=(proc,), name="generala-video-results", daemon=True).start()
+        return proc
+
+    def submit(self, pictures: list, path: str, fps: float, preset: str) -> _Job:
+        import json
+
+        job = _Job(path)
+        with self._lock:
+            self._count += 1
+            job.id = self._count
+            line = json.dumps({"id": job.id, "path": path, "fps": fps, "preset": preset, "pictures": [list(p) for p in pictures]}) + "\n"
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = self._start()
+            self._jobs.append(job)
+            assert self._proc.stdin is not None
+            try:
+                self._proc.stdin.write(line.encode())
+                self._proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass  # the process has ended: the reader fails its jobs
+        return job
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        import json
+
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            if not raw.startswith(_RESULT):
+                continue  # anything else the process printed
+            try:
+                result = json.loads(raw[len(_RESULT) :])
+            except ValueError:
+                continue
+            with self._lock:
+                job = self._jobs.popleft() if self._jobs and self._jobs[0].id == result.get("id") else None
+            if job is not None:
+                job.error = VideoError(result["error"]) if result.get("error") else None
+                job._done.set()
+        code = proc.wait()
+        err = proc.stderr.read().decode(errors="replace").strip()[-300:] if proc.stderr else ""
+        with self._lock:
+            left, self._jobs = list(self._jobs), deque()
+        for job in left:
+            job.error = VideoError(f"the drawing process ended (exit status {code}) before writing {job.path}: {err}")
+            job._done.set()
+
+    @classmethod
+    def shared(cls) -> DrawingProcess:
+        """The one drawing process of this Python process (every recorder in it uses it:
+        sixteen envs of a vector env start one process, not sixteen); :meth:`release` it."""
+        global _SHARED, _USERS
+        with _SHARED_LOCK:
+            if _SHARED is None:
+                _SHARED = cls()
+                atexit.register(_close_shared)
+            _USERS += 1
+            return _SHARED
+
+    def release(self) -> None:
+        """One user fewer; the last one closes the shared process (after its videos)."""
+        global _SHARED, _USERS
+        with _SHARED_LOCK:
+            _USERS -= 1
+            last = _USERS <= 0 and _SHARED is self
+            if last:
+                _SHARED, _USERS = None, 0
+        if last:
+            self.close()
+
+    def close(self) -> None:
+        """Let the process finish the videos it has, and end."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                assert proc.stdin is not None
+                proc.stdin.close()
+            proc.wait()
+
+
+_SHARED: DrawingProcess | None = None
+_USERS = 0
+_SHARED_LOCK = threading.Lock()
+
+
+def _close_shared() -> None:
+    if _SHARED is not None:
+        _SHARED.close()
+
+
+def _serve() -> None:
+    """The drawing process: one JSON job a line on stdin, one JSON result a line on stdout."""
+    import json
+    import sys
+
+    from .picture import Picture, draw
+
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # what anything else prints stays off the results
+    for raw in sys.stdin:
+        error, job = None, None
+        try:
+            job = json.loads(raw)
+            pictures = [Picture.from_plain(p) for p in job["pictures"]]
+            _encode([draw(p) for p in pictures], job["path"], job["fps"], job["preset"], nice=19, in_process=True)
+        except VideoError as e:
+            error = str(e)
+        except Exception as e:  # noqa: BLE001  (one line back to the training process)
+            error = f"writing {job.get('path') if isinstance(job, dict) else 'a video'} failed: {type(e).__name__}: {e}"
+        out.write(_RESULT + json.dumps({"id": job.get("id") if isinstance(job, dict) else None, "error": error}).encode() + b"\n")
+        out.flush()
+
+
+def picture_source(env):
+    """``env.unwrapped.picture`` where ``env``'s frames are exactly what it draws (no wrapper in
+    between changes ``render``; Gymnasium's checkers only check), else ``None``."""
+    from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
+
+    while isinstance(env, gymnasium.Wrapper):
+        if type(env).render is not gymnasium.Wrapper.render and not isinstance(env, (OrderEnforcing, PassiveEnvChecker)):
+            return None
+        env = env.env
+    picture = getattr(env, "picture", None)
+    return picture if callable(picture) else None
+
+
 class RecordVideo(_GymRecordVideo):
-    """``gymnasium.wrappers.RecordVideo``, encoding in the background (see the module).
+    """``gymnasium.wrappers.RecordVideo``, with the drawing and the encoding off the training
+    loop (see the module).
 
-    Takes every argument of Gymnasium's (by keyword after ``video_folder``), plus ``preset`` (x264's, default ``"ultrafast"``)
-    and ``max_pending`` (videos encoded at once, default 2); ``gc_trigger`` defaults to
-    ``None`` (no ``gc.collect()``)."""
+    Takes every argument of Gymnasium's (by keyword after ``video_folder``), plus ``preset``
+    (x264's, default ``"ultrafast"``), ``max_pending`` (videos encoded at once, default 2) and
+    ``draw_in``: ``"process"`` (the default, for an env with ``picture()`` such as
+    ``Generala-v0``: each step keeps only the frame's :class:`~generala_env.picture.Picture`,
+    and a child process at ``nice`` 19 draws and encodes the video; ``recorded_frames`` then
+    holds pictures) or ``"loop"`` (frames drawn at each step, encoded by a thread; what any
+    other env gets). ``gc_trigger`` defaults to ``None`` (no ``gc.collect()``)."""
 
-    def __init__(self, env, video_folder: str, *, preset: str = "ultrafast", max_pending: int = 2, gc_trigger=None, **kwargs):
+    def __init__(self, env, video_folder: str, *, preset: str = "ultrafast", max_pending: int = 2, gc_trigger=None, draw_in: str = "process", **kwargs):
         if not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be a whole number >= 1, not {max_pending!r}")
+        if draw_in not in ("process", "loop"):
+            raise ValueError(f"draw_in must be 'process' or 'loop', not {draw_in!r}")
         with warnings.catch_warnings():  # Gymnasium's "Overwriting existing videos": this class never does
             warnings.filterwarnings("ignore", message=".*Overwriting existing videos")
             super().__init__(env, video_folder, gc_trigger=gc_trigger, **kwargs)
         self.preset = preset
         self.max_pending = max_pending
-        self._pending: deque[Encoding] = deque()
+        self._pending: deque[Encoding | _Job] = deque()
         self._errors: list[VideoError] = []
+        self._picture = picture_source(self.env) if draw_in == "process" else None
+        self._drawer = DrawingProcess.shared() if self._picture is not None else None
+        self.draw_in = "process" if self._picture is not None else "loop"
+
+    def _capture_frame(self) -> None:
+        if self._picture is None:
+            return super()._capture_frame()
+        assert self.recording, "Cannot capture a frame, recording wasn't started."
+        self.recorded_frames.append(self._picture())  # drawn by the drawing process
 
     def _reap(self, wait_for: int = 0) -> None:
         """Finish the videos whose ffmpeg is done, and wait for the oldest ``wait_for``."""
@@ -212,7 +407,10 @@ class RecordVideo(_GymRecordVideo):
         self.recording, self._video_name = False, None
         if frames:
             self._reap(wait_for=len(self._pending) + 1 - self.max_pending)
-            self._pending.append(start_mp4(frames, path, self.frames_per_sec, self.preset))
+            if self._drawer is not None:
+                self._pending.append(self._drawer.submit(frames, path, self.frames_per_sec, self.preset))
+            else:
+                self._pending.append(start_mp4(frames, path, self.frames_per_sec, self.preset))
         if self.gc_trigger and self.gc_trigger(self.episode_id):
             gc.collect()
 
@@ -228,4 +426,11 @@ class RecordVideo(_GymRecordVideo):
     def close(self) -> None:
         super().close()
         self._reap(wait_for=len(self._pending))
+        drawer, self._drawer = self._drawer, None
+        if drawer is not None:
+            drawer.release()
         self._raise_errors()
+
+
+if __name__ == "__main__":
+    _serve()
