@@ -76,6 +76,9 @@ class PolicyConfig:
     """width of the keep head's hold scorer"""
     entropy_on: str = "all"
     """all | holds: where algo.ent_coef's entropy bonus counts (holds: only at states with rolls left)"""
+    dice: str = "plain"
+    """plain (the sorted faces / 6, as the env gives them) | onehot (also each die as a one-hot
+    face, 30 more inputs; a training lever: such a model cannot be exported)"""
 
 
 @dataclass
@@ -100,6 +103,9 @@ class AlgoConfig:
     """PPO's clip on the probability ratio"""
     ent_coef: float = 0.01
     """weight of the entropy bonus in the loss"""
+    normalize_reward: bool = False
+    """scale rewards by a running estimate of the returns' spread (SB3's VecNormalize on the
+    training envs only; evaluations play unscaled games). ``--resume`` starts the estimate anew"""
     vf_coef: float = 0.5
     """weight of the value loss in the loss"""
     max_grad_norm: float = 0.5
@@ -240,6 +246,7 @@ CHOICES = {
     ("policy", "activation"): ("tanh", "relu"),
     ("policy", "head"): ("mlp", "keep"),
     ("policy", "entropy_on"): ("all", "holds"),
+    ("policy", "dice"): ("plain", "onehot"),
     ("algo", "lr_schedule"): ("constant", "linear"),
     ("env", "reward"): ("score", "win"),
 }

@@ -129,6 +129,17 @@ def make_vec_env(cfg: Config, run: Path | None = None):
     return DummyVecEnv(fns)
 
 
+def training_envs(cfg: Config, run: Path | None = None):
+    """:func:`make_vec_env`, its rewards scaled by their running spread where
+    ``algo.normalize_reward`` asks (the evaluations play their own, unscaled games)."""
+    venv = make_vec_env(cfg, run)
+    if cfg.algo.normalize_reward:
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        venv = VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=cfg.algo.gamma)
+    return venv
+
+
 # -- the model ------------------------------------------------------------------------
 # what MaskablePPO.load may raise for a file that is missing, cut short or not a model of these envs
 LOAD_ERRORS = (ValueError, KeyError, TypeError, OSError, EOFError, RuntimeError, AssertionError, zipfile.BadZipFile, pickle.UnpicklingError)
@@ -195,6 +206,16 @@ def _policy(cfg: Config) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
         from .policies import LayerNormMaskablePolicy as policy_class
     else:
         policy_class = "MlpPolicy"
+    if cfg.policy.dice == "onehot":
+        if cfg.policy.head == "keep":
+            raise ConfigError("config key 'policy.dice': onehot works with policy.head mlp, not keep")
+        from generala_env.encoding import observation_layout
+        from generala_env.rules import load_rules
+
+        from .policies import OneHotDice
+
+        dice = observation_layout(load_rules(cfg.env.rules), cfg.env.num_players)["dice_sorted"]
+        policy_kwargs.update(features_extractor_class=OneHotDice, features_extractor_kwargs=dict(dice_slice=(dice.start, dice.stop)))
     return policy_class, policy_kwargs
 
 
@@ -489,7 +510,7 @@ def check_run_name(name: str) -> str:
 # -- the program ----------------------------------------------------------------------------
 def _build_envs(cfg: Config, run: Path):
     try:
-        return make_vec_env(cfg, run)
+        return training_envs(cfg, run)
     except ConfigError:
         raise
     except (ValueError, TypeError, OSError, EOFError) as e:  # RulesError and AgentError are ValueErrors
