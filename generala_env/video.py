@@ -322,6 +322,9 @@ def _serve() -> None:
 
     from .picture import Picture, draw
 
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the training; this process ends when its stdin does
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # what anything else prints stays off the results
     for raw in sys.stdin:
