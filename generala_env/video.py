@@ -318,11 +318,10 @@ def _close_shared() -> None:
 def _serve() -> None:
     """The drawing process: one JSON job a line on stdin, one JSON result a line on stdout."""
     import json
+    import signal
     import sys
 
     from .picture import Picture, draw
-
-    import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the training; this process ends when its stdin does
     out = sys.stdout.buffer
