@@ -14,6 +14,7 @@ so the env finds them without anyone importing it first.
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 from generala_env import __version__, opponents
 
@@ -59,6 +60,18 @@ def _checkpoint_folder(name: str):
     return None if path is None else partial(_checkpoint, path)
 
 
+def _td_search_folder(name: str):
+    """A factory for a folder of td-search values (``python -m training.td_search --out``), or ``None``."""
+    import os
+
+    if not os.path.isdir(name):
+        return None
+    from .td_search import folder_agent
+
+    cls = folder_agent(name)
+    return None if cls is None else partial(cls, folder=Path(name))
+
+
 def _register() -> None:
     from .ppo import SHIPPED, checkpoint_line, checkpoint_names
 
@@ -73,6 +86,7 @@ def _register() -> None:
         opponents.register(search.name, search, summary=(search.__doc__ or "").strip().splitlines()[0])
     opponents.register_prefix("pool:", _pool, summary="self-play: each game one of the newest step_N.zip of a training run's folder")
     opponents.register_resolver(_checkpoint_folder)
+    opponents.register_resolver(_td_search_folder)
     opponents.register_resolver(specs.resolver)  # module:attr, file.py:attr; refuses a .zip
 
 

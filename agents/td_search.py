@@ -242,8 +242,10 @@ def save_checkpoint(path: Path, data: dict) -> None:
     write_whole(Path(path), write)
 
 
-def read_checkpoint(name: str) -> dict:
-    file = CHECKPOINTS / name / VALUES_FILE
+def read_checkpoint(name: str, folder: Path | None = None) -> dict:
+    """The values of the shipped checkpoint ``name``, or of a folder made by ``python -m
+    training.td_search --out FOLDER``."""
+    file = (CHECKPOINTS / name if folder is None else Path(folder)) / VALUES_FILE
     try:
         data = json.loads(file.read_text())
     except (OSError, json.JSONDecodeError) as e:
@@ -253,8 +255,19 @@ def read_checkpoint(name: str) -> dict:
     return data
 
 
-def _checked(name: str, rules: RuleSet) -> dict:
-    data = read_checkpoint(name)
+def folder_agent(folder) -> type[TDSearchAgent] | type[TDSearchTwoPlayerAgent] | None:
+    """The td-search class that plays the values in ``folder`` (a ``python -m training.td_search
+    --out`` folder), or ``None`` where it holds no such values."""
+    if not str(folder) or not Path(folder).is_dir() or not (Path(folder) / VALUES_FILE).is_file():
+        return None
+    players = read_checkpoint("td-search", Path(folder)).get("players")
+    return {1: TDSearchAgent, 2: TDSearchTwoPlayerAgent}.get(players) if isinstance(players, int) else None
+
+
+def _checked(name: str, rules: RuleSet, folder: Path | None = None, players: int = 1) -> dict:
+    data = read_checkpoint(name, folder)
+    if data.get("players") != players:
+        raise AgentError(f"{data.get('players')}-player values in {folder or name}; {name} plays {players}-player games")
     if data["rules_fingerprint"] != rules.fingerprint():
         raise AgentError(f"{name} learned its values under rules {data['rules_name']!r}; it cannot play {rules.name!r} (train it with training/td_search.py)")
     return data
@@ -265,10 +278,10 @@ class TDSearchAgent(Agent):
 
     name = "td-search"
 
-    def __init__(self, rules="classic", seed: int | None = None, values=None):
+    def __init__(self, rules="classic", seed: int | None = None, values=None, folder: Path | None = None):
         super().__init__(rules, seed)
-        if values is None:
-            data = _checked(self.name, self.rules)
+        if values is None:  # the shipped values, or those of a training folder
+            data = _checked(self.name, self.rules, folder)
             self.metadata = {k: v for k, v in data.items() if k != "values"}
             values = data["values"]
         else:  # a table just learned (benchmarks/dice_model_track.py)
@@ -286,9 +299,9 @@ class TDSearchTwoPlayerAgent(Agent):
 
     name = "td-search-2p"
 
-    def __init__(self, rules="classic", seed: int | None = None):
+    def __init__(self, rules="classic", seed: int | None = None, folder: Path | None = None):
         super().__init__(rules, seed)
-        data = _checked(self.name, self.rules)
+        data = _checked(self.name, self.rules, folder, players=2)
         self.metadata = {k: v for k, v in data.items() if k not in ("values", "a", "b")}
         self.value = TwoPlayerValue(self.rules, data["values"], data["a"], data["b"], data.get("c"))
         self.solver = Solver(self.rules)

@@ -13,7 +13,10 @@
    written as an mp4 (moviepy); ``video-half``: the same with ``render_scale=1`` (half the
    width and height); ``project-video``: :class:`generala_env.video.RecordVideo` instead,
    which writes in a background thread at x264's ``ultrafast`` preset and skips the
-   ``gc.collect()``; ``project-video-half``: that with ``render_scale=1``. The runs alternate so a busy machine slows all alike; a slowdown is
+   ``gc.collect()``; for ``Generala-v0`` it keeps only each frame's ``Picture`` in the loop and
+   a child process draws and encodes the video; ``project-video-loop``: the same recorder with
+   ``draw_in="loop"`` (frames drawn in the loop, piped to ffmpeg from a thread);
+   ``project-video-half``: the recorder with ``render_scale=1``. The runs alternate so a busy machine slows all alike; a slowdown is
    a median time over the median plain time, minus one. On a shared machine those times
    swing by more than the effect, so each run also times, where they happen, the drawing
    and the video writing (``RecordVideo._capture_frame`` and ``stop_recording``), and
@@ -162,7 +165,8 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
             if mode == "drawn":
                 env = TimedDrawEvery(env, every_100th)
             elif mode.startswith("project-video"):
-                env = TimedProjectRecordVideo(env, f"{folder.name}/env{i}", episode_trigger=every_100th, disable_logger=True)
+                draw_in = "loop" if mode == "project-video-loop" else "process"
+                env = TimedProjectRecordVideo(env, f"{folder.name}/env{i}", episode_trigger=every_100th, disable_logger=True, draw_in=draw_in)
             elif mode.startswith("video"):
                 env = TimedRecordVideo(env, f"{folder.name}/env{i}", episode_trigger=every_100th, disable_logger=True)
             return env
@@ -175,11 +179,12 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
         model = MaskablePPO(
             "MlpPolicy", venv, n_steps=256, batch_size=1024, n_epochs=4, seed=seed, device="cpu", verbose=0, policy_kwargs={"net_arch": [256, 256]}
         )
-        t, children = time.perf_counter(), _children_cpu()
+        t, children, cpu = time.perf_counter(), _children_cpu(), time.process_time()
         model.learn(steps)
         venv.close()  # the project's recorder waits here for the videos still being written
         wall = time.perf_counter() - t
         SPENT["ffmpeg"] = _children_cpu() - children
+        SPENT["cpu"] = time.process_time() - cpu + SPENT["ffmpeg"]  # every thread of this process, and ffmpeg
     folder.cleanup()
     return wall, next(episodes), drawn[0], dict(SPENT)
 
@@ -198,15 +203,17 @@ def main(argv=None) -> int:
     for k, v in frame_cost().items():
         print(f"{k}: {v:.1f}")
     modes = ["plain"] + [m for m in args.modes.split(",") if m and m != "plain"]
-    unknown = set(modes) - {"plain", "drawn", "video", "video-half", "project-video", "project-video-half"}
+    unknown = set(modes) - {"plain", "drawn", "video", "video-half", "project-video", "project-video-loop", "project-video-half"}
     if unknown:
         p.error(f"unknown modes: {', '.join(sorted(unknown))}")
     times: dict[str, list[float]] = {m: [] for m in modes}
+    cpus: dict[str, list[float]] = {m: [] for m in modes}
     shares: dict[str, list[float]] = {m: [] for m in times}
     for r in range(args.repeats):
         for mode in times:
             wall, episodes, drawn, spent = train_seconds(args.steps, mode, seed=r)
             times[mode].append(wall)
+            cpus[mode].append(spent["cpu"])
             inside = spent["draw"] + spent["write"]
             shares[mode].append(inside / (wall - inside))
             counted = (
@@ -214,15 +221,16 @@ def main(argv=None) -> int:
                 if mode != "plain"
                 else ""
             )
-            print(f"round {r + 1} {mode}: {wall:.2f} s{counted}", flush=True)
-    base = statistics.median(times["plain"])
+            print(f"round {r + 1} {mode}: {wall:.2f} s, {spent['cpu']:.2f} CPU s{counted}", flush=True)
+    base, base_cpu = statistics.median(times["plain"]), statistics.median(cpus["plain"])
     print(f"MaskablePPO (configs/ppo_classic.yaml's setup), {args.steps:,} steps: plain {base:.2f} s")
     for mode in modes[1:]:
         m = statistics.median(times[mode])
         pairs = sorted(v / p - 1 for v, p in zip(times[mode], times["plain"], strict=True))
         print(
             f"  {mode}: {m:.2f} s, {m / base - 1:+.1%} against plain (pairs {pairs[0]:+.1%} to {pairs[-1]:+.1%}); "
-            f"timed inside: {statistics.median(shares[mode]):+.1%} of the rest of training"
+            f"timed inside: {statistics.median(shares[mode]):+.1%} of the rest of training; "
+            f"CPU time (all threads and ffmpeg) {statistics.median(cpus[mode]) / base_cpu - 1:+.1%}"
         )
     return 0
 

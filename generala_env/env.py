@@ -15,7 +15,7 @@ from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
 from .game import Game, IllegalActionError, prefilled_sheets
 from .info import make_info, opponent_move_rows, opponent_moves, win_reward  # noqa: F401  (re-exported)
-from .picture import check_scale, render_rgb
+from .picture import Picture, check_scale, draw, picture_of
 from .render import render_text
 from .rules import RuleSet, load_rules
 
@@ -326,15 +326,23 @@ class GeneralaEnv(gym.Env):
         return self.game.legal_mask()
 
     def render(self):
+        if self.render_mode == "rgb_array":
+            return draw(self.picture())
         if self._halt in (NOT_RESET, RESET_FAILED):
             raise RuntimeError(f"render() has nothing to show: {self._halt}")
-        if self.render_mode == "rgb_array":
-            return render_rgb(self.game, seat=self.seat, moves=self._shown_moves, scale=self.render_scale)
         text = render_text(self.game, seat=self.seat)
         if self.render_mode == "human":
             print(text)
             return None
         return text
+
+    def picture(self) -> Picture:
+        """What ``render()`` draws in ``rgb_array`` mode, as a small picklable
+        :class:`~generala_env.picture.Picture`; ``picture.draw`` makes the same frame from it
+        anywhere (``generala_env.video.RecordVideo`` draws its videos in another process)."""
+        if self._halt in (NOT_RESET, RESET_FAILED):
+            raise RuntimeError(f"render() has nothing to show: {self._halt}")
+        return picture_of(self.game, seat=self.seat, moves=self._shown_moves, scale=self.render_scale)
 
     # -- internals --------------------------------------------------------------
     def _dice(self) -> DiceCup:

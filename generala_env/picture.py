@@ -15,6 +15,7 @@ array copies.
 from __future__ import annotations
 
 from functools import cache, lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -216,6 +217,39 @@ def describe_move(rules, seat: int, action: int, points: int, roll_before: int) 
     return f"p{seat} crossed out {name}" if points == 0 else f"p{seat} wrote {points} on {name}"
 
 
+class Picture(NamedTuple):
+    """What one frame shows, and nothing else: small, picklable, and enough to draw the frame
+    anywhere (:func:`draw`). ``sheets`` is ``(players, lines)`` with ``-1`` for an open line."""
+
+    lines: tuple[str, ...]
+    sheets: tuple[tuple[int, ...], ...]
+    totals: tuple[int, ...]
+    status: str
+    dice: tuple[tuple[int, bool], ...]  # (face, held) of the sorted dice; empty once the game is over
+    rolls_left: int
+    player: int  # the seat to move; -1 once the game is over
+    seat: int | None
+    moves: tuple[str, ...]  # the last moves, in words, oldest first
+    scale: int
+
+    @classmethod
+    def from_plain(cls, fields) -> Picture:
+        """The picture whose fields, in order, came back from JSON (lists for tuples)."""
+        lines, sheets, totals, status, dice, rolls_left, player, seat, moves, scale = fields
+        return cls(
+            tuple(lines),
+            tuple(tuple(int(v) for v in row) for row in sheets),
+            tuple(int(t) for t in totals),
+            str(status),
+            tuple((int(f), bool(h)) for f, h in dice),
+            int(rolls_left),
+            int(player),
+            None if seat is None else int(seat),
+            tuple(str(m) for m in moves),
+            int(scale),
+        )
+
+
 def _status(game: Game) -> str:
     if game.over:
         winners = game.winners()
@@ -223,6 +257,24 @@ def _status(game: Game) -> str:
         who = " ".join(f"p{w}" for w in winners)
         return f"game over{how}: {'winner' if len(winners) == 1 else 'shared'} {who}"
     return f"round {game.turn + 1}/{game.num_lines}   p{game.player} to move"
+
+
+def picture_of(game: Game, seat: int | None = None, moves=(), scale: int = 2) -> Picture:
+    """The :class:`Picture` of ``game`` (arguments as :func:`render_rgb`)."""
+    dice = () if game.over else tuple(zip(ROLLS[game.roll].tolist(), held_dice(game), strict=True))
+    shown = tuple(describe_move(game.rules, *m) for m in list(moves)[-MOVES_SHOWN:])
+    return Picture(
+        tuple(game.rules.lines),
+        tuple(map(tuple, game.sheets.tolist())),
+        tuple(game.totals_view.tolist()),
+        _status(game),
+        dice,
+        int(game.rolls_left),
+        -1 if game.over else int(game.player),
+        seat,
+        shown,
+        scale,
+    )
 
 
 SCALES = (1, 2)
@@ -244,17 +296,22 @@ def render_rgb(game: Game, seat: int | None = None, moves=(), scale: int = 2) ->
     :data:`MOVES_SHOWN` are written under the sheet. ``scale=1`` gives the picture at half
     the width and height: every line and letter is drawn on even pixels, so keeping every
     other pixel gives the same picture with the font at one pixel per font pixel."""
-    img = _draw(game, seat, moves)
-    return np.ascontiguousarray(img[::2, ::2]) if scale == 1 else img
+    return draw(picture_of(game, seat, moves, scale))
 
 
-def _draw(game: Game, seat: int | None, moves) -> np.ndarray:
-    P, L = game.num_players, game.num_lines
-    img = _background(game.rules.lines, P).copy()
-    draw_text(img, PAD, 12, _status(game), WHITE)
+def draw(picture: Picture) -> np.ndarray:
+    """The frame of a :class:`Picture`, as :func:`render_rgb` draws it (a new array)."""
+    img = _draw(picture)
+    return np.ascontiguousarray(img[::2, ::2]) if picture.scale == 1 else img
+
+
+def _draw(pic: Picture) -> np.ndarray:
+    P, L = len(pic.sheets), len(pic.lines)
+    img = _background(pic.lines, P).copy()
+    draw_text(img, PAD, 12, pic.status, WHITE)
     # the dice and the rolls left
-    if not game.over:
-        for i, (face, held) in enumerate(zip(ROLLS[game.roll].tolist(), held_dice(game), strict=True)):
+    if pic.dice:
+        for i, (face, held) in enumerate(pic.dice):
             x = PAD + i * (DIE + 8)
             img[TOP_DICE : TOP_DICE + DIE, x : x + DIE] = die_image(face, held)
             if held:
@@ -262,19 +319,17 @@ def _draw(game: Game, seat: int | None, moves) -> np.ndarray:
         for k in range(3 - 1):
             x = 5 * (DIE + 8) + PAD + 8 + 5 * CHAR_W + 8 + k * 22
             y = TOP_DICE + 6
-            color = GOLD if k < game.rolls_left else DIM
+            color = GOLD if k < pic.rolls_left else DIM
             img[y : y + 16, x : x + 16] = color
-        draw_text(img, 5 * (DIE + 8) + PAD + 8 + 5 * CHAR_W + 8 + 44 + 4, TOP_DICE + 8, str(int(game.rolls_left)), WHITE)
+        draw_text(img, 5 * (DIE + 8) + PAD + 8 + 5 * CHAR_W + 8 + 44 + 4, TOP_DICE + 8, str(pic.rolls_left), WHITE)
     # the sheets
-    totals = game.totals_view.tolist()
-    sheets = game.sheets.tolist()
     for p in range(P):
         x = _col_x(p)
-        if not game.over and p == game.player:
+        if p == pic.player:
             img[_row_y(0) + 1 : _row_y(1), x + 1 : x + COL_W] = TO_MOVE
-        draw_text(img, x + 8, _row_y(0) + 4, f"p{p}" + ("*" if p == seat else ""), INK)
+        draw_text(img, x + 8, _row_y(0) + 4, f"p{p}" + ("*" if p == pic.seat else ""), INK)
         for line in range(L):
-            v = sheets[p][line]
+            v = pic.sheets[p][line]
             if v == OPEN:
                 continue
             y = _row_y(line + 1)
@@ -282,16 +337,16 @@ def _draw(game: Game, seat: int | None, moves) -> np.ndarray:
                 img[y + 1 : y + ROW_H, x + 1 : x + COL_W] = CROSSED
                 draw_text(img, x + COL_W // 2 - CHAR_W // 2, y + 4, "x", RED)
             else:
-                s = str(v)
-                draw_text(img, x + COL_W - 8 - len(s) * CHAR_W, y + 4, s, INK)
-        s = str(totals[p])
-        draw_text(img, x + COL_W - 8 - len(s) * CHAR_W, _row_y(L + 1) + 4, s, INK)
+                t = str(v)
+                draw_text(img, x + COL_W - 8 - len(t) * CHAR_W, y + 4, t, INK)
+        t = str(pic.totals[p])
+        draw_text(img, x + COL_W - 8 - len(t) * CHAR_W, _row_y(L + 1) + 4, t, INK)
     # the last moves
     y = _row_y(L + 2) + 10
-    for m in list(moves)[-MOVES_SHOWN:]:
-        draw_text(img, PAD, y, describe_move(game.rules, *m), WHITE)
+    for m in pic.moves:
+        draw_text(img, PAD, y, m, WHITE)
         y += CHAR_H + 6
     return img
 
 
-__all__ = ["render_rgb", "describe_move", "held_dice", "frame_size", "check_scale", "draw_text", "text_mask"]
+__all__ = ["render_rgb", "Picture", "picture_of", "draw", "describe_move", "held_dice", "frame_size", "check_scale", "draw_text", "text_mask"]

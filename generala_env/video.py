@@ -7,8 +7,9 @@ video. This wrapper is a drop-in subclass that keeps the frames and the file nam
 same but
 
 * at an episode's end hands its frames to a writer thread and goes on at once; the thread
-  pipes them to ffmpeg, which runs on one thread at the lowest priority (``nice`` 19) and
-  encodes while training goes on;
+  encodes them with libx264 in this process through PyAV (on one thread, at the lowest
+  priority, ``nice`` 19) while training goes on; without PyAV it pipes them to an ffmpeg
+  process (imageio-ffmpeg's) at that priority instead;
 * encodes at x264's ``ultrafast`` preset unless told otherwise (``preset=``), and
   collects garbage only where ``gc_trigger`` asks (default: never);
 * bounds what it holds: at most ``max_pending`` videos are being encoded at once (2 by
@@ -18,12 +19,13 @@ same but
   that is taken is one clear :class:`VideoError`, raised by the next ``reset``/``step`` or
   by ``close``, as is a failure of ffmpeg.
 
-``close()`` waits for every pending video. It needs ffmpeg from ``imageio-ffmpeg``, which
-moviepy brings (``pip install "generala-rl[video]"``).
+``close()`` waits for every pending video. ``pip install "generala-rl[video]"`` brings
+PyAV and moviepy (whose imageio-ffmpeg is the fallback).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import os
@@ -32,6 +34,7 @@ import threading
 import warnings
 from collections import deque
 
+import gymnasium
 import numpy as np
 from gymnasium.wrappers import RecordVideo as _GymRecordVideo
 
@@ -68,42 +71,24 @@ class Encoding:
             self.error = VideoError(f"writing {self.path} failed: {e}")
 
 
-def _encode(frames: list, path: str, fps: float, preset: str, nice: int) -> None:
-    import imageio_ffmpeg
-
+def _encode(frames: list, path: str, fps: float, preset: str, nice: int, in_process: bool = False) -> None:
+    """Write ``frames`` to ``path`` through a hidden temporary file, then link it: never over a
+    file. ``in_process``: encode with PyAV here where it is installed (in the drawing process,
+    which has no training loop to hold up); else pipe the frames to an ffmpeg process (from a
+    thread of a training process, PyAV's share of the GIL costs the loop more than the pipe)."""
     if not frames:
         raise VideoError(f"no frames to write to {path}")
     h, w = frames[0].shape[:2]
-    ph, pw = h + h % 2, w + w % 2  # yuv420p, the pixel format every player takes, needs even sides
+    for frame in frames:
+        if frame.shape != (h, w, 3):
+            raise VideoError(f"frames of one video must have one size: {frame.shape} after {(h, w, 3)}")
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.part.mp4")
-    cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-nostdin", "-loglevel", "error", "-y"]
-    cmd += ["-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{pw}x{ph}", "-r", f"{fps}", "-i", "-"]
-    cmd += ["-c:v", "libx264", "-preset", preset, "-threads", "1", "-pix_fmt", "yuv420p", "-movflags", "+faststart", tmp]
     try:
-        try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        except OSError as e:
-            raise VideoError(f"could not start ffmpeg for {path}: {e}") from e
-        with contextlib.suppress(OSError, AttributeError):  # a lower priority is a courtesy, not a requirement
-            os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
-        assert proc.stdin is not None
-        try:
-            for frame in frames:
-                if frame.shape != (h, w, 3):
-                    raise VideoError(f"frames of one video must have one size: {frame.shape} after {(h, w, 3)}")
-                if (ph, pw) != (h, w):
-                    frame = np.pad(frame, ((0, ph - h), (0, pw - w), (0, 0)), mode="edge")
-                proc.stdin.write(np.ascontiguousarray(frame, dtype=np.uint8).data)
-        except BrokenPipeError:
-            pass  # ffmpeg stopped early: its message follows
-        except BaseException:
-            proc.kill()
-            raise
-        finally:
-            _, err = proc.communicate()
-        if proc.returncode != 0:
-            raise VideoError(f"ffmpeg could not write {path}: {err.decode(errors='replace').strip()[-300:]}")
+        if in_process and _have_pyav():
+            _encode_in_process(frames, tmp, fps, preset, nice)
+        else:
+            _encode_with_ffmpeg(frames, tmp, fps, preset, nice, path)
         try:
             os.link(tmp, path)  # fails if the name is taken: nothing is overwritten
         except FileExistsError:
@@ -113,10 +98,77 @@ def _encode(frames: list, path: str, fps: float, preset: str, nice: int) -> None
             os.unlink(tmp)
 
 
+def _have_pyav() -> bool:
+    try:
+        import av  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _even(frame: np.ndarray) -> np.ndarray:
+    """``frame`` with its odd sides padded by one pixel: yuv420p, the pixel format every player takes, needs even sides."""
+    h, w = frame.shape[:2]
+    if h % 2 or w % 2:
+        frame = np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0)), mode="edge")
+    return np.ascontiguousarray(frame, dtype=np.uint8)
+
+
+def _encode_in_process(frames: list, tmp: str, fps: float, preset: str, nice: int) -> None:
+    """PyAV: libx264 in this thread, on one thread of its own, at priority ``nice`` (Linux sets
+    it per thread). No process to start and no pipe: the cheapest way here."""
+    from fractions import Fraction
+
+    import av
+
+    with contextlib.suppress(OSError, AttributeError, ValueError):  # a lower priority is a courtesy, not a requirement
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    h, w = frames[0].shape[:2]
+    try:
+        with av.open(tmp, "w", format="mp4", options={"movflags": "+faststart"}) as out:
+            stream = out.add_stream("libx264", rate=Fraction(fps).limit_denominator(1000), options={"preset": preset})
+            stream.width, stream.height, stream.pix_fmt = w + w % 2, h + h % 2, "yuv420p"
+            stream.codec_context.thread_count = 1
+            for frame in frames:
+                out.mux(stream.encode(av.VideoFrame.from_ndarray(_even(frame), format="rgb24")))
+            out.mux(stream.encode(None))
+    except (av.FFmpegError, ValueError) as e:
+        raise VideoError(f"could not encode {tmp}: {e}") from None
+
+
+def _encode_with_ffmpeg(frames: list, tmp: str, fps: float, preset: str, nice: int, path: str) -> None:
+    """Without PyAV: pipe the frames to an ffmpeg process (imageio-ffmpeg's) on one thread at priority ``nice``."""
+    import imageio_ffmpeg
+
+    h, w = frames[0].shape[:2]
+    cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-nostdin", "-loglevel", "error", "-y"]
+    cmd += ["-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w + w % 2}x{h + h % 2}", "-r", f"{fps}", "-i", "-"]
+    cmd += ["-c:v", "libx264", "-preset", preset, "-threads", "1", "-pix_fmt", "yuv420p", "-movflags", "+faststart", tmp]
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except OSError as e:
+        raise VideoError(f"could not start ffmpeg for {path}: {e}") from e
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
+    assert proc.stdin is not None
+    try:
+        for frame in frames:
+            proc.stdin.write(_even(frame).data)
+    except BrokenPipeError:
+        pass  # ffmpeg stopped early: its message follows
+    except BaseException:
+        proc.kill()
+        raise
+    finally:
+        _, err = proc.communicate()
+    if proc.returncode != 0:
+        raise VideoError(f"ffmpeg could not write {path}: {err.decode(errors='replace').strip()[-300:]}")
+
+
 def start_mp4(frames: list, path: str, fps: float, preset: str = "ultrafast", nice: int = 19) -> Encoding:
     """Start encoding ``frames`` (uint8 ``(H, W, 3)``, one size) as an H.264 mp4 for ``path``
     and return at once; :meth:`Encoding.finish` waits for it. Odd sides are padded by one
-    pixel. ffmpeg runs on one thread at priority ``nice`` (19, the lowest, by default)."""
+    pixel. The encoder runs on one thread at priority ``nice`` (19, the lowest, by default)."""
     return Encoding(frames, path, fps, preset, nice)
 
 
@@ -125,23 +177,215 @@ def write_mp4(frames: list, path: str, fps: float, preset: str = "ultrafast") ->
     start_mp4(frames, path, fps, preset).finish()
 
 
+# -- the drawing process ------------------------------------------------------------
+class _Job:
+    """A video the drawing process is making; ``done``/``finish`` as :class:`Encoding`."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.error: VideoError | None = None
+        self._done = threading.Event()
+        self.id = 0
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def finish(self) -> None:
+        self._done.wait()
+        if self.error is not None:
+            raise self.error
+
+
+_RESULT = b"generala-video-result "
+
+
+class DrawingProcess:
+    """One child process, ``python -m generala_env.video``, at priority ``nice``: it draws each
+    video's frames from their :class:`~generala_env.picture.Picture` and encodes them, so the
+    training process pays neither. Jobs go down its stdin and results come back on its stdout
+    as JSON lines (no pickles either way); a reader thread marks each job done. It starts with
+    the first video and ends with :meth:`close`."""
+
+    def __init__(self, nice: int = 19):
+        self.nice = nice
+        self._proc: subprocess.Popen | None = None
+        self._jobs: deque[_Job] = deque()
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def _start(self) -> subprocess.Popen:
+        import sys
+
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the modules this process sees
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "generala_env.video"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+            )
+        except OSError as e:
+            raise VideoError(f"could not start the drawing process: {e}") from e
+        with contextlib.suppress(OSError, AttributeError):  # a lower priority is a courtesy, not a requirement
+            os.setpriority(os.PRIO_PROCESS, proc.pid, self.nice)
+        threading.Thread(target=self._read, args=(proc,), name="generala-video-results", daemon=True).start()
+        return proc
+
+    def submit(self, pictures: list, path: str, fps: float, preset: str) -> _Job:
+        import json
+
+        job = _Job(path)
+        with self._lock:
+            self._count += 1
+            job.id = self._count
+            line = json.dumps({"id": job.id, "path": path, "fps": fps, "preset": preset, "pictures": [list(p) for p in pictures]}) + "\n"
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = self._start()
+            self._jobs.append(job)
+            assert self._proc.stdin is not None
+            try:
+                self._proc.stdin.write(line.encode())
+                self._proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass  # the process has ended: the reader fails its jobs
+        return job
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        import json
+
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            if not raw.startswith(_RESULT):
+                continue  # anything else the process printed
+            try:
+                result = json.loads(raw[len(_RESULT) :])
+            except ValueError:
+                continue
+            with self._lock:
+                job = self._jobs.popleft() if self._jobs and self._jobs[0].id == result.get("id") else None
+            if job is not None:
+                job.error = VideoError(result["error"]) if result.get("error") else None
+                job._done.set()
+        code = proc.wait()
+        err = proc.stderr.read().decode(errors="replace").strip()[-300:] if proc.stderr else ""
+        with self._lock:
+            left, self._jobs = list(self._jobs), deque()
+        for job in left:
+            job.error = VideoError(f"the drawing process ended (exit status {code}) before writing {job.path}: {err}")
+            job._done.set()
+
+    @classmethod
+    def shared(cls) -> DrawingProcess:
+        """The one drawing process of this Python process (every recorder in it uses it:
+        sixteen envs of a vector env start one process, not sixteen); :meth:`release` it."""
+        global _SHARED, _USERS
+        with _SHARED_LOCK:
+            if _SHARED is None:
+                _SHARED = cls()
+                atexit.register(_close_shared)
+            _USERS += 1
+            return _SHARED
+
+    def release(self) -> None:
+        """One user fewer; the last one closes the shared process (after its videos)."""
+        global _SHARED, _USERS
+        with _SHARED_LOCK:
+            _USERS -= 1
+            last = _USERS <= 0 and _SHARED is self
+            if last:
+                _SHARED, _USERS = None, 0
+        if last:
+            self.close()
+
+    def close(self) -> None:
+        """Let the process finish the videos it has, and end."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                assert proc.stdin is not None
+                proc.stdin.close()
+            proc.wait()
+
+
+_SHARED: DrawingProcess | None = None
+_USERS = 0
+_SHARED_LOCK = threading.Lock()
+
+
+def _close_shared() -> None:
+    if _SHARED is not None:
+        _SHARED.close()
+
+
+def _serve() -> None:
+    """The drawing process: one JSON job a line on stdin, one JSON result a line on stdout."""
+    import json
+    import signal
+    import sys
+
+    from .picture import Picture, draw
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the training; this process ends when its stdin does
+    out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # what anything else prints stays off the results
+    for raw in sys.stdin:
+        error, job = None, None
+        try:
+            job = json.loads(raw)
+            pictures = [Picture.from_plain(p) for p in job["pictures"]]
+            _encode([draw(p) for p in pictures], job["path"], job["fps"], job["preset"], nice=19, in_process=True)
+        except VideoError as e:
+            error = str(e)
+        except Exception as e:  # noqa: BLE001  (one line back to the training process)
+            error = f"writing {job.get('path') if isinstance(job, dict) else 'a video'} failed: {type(e).__name__}: {e}"
+        out.write(_RESULT + json.dumps({"id": job.get("id") if isinstance(job, dict) else None, "error": error}).encode() + b"\n")
+        out.flush()
+
+
+def picture_source(env):
+    """``env.unwrapped.picture`` where ``env``'s frames are exactly what it draws (no wrapper in
+    between changes ``render``; Gymnasium's checkers only check), else ``None``."""
+    from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
+
+    while isinstance(env, gymnasium.Wrapper):
+        if type(env).render is not gymnasium.Wrapper.render and not isinstance(env, (OrderEnforcing, PassiveEnvChecker)):
+            return None
+        env = env.env
+    picture = getattr(env, "picture", None)
+    return picture if callable(picture) else None
+
+
 class RecordVideo(_GymRecordVideo):
-    """``gymnasium.wrappers.RecordVideo``, encoding in the background (see the module).
+    """``gymnasium.wrappers.RecordVideo``, with the drawing and the encoding off the training
+    loop (see the module).
 
-    Takes every argument of Gymnasium's (by keyword after ``video_folder``), plus ``preset`` (x264's, default ``"ultrafast"``)
-    and ``max_pending`` (videos encoded at once, default 2); ``gc_trigger`` defaults to
-    ``None`` (no ``gc.collect()``)."""
+    Takes every argument of Gymnasium's (by keyword after ``video_folder``), plus ``preset``
+    (x264's, default ``"ultrafast"``), ``max_pending`` (videos encoded at once, default 2) and
+    ``draw_in``: ``"process"`` (the default, for an env with ``picture()`` such as
+    ``Generala-v0``: each step keeps only the frame's :class:`~generala_env.picture.Picture`,
+    and a child process at ``nice`` 19 draws and encodes the video; ``recorded_frames`` then
+    holds pictures) or ``"loop"`` (frames drawn at each step, encoded by a thread; what any
+    other env gets). ``gc_trigger`` defaults to ``None`` (no ``gc.collect()``)."""
 
-    def __init__(self, env, video_folder: str, *, preset: str = "ultrafast", max_pending: int = 2, gc_trigger=None, **kwargs):
+    def __init__(self, env, video_folder: str, *, preset: str = "ultrafast", max_pending: int = 2, gc_trigger=None, draw_in: str = "process", **kwargs):
         if not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be a whole number >= 1, not {max_pending!r}")
+        if draw_in not in ("process", "loop"):
+            raise ValueError(f"draw_in must be 'process' or 'loop', not {draw_in!r}")
         with warnings.catch_warnings():  # Gymnasium's "Overwriting existing videos": this class never does
             warnings.filterwarnings("ignore", message=".*Overwriting existing videos")
             super().__init__(env, video_folder, gc_trigger=gc_trigger, **kwargs)
         self.preset = preset
         self.max_pending = max_pending
-        self._pending: deque[Encoding] = deque()
+        self._pending: deque[Encoding | _Job] = deque()
         self._errors: list[VideoError] = []
+        self._picture = picture_source(self.env) if draw_in == "process" else None
+        self._drawer = DrawingProcess.shared() if self._picture is not None else None
+        self.draw_in = "process" if self._picture is not None else "loop"
+
+    def _capture_frame(self) -> None:
+        if self._picture is None:
+            return super()._capture_frame()
+        assert self.recording, "Cannot capture a frame, recording wasn't started."
+        self.recorded_frames.append(self._picture())  # drawn by the drawing process
 
     def _reap(self, wait_for: int = 0) -> None:
         """Finish the videos whose ffmpeg is done, and wait for the oldest ``wait_for``."""
@@ -165,7 +409,10 @@ class RecordVideo(_GymRecordVideo):
         self.recording, self._video_name = False, None
         if frames:
             self._reap(wait_for=len(self._pending) + 1 - self.max_pending)
-            self._pending.append(start_mp4(frames, path, self.frames_per_sec, self.preset))
+            if self._drawer is not None:
+                self._pending.append(self._drawer.submit(frames, path, self.frames_per_sec, self.preset))
+            else:
+                self._pending.append(start_mp4(frames, path, self.frames_per_sec, self.preset))
         if self.gc_trigger and self.gc_trigger(self.episode_id):
             gc.collect()
 
@@ -181,4 +428,11 @@ class RecordVideo(_GymRecordVideo):
     def close(self) -> None:
         super().close()
         self._reap(wait_for=len(self._pending))
+        drawer, self._drawer = self._drawer, None
+        if drawer is not None:
+            drawer.release()
         self._raise_errors()
+
+
+if __name__ == "__main__":
+    _serve()

@@ -13,7 +13,7 @@ pytest.importorskip("sb3_contrib")
 pytest.importorskip("rliable")
 
 from training.benchmark import main, plan  # noqa: E402
-from training.benchmark.run import Evaluator, check_hyperparams_build, run_one  # noqa: E402
+from training.benchmark.run import check_hyperparams_build, run_one, task_evaluator  # noqa: E402
 from training.benchmark.suite import (  # noqa: E402
     ALGOS,
     Task,
@@ -274,7 +274,7 @@ def test_the_evaluation_plays_the_harness_games_and_stops_at_an_illegal_action()
 
     task = Task("classic", {"rules": "classic"}, 0.02, -10, 100)
     first_legal = lambda obs, masks: masks.argmax(axis=1)  # noqa: E731
-    res = Evaluator(task, seed=3, games=20)(first_legal)
+    res = task_evaluator(task, seed=3, games=20)(first_legal)
     recs = play_lockstep(first_legal, "classic", [game_seed(3, i) for i in range(20)])
     assert res["score"] == pytest.approx(np.mean([r.totals[0] for r in recs]))
     assert res["normalized_score"] == pytest.approx(res["score"] / 149.1117, rel=1e-4) and res["illegal_stops"] == 0
@@ -288,7 +288,7 @@ def test_the_evaluation_plays_the_harness_games_and_stops_at_an_illegal_action()
             acts[:] = 31  # hold all five dice: never legal
         return acts
 
-    stopped = Evaluator(task, seed=3, games=20)(third_illegal)
+    stopped = task_evaluator(task, seed=3, games=20)(third_illegal)
     assert stopped["illegal_stops"] == 1.0 and 0 <= stopped["score"] < res["score"]
     # with an opponent: the harness's games, the agent in each seat in turn on the same dice
     import agents
@@ -302,7 +302,7 @@ def test_the_evaluation_plays_the_harness_games_and_stops_at_an_illegal_action()
             return int(np.argmax(info["action_mask"]))
 
     duel = Task("duel", {"rules": "classic", "num_players": 2, "opponents": "greedy", "reward": "win"}, 1.0, -0.2, 100)
-    played = Evaluator(duel, seed=3, games=10)(first_legal)
+    played = task_evaluator(duel, seed=3, games=10)(first_legal)
     greedy, points, totals = agents.load("greedy", rules="classic"), [], []
     for i in range(10):
         for seat in (0, 1):
@@ -313,7 +313,7 @@ def test_the_evaluation_plays_the_harness_games_and_stops_at_an_illegal_action()
             totals.append(rec.totals[seat])
     assert played["win_rate"] == pytest.approx(np.mean(points)) and played["mean_total"] == pytest.approx(np.mean(totals))
     always_illegal = lambda obs, masks: np.full(len(masks), 31)  # noqa: E731
-    lost = Evaluator(duel, seed=3, games=10)(always_illegal)
+    lost = task_evaluator(duel, seed=3, games=10)(always_illegal)
     assert lost["win_rate"] == lost["normalized_score"] == 0.0 and lost["illegal_stops"] > 0.9
 
 

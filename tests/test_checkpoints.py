@@ -343,13 +343,18 @@ def test_solver_ingredients_are_named():
 
 @pytest.mark.parametrize("name", checkpoint_names())
 def test_a_checkpoint_called_scratch_has_no_solver_in_its_training(name):
+    from training.config import LEARNED_TEACHERS
     from training.export import solver_ingredients
 
     meta = read_metadata(SHIPPED / name)
     if meta.get("from_scratch") or "scratch" in name:
         assert meta["from_scratch"] is True
-        assert solver_ingredients(meta["config"]) == [] and meta["solver_in_training"] == []
-        assert not meta.get("pretrain")
+        assert solver_ingredients(meta["config"], meta.get("pretrain")) == [] and meta["solver_in_training"] == []
+        # behaviour cloning only from a td-search teacher that learned from its own games, and says so
+        if meta.get("pretrain"):
+            p = meta["pretrain"]
+            assert p["teacher"] in LEARNED_TEACHERS or p["teacher_how"].startswith("TD(0) from its own games")
+            assert p["teacher_solver_in_training"] == [] and p["teacher_train_seconds"] > 0
     else:  # the imitation-trained agents say so
         assert solver_ingredients(meta["config"]) or meta.get("pretrain") or meta.get("lineage")
 

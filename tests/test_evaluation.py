@@ -85,6 +85,15 @@ def test_tournament_swaps_seats_on_the_same_dice(tmp_path, capsys):
     assert (out / "winrates.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_tournament_table_keeps_a_long_spec_in_its_own_column(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    spec = tmp_path / "a_rather_long_agent_file_name.py"
+    spec.write_text("from agents.baselines import GreedyAgent as make\n")
+    assert cli(["tournament", "--agents", f"{spec}:make,random", "--games", "3", "--out", str(tmp_path / "t"), "--no-progress", "--workers", "1"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(str(spec)))
+    assert row.split()[:2] == [f"{spec}:make", "random"]
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

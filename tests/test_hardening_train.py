@@ -92,8 +92,10 @@ def run(saved_run, tmp_path):
         ("pretrain.epochs=0", "'pretrain.epochs' must be at least 1"),
         ("pretrain.epsilon=1.5", "'pretrain.epsilon' must be from 0 to 1"),
         ("pretrain.learning_rate=0", "'pretrain.learning_rate' must be greater than 0"),
-        ("pretrain.teacher=oracle", "'pretrain.teacher' must be one of optimal, optimal-2p"),
-        ("pretrain.teacher=optimal-2p", "'pretrain.teacher' must be optimal \\(optimal-2p teaches two-player games"),
+        ("pretrain.teacher=oracle", "'pretrain.teacher' must be one of optimal, optimal-2p, td-search, td-search-2p"),
+        ("pretrain.teacher=optimal-2p", "'pretrain.teacher' must be optimal or td-search \\(optimal-2p teaches two-player games"),
+        ("pretrain.teacher=td-search-2p", "'pretrain.teacher' must be optimal or td-search \\(td-search-2p teaches two-player games"),
+        (["pretrain.teacher=td-search", "env.num_players=2", "env.reward=win"], "td-search teaches one-player games"),
         (["pretrain.teacher=optimal-2p", "env.num_players=2", "env.reward=score"], "'pretrain.teacher' must be optimal"),
         ("seed=-1", "'seed' must be from 0 to 2\\*\\*32 - 1"),
         ("total_timesteps=0", "'total_timesteps' must be at least 1"),
@@ -158,6 +160,8 @@ def test_every_default_key_is_checked_beyond_its_type():
         ("env", "opponents"),
         ("policy", "ortho_init"),
         ("policy", "layer_norm"),
+        ("algo", "normalize_reward"),  # a bool: its type is all there is to check
+        ("pretrain", "teacher"),  # a name or a folder of td-search values (_teacher_folder)
     }
     unchecked = set(leaves(DEFAULTS)) - set(BOUNDS) - set(CHOICES) - by_hand
     assert not unchecked, f"keys without a bound: {sorted(unchecked)}"
@@ -335,10 +339,10 @@ def test_train_callback_logs_the_agents_total_in_random_seats(tmp_path):
         ],
     )
     venv = tt.make_vec_env(cfg, tmp_path)
-    model = tt.build_model(cfg, venv, tmp_path / "tb")
+    model = tt.model_from_config(cfg, venv, tmp_path / "tb")
 
     class NoEvaluations:
-        optimal = 1.0
+        optimum = 1.0
 
     cb = tt._callback(cfg, tmp_path, {"train_seconds": 0.0, "evaluations": []}, 512, NoEvaluations())
     logged, returns = [], []

@@ -142,7 +142,7 @@ def test_a_run_folder_of_suite_version_1_is_refused(tmp_path):
     import yaml
 
     from training.benchmark import plan
-    from training.benchmark.suite import write_json
+    from training.runs import write_json
 
     configs = tmp_path / "configs"
     configs.mkdir()

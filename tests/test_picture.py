@@ -154,15 +154,17 @@ def _read_video(path):
     return imageio.imread(path, plugin="pyav") if _has_pyav() else imageio.imread(path)
 
 
-def test_project_record_video_writes_in_the_background_and_never_overwrites(tmp_path):
+@pytest.mark.parametrize("draw_in", ["process", "loop"])
+def test_project_record_video_writes_in_the_background_and_never_overwrites(tmp_path, draw_in):
     pytest.importorskip("moviepy")
     from generala_env.video import RecordVideo, VideoError
 
     def recorder():
         env = gym.make("Generala-v0", rules={"lines": ["ones", "twos", "generala"]}, render_mode="rgb_array")
-        return RecordVideo(env, str(tmp_path / "videos"), episode_trigger=lambda e: e in (0, 2), max_pending=1)
+        return RecordVideo(env, str(tmp_path / "videos"), episode_trigger=lambda e: e in (0, 2), max_pending=1, draw_in=draw_in)
 
     env = recorder()
+    assert env.draw_in == draw_in
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         runs = [play(env, seed, 100) for seed in range(3)]
@@ -193,6 +195,63 @@ def test_write_mp4_pads_odd_sizes_and_refuses_mixed_sizes(tmp_path):
     with pytest.raises(VideoError, match="one size"):
         write_mp4(frames + [np.zeros((10, 10, 3), np.uint8)], str(tmp_path / "mixed.mp4"), fps=4)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["odd.mp4"]
+
+
+def test_a_picture_is_plain_data_that_draws_the_frame_render_draws():
+    import json
+
+    from generala_env.picture import Picture, draw
+
+    env = GeneralaEnv(num_players=2, opponents="greedy", render_mode="rgb_array", render_scale=2)
+    rng = np.random.default_rng(4)
+    obs, info = env.reset(seed=4)
+    done, n = False, 0
+    while not done:
+        pic = env.picture()
+        again = Picture.from_plain(json.loads(json.dumps(list(pic))))  # what the drawing process gets
+        assert again == pic and np.array_equal(draw(again), env.render())
+        obs, r, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        done, n = term or trunc, n + 1
+    assert np.array_equal(draw(env.picture()), env.render()) and n > 20
+    half = GeneralaEnv(render_mode="rgb_array", render_scale=1)
+    half.reset(seed=0)
+    assert np.array_equal(draw(half.picture()), half.render())
+
+
+def test_the_recorder_draws_in_the_loop_behind_a_wrapper_that_changes_render(tmp_path):
+    pytest.importorskip("moviepy")
+    from generala_env.video import RecordVideo
+
+    class Inverted(gym.Wrapper):
+        def render(self):
+            return 255 - self.env.render()
+
+    env = gym.make("Generala-v0", rules={"lines": ["ones", "twos", "generala"]}, render_mode="rgb_array")
+    rec = RecordVideo(Inverted(env), str(tmp_path / "v"), episode_trigger=lambda e: e == 0)
+    assert rec.draw_in == "loop"
+    frames = play(rec, 0, 100)
+    rec.close()
+    (video,) = (tmp_path / "v").glob("*.mp4")
+    assert abs(_read_video(video)[-1].astype(int) - frames[-1].astype(int)).mean() < 8  # the inverted frames
+
+
+def test_a_video_the_drawing_process_cannot_write_is_one_error_line(tmp_path):
+    pytest.importorskip("moviepy")
+    from generala_env.video import DrawingProcess, VideoError
+
+    env = GeneralaEnv(render_mode="rgb_array")
+    env.reset(seed=0)
+    drawer = DrawingProcess()
+    try:
+        job = drawer.submit([env.picture()], str(tmp_path / "no" / "such" / "folder.mp4"), 4, "ultrafast")
+        with pytest.raises(VideoError) as e:
+            job.finish()
+        assert "\n" not in str(e.value) and "folder.mp4" in str(e.value)
+        good = drawer.submit([env.picture(), env.picture()], str(tmp_path / "ok.mp4"), 4, "ultrafast")
+        good.finish()  # the process goes on after a failed video
+        assert _read_video(tmp_path / "ok.mp4").shape[0] == 2
+    finally:
+        drawer.close()
 
 
 def _has_pyav() -> bool:

@@ -94,3 +94,69 @@ def test_training_saves_as_it_goes_and_resumes(tmp_path, capsys):
     assert "resuming" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         train_main(["--rules", "classic", "--out", str(out), "--games", "1"])  # another rule set's folder: refused
+
+
+def test_cloning_a_learned_teacher_brings_in_no_solver():
+    from training.config import LEARNED_TEACHERS, EnvConfig
+    from training.export import solver_ingredients
+    from training.pretrain import _generate
+
+    for teacher in LEARNED_TEACHERS:  # each says it learned from its own games
+        assert read_checkpoint(teacher)["solver_in_training"] == []
+        assert solver_ingredients({"pretrain": {"games": 10, "teacher": teacher}}) == []
+    assert solver_ingredients({"pretrain": {"games": 10, "teacher": "optimal"}}) != []
+    # a teacher's own record decides; one that cannot be read counts against the run
+    assert solver_ingredients({"pretrain": {"games": 10, "teacher": "/no/such/folder"}})[0].endswith("a teacher whose training cannot be read)")
+    record = {"teacher_solver_in_training": ["opponent 'optimal'"]}
+    assert solver_ingredients({"pretrain": {"games": 10, "teacher": "td-search"}}, record) == [
+        "pretrain.games = 10 (behaviour cloning from 'td-search', which learned from: opponent 'optimal')"
+    ]
+    env_cfg = EnvConfig(rules="classic", num_players=2, reward="win", reward_scale=0.5, agent_seat="random", opponents=["self-play", "greedy"])
+    obs, masks, acts, vals = _generate((env_cfg, 3, [0, 1, 2], 0.0, "td-search-2p"))
+    assert len(acts) == len(vals) >= 3 * 10 and obs.shape == (len(acts), 76)
+    assert masks[np.arange(len(acts)), acts].all()
+    # the value targets are the games' results (win 1, draw 0, loss -1, times the scale), one per game
+    assert set(np.round(vals, 6)) <= {-0.5, 0.0, 0.5}
+
+
+def test_a_folder_of_td_search_values_is_an_agent_and_a_teacher(tmp_path):
+    from training.config import ConfigError, load_config
+    from training.export import solver_ingredients
+    from training.pretrain import teacher_record
+
+    assert train_main(["--players", "1", "--rules", "classic", "--out", str(tmp_path / "td"), "--games", "20", "--eval-games", "5", "--save-every", "10"]) == 0
+    agent = agents.load(str(tmp_path / "td"), rules="classic")
+    assert type(agent).__name__ == "TDSearchAgent" and agent.metadata["games"] == 20
+    cfg = load_config("configs/ppo_tiny.yaml", [f"pretrain.teacher={tmp_path / 'td'}", "pretrain.games=2"])
+    assert cfg.pretrain.teacher == str(tmp_path / "td")
+    record = teacher_record(str(tmp_path / "td"))
+    assert record["teacher_solver_in_training"] == [] and record["teacher_games"] == 20
+    assert solver_ingredients({"pretrain": {"games": 2, "teacher": str(tmp_path / "td")}}, record) == []
+    with pytest.raises(ConfigError, match="or a folder of td-search values"):
+        load_config("configs/ppo_tiny.yaml", [f"pretrain.teacher={tmp_path}"])
+    with pytest.raises(ConfigError, match="td-search teaches one-player games"):
+        load_config("configs/ppo_tiny.yaml", [f"pretrain.teacher={tmp_path / 'td'}", "env.num_players=2", "env.reward=win"])
+
+
+def test_a_two_player_run_carries_what_its_one_player_table_learned_from(tmp_path):
+    from training.export import budget_seconds
+    from training.pretrain import teacher_record
+
+    rules = tmp_path / "two.yaml"
+    rules.write_text("lines: [sixes, generala]\n")
+    one, two = tmp_path / "one", tmp_path / "two"
+    common = ["--rules", str(rules), "--save-every", "10", "--eval-games", "5", "--games", "10"]
+    assert train_main(["--players", "1", "--out", str(one), *common]) == 0
+    assert train_main(["--players", "2", "--values", str(one / "td_search.json"), "--out", str(two), *common]) == 0
+    data = json.loads((two / "td_search.json").read_text())
+    assert data["built_on"]["games"] == 10 and data["built_on"]["solver_in_training"] == [] and data["solver_in_training"] == []
+    record = teacher_record(str(two))
+    assert record["teacher_built_on"]["train_seconds"] == data["built_on"]["train_seconds"]
+    budget = budget_seconds({"train_seconds": 100.0}, {"seconds": 20.0, **record})
+    assert budget["total"] == round(100.0 + 20.0 + record["teacher_train_seconds"] + data["built_on"]["train_seconds"], 1)
+    # a table that says a solver went into it passes that on
+    tainted = json.loads((one / "td_search.json").read_text())
+    tainted["solver_in_training"] = ["values of the exact solver"]
+    (tmp_path / "tainted.json").write_text(json.dumps(tainted))
+    assert train_main(["--players", "2", "--values", str(tmp_path / "tainted.json"), "--out", str(tmp_path / "three"), *common]) == 0
+    assert json.loads((tmp_path / "three" / "td_search.json").read_text())["solver_in_training"] == ["values of the exact solver"]

@@ -71,6 +71,30 @@ def test_export_then_load_by_path_and_play_legal_games(tiny_run, tmp_path):
         agents.load(str(ck), rules="classic")
 
 
+def test_export_measures_the_recipes_other_seeds_on_the_same_games(tmp_path, capsys):
+    pytest.importorskip("sb3_contrib")
+    from training.export import main as export_main
+    from training.train import main as train_main
+
+    runs = tmp_path / "runs"
+    tiny_run = runs / "seed0"  # its own run: other tests go on with the module's tiny_run
+    for name, seed in (("seed0", 0), ("seed7", 7)):
+        assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", name, f"seed={seed}"]) == 0
+    argv = [str(tiny_run), "--name", "tiny-ppo", "--games", "6", "--dest", str(tmp_path / "ck"), "--other-seed", str(runs / "seed7")]
+    assert export_main(argv) == 0
+    meta = read_metadata(tmp_path / "ck" / "tiny-ppo")
+    seeds = meta["seeds"]
+    assert [s["seed"] for s in seeds] == [0, 7] and seeds[0]["mean_score"] == meta["evaluation"]["mean_score"]
+    assert all(0 < s["share_of_optimal"] < 1.2 and s["budget_seconds"]["total"] > 0 for s in seeds)
+    assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == ["tiny-ppo"]  # the other seed's temporary folder is gone
+    # another recipe, or the same seed, is refused in one line before anything is written
+    assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", "other", "seed=8", "algo.n_epochs=2"]) == 0
+    for other, why in ((runs / "other", "not the same recipe: its config differs in algo.n_epochs"), (tiny_run, "has the same seed (0)")):
+        assert export_main([*argv[:5], "--dest", str(tmp_path / "ck2"), "--other-seed", str(other)]) == 2
+        assert why in capsys.readouterr().err
+    assert not (tmp_path / "ck2").exists() or not any((tmp_path / "ck2").iterdir())
+
+
 def test_ctrl_c_saves_before_exiting(tmp_path, monkeypatch):
     pytest.importorskip("sb3_contrib")
     import training.train as tt
@@ -120,11 +144,11 @@ def test_config_errors_name_the_key(override, message):
 def test_a_value_net_of_its_own_shape(tmp_path):
     """``policy.vf_arch`` gives the critic its own hidden layers; the policy keeps ``net_arch``."""
     pytest.importorskip("sb3_contrib")
-    from training.train import build_model, make_vec_env
+    from training.train import make_vec_env, model_from_config
 
     cfg = load_config(TINY, ["policy.net_arch=[16]", "policy.vf_arch=[48, 24]"])
     assert load_config(TINY, []).policy.vf_arch is None
-    model = build_model(cfg, make_vec_env(cfg), tmp_path)
+    model = model_from_config(cfg, make_vec_env(cfg), tmp_path)
     assert model.policy.net_arch == {"pi": [16], "vf": [48, 24]}
     with pytest.raises(ConfigError, match="'policy.vf_arch' must be a non-empty list"):
         load_config(TINY, ["policy.vf_arch=[]"])
@@ -137,11 +161,11 @@ def test_an_entropy_bonus_at_holds_only(tmp_path):
     import torch
 
     from generala_env.env import GeneralaEnv
-    from training.train import build_model, make_vec_env
+    from training.train import make_vec_env, model_from_config
 
     on_all = load_config(TINY, ["policy.layer_norm=true"])
     on_holds = load_config(TINY, ["policy.layer_norm=true", "policy.entropy_on=holds"])
-    a, b = build_model(on_all, make_vec_env(on_all), tmp_path), build_model(on_holds, make_vec_env(on_holds), tmp_path)
+    a, b = model_from_config(on_all, make_vec_env(on_all), tmp_path), model_from_config(on_holds, make_vec_env(on_holds), tmp_path)
     b.policy.load_state_dict(a.policy.state_dict())  # the same weights: only the entropy differs
     env = GeneralaEnv()
     obs, info = env.reset(seed=0)
@@ -188,3 +212,43 @@ def test_shipped_checkpoints_load_and_play_complete_legal_games(name):
     for r in recs:
         assert r.served_generala_win or (r.sheets >= 0).all()
     np.testing.assert_equal(len(recs), 3)
+
+
+def test_the_one_hot_dice_lever_reads_the_faces_back_and_is_not_exported(tmp_path, capsys):
+    pytest.importorskip("sb3_contrib")
+    import gymnasium as gym
+    import torch
+
+    from generala_env.encoding import observation_layout
+    from training.export import main as export_main
+    from training.policies import OneHotDice
+    from training.train import main as train_main
+
+    dice = observation_layout(load_rules("classic"), 1)["dice_sorted"]
+    space = gym.spaces.Box(-1, 1, (observation_size(load_rules("classic"), 1),), np.float32)
+    obs = torch.zeros((2, space.shape[0]))
+    obs[0, dice] = torch.tensor([1, 1, 3, 5, 6]) / 6.0
+    obs[1, dice] = torch.tensor([2, 2, 2, 2, 2]) / 6.0
+    out = OneHotDice(space, (dice.start, dice.stop))(obs)
+    assert out.shape == (2, space.shape[0] + 30) and torch.equal(out[:, : space.shape[0]], obs)
+    faces = out[:, space.shape[0] :].reshape(2, 5, 6).argmax(-1) + 1
+    assert faces.tolist() == [[1, 1, 3, 5, 6], [2, 2, 2, 2, 2]] and out[:, space.shape[0] :].sum().item() == 10
+    runs = tmp_path / "runs"
+    assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", "onehot", "policy.dice=onehot", "algo.normalize_reward=true"]) == 0
+    assert export_main([str(runs / "onehot"), "--name", "x", "--games", "2", "--dest", str(tmp_path / "ck")]) == 2
+    assert "reads its observation through OneHotDice" in capsys.readouterr().err
+
+
+def test_normalize_reward_wraps_only_the_training_envs():
+    pytest.importorskip("sb3_contrib")
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from training.config import load_config
+    from training.train import training_envs
+
+    venv = training_envs(load_config(TINY, ["algo.normalize_reward=true"]))
+    assert isinstance(venv, VecNormalize) and venv.norm_reward and not venv.norm_obs
+    venv.reset()
+    _, rewards, _, _ = venv.step(np.array([32] * venv.num_envs))  # write the first line: points, scaled
+    assert np.isfinite(rewards).all()
+    assert not isinstance(training_envs(load_config(TINY)), VecNormalize)

@@ -76,6 +76,9 @@ class PolicyConfig:
     """width of the keep head's hold scorer"""
     entropy_on: str = "all"
     """all | holds: where algo.ent_coef's entropy bonus counts (holds: only at states with rolls left)"""
+    dice: str = "plain"
+    """plain (the sorted faces / 6, as the env gives them) | onehot (also each die as a one-hot
+    face, 30 more inputs; a training lever: such a model cannot be exported)"""
 
 
 @dataclass
@@ -100,6 +103,9 @@ class AlgoConfig:
     """PPO's clip on the probability ratio"""
     ent_coef: float = 0.01
     """weight of the entropy bonus in the loss"""
+    normalize_reward: bool = False
+    """scale rewards by a running estimate of the returns' spread (SB3's VecNormalize on the
+    training envs only; evaluations play unscaled games). ``--resume`` starts the estimate anew"""
     vf_coef: float = 0.5
     """weight of the value loss in the loss"""
     max_grad_norm: float = 0.5
@@ -122,10 +128,10 @@ class EvalConfig:
 
 @dataclass
 class PretrainConfig:
-    """Optional behaviour cloning from the optimal player before PPO (``pretrain:``, training/pretrain.py)."""
+    """Optional behaviour cloning from a teacher before PPO (``pretrain:``, training/pretrain.py)."""
 
     games: int = 0
-    """games of the optimal player to imitate (0 = pure PPO from scratch)"""
+    """games of the teacher to imitate (0 = no behaviour cloning)"""
     epochs: int = 10
     """passes over the imitated decisions"""
     epsilon: float = 0.1
@@ -133,7 +139,10 @@ class PretrainConfig:
     learning_rate: float = 1.0e-3
     """Adam's step size while imitating"""
     teacher: str = "optimal"
-    """whom to imitate: optimal (the score-maximiser) or optimal-2p (the two-player win-maximiser)"""
+    """whom to imitate: the exact solvers optimal (the score-maximiser) and optimal-2p (the
+    two-player win-maximiser), or the learned td-search and td-search-2p (from scratch: a run
+    that imitates them still saw no solver), or a folder of td-search values trained by
+    ``python -m training.td_search --out FOLDER``"""
 
 
 @dataclass
@@ -226,14 +235,20 @@ def _check_type(where: str, key: tuple, default: Any, v: Any) -> Any:
     return v
 
 
+# the players behaviour cloning may imitate; the exact solvers first, then the learned agents
+# (trained from scratch, so a run that imitates them still saw no solver)
+SOLVER_TEACHERS = ("optimal", "optimal-2p")
+LEARNED_TEACHERS = ("td-search", "td-search-2p")
+TEACHERS = SOLVER_TEACHERS + LEARNED_TEACHERS
+
 CHOICES = {
     ("vec_env", "kind"): ("dummy", "subproc", "batched"),
     ("policy", "activation"): ("tanh", "relu"),
     ("policy", "head"): ("mlp", "keep"),
     ("policy", "entropy_on"): ("all", "holds"),
+    ("policy", "dice"): ("plain", "onehot"),
     ("algo", "lr_schedule"): ("constant", "linear"),
     ("env", "reward"): ("score", "win"),
-    ("pretrain", "teacher"): ("optimal", "optimal-2p"),
 }
 
 # key -> (test, what a value must be); checked after the types, so a number here is a finite number
@@ -277,6 +292,17 @@ def _get(cfg: Config, key: tuple) -> Any:
 
 def _fail(key: tuple, what: str, v: Any) -> ConfigError:
     return ConfigError(f"config key {'.'.join(key)!r} must be {what}, got {short_repr(v)}")
+
+
+def _teacher_folder(teacher: str, players: int) -> str:
+    """The name of the td-search agent that a ``python -m training.td_search --out`` folder
+    holds; a config error for anything else."""
+    from agents.td_search import folder_agent
+
+    cls = folder_agent(teacher)
+    if cls is None:
+        raise _fail(("pretrain", "teacher"), f"one of {', '.join(TEACHERS)}, or a folder of td-search values (python -m training.td_search --out)", teacher)
+    return cls.name
 
 
 def _validate(cfg: Config) -> None:
@@ -325,8 +351,13 @@ def _validate(cfg: Config) -> None:
         if not entries or not all(names(e) and all(isinstance(n, str) and n.strip() for n in names(e)) for e in entries):
             raise _fail(("env", "opponents"), "null, an agent name, or a non-empty list of agent names (or of lists of them, one per seat)", opp)
 
-    if cfg.pretrain.teacher == "optimal-2p" and (env.num_players != 2 or env.reward != "win"):
-        raise _fail(("pretrain", "teacher"), "optimal (optimal-2p teaches two-player games with env.reward: win)", cfg.pretrain.teacher)
+    teacher = cfg.pretrain.teacher
+    if teacher not in TEACHERS:
+        teacher = _teacher_folder(teacher, env.num_players)
+    if teacher in ("optimal-2p", "td-search-2p") and (env.num_players != 2 or env.reward != "win"):
+        raise _fail(("pretrain", "teacher"), f"optimal or td-search ({teacher} teaches two-player games with env.reward: win)", teacher)
+    if teacher == "td-search" and env.num_players != 1:
+        raise _fail(("pretrain", "teacher"), "optimal, optimal-2p or td-search-2p (td-search teaches one-player games)", teacher)
 
     # a rollout of n_steps x n_envs samples is cut into minibatches; a last one of a single
     # sample has no spread, and normalizing its advantage gives NaN

@@ -49,6 +49,9 @@ def network_of(model) -> dict:
     from agents.ppo import KEEP_HEAD_FORMAT, NETWORK_FORMAT
 
     kw = model.policy_kwargs
+    if kw.get("features_extractor_class") is not None:  # e.g. policy.dice onehot: the checkpoint format takes the plain observation
+        name = getattr(kw["features_extractor_class"], "__name__", "?")
+        raise ExportError(f"the model reads its observation through {name} (a training lever); a checkpoint holds MLPs on the plain observation")
     arch = kw.get("net_arch")
     if not isinstance(arch, dict):
         arch = {"pi": list(arch or [64, 64]), "vf": list(arch or [64, 64])}
@@ -86,17 +89,26 @@ def write_policy(model, folder: Path) -> None:
 SOLVER_AGENTS = ("optimal", "optimal-2p")
 
 
-def solver_ingredients(cfg: dict) -> list[str]:
+def solver_ingredients(cfg: dict, pretrain: dict | None = None) -> list[str]:
     """What in a run's config (a plain mapping) let the exact solver into its training.
 
-    Behaviour cloning (``pretrain.games`` > 0: it imitates the solver's moves and values),
-    ``init_from`` (a start from another model, which may have), and solver-based opponents.
-    A run with none of these learned from scratch: the solver only measured it.
+    Behaviour cloning from a solver (``pretrain.games`` > 0 with teacher ``optimal`` or
+    ``optimal-2p``: it imitates the solver's moves and values), ``init_from`` (a start from
+    another model, which may have), and solver-based opponents. Cloning a learned teacher
+    (``td-search``, ``td-search-2p`` or a folder of td-search values: TD from their own games)
+    brings in whatever went into the teacher: what ``pretrain`` (the run's record of its
+    behaviour cloning) says, else what the teacher's values file says; a teacher whose
+    training cannot be read counts as a solver ingredient. A run with none of these learned
+    from scratch: the solver only measured it.
     """
     out = []
-    if (cfg.get("pretrain") or {}).get("games", 0):
-        teacher = cfg["pretrain"].get("teacher", "optimal")
-        out.append(f"pretrain.games = {cfg['pretrain']['games']} (behaviour cloning from the {teacher} player)")
+    teacher = (cfg.get("pretrain") or {}).get("teacher", "optimal")
+    games = (cfg.get("pretrain") or {}).get("games", 0)
+    if games and teacher in SOLVER_AGENTS:
+        out.append(f"pretrain.games = {games} (behaviour cloning from the {teacher} player)")
+    elif games:
+        inside = _teacher_solver_ingredients(teacher, pretrain)
+        out += [f"pretrain.games = {games} (behaviour cloning from {teacher!r}, which learned from: {i})" for i in inside]
     if cfg.get("init_from"):
         out.append(f"init_from = {cfg['init_from']!r}")
     opp = (cfg.get("env") or {}).get("opponents")
@@ -107,12 +119,48 @@ def solver_ingredients(cfg: dict) -> list[str]:
     return out
 
 
+def budget_seconds(state: dict, pretrain: dict | None) -> dict:
+    """Wall-clock seconds of everything that trained the model: PPO (every ``--resume`` piece),
+    behaviour cloning, and a learned teacher's own training (with the one-player table a
+    two-player teacher built on); ``total`` is their sum."""
+    out = {"ppo": round(float(state.get("train_seconds", 0.0)), 1)}
+    if pretrain:
+        out["behaviour_cloning"] = round(float(pretrain.get("seconds", 0.0)), 1)
+        if "teacher_train_seconds" in pretrain:
+            out["teacher"] = round(float(pretrain["teacher_train_seconds"]), 1)
+        base = pretrain.get("teacher_built_on")
+        if isinstance(base, dict) and isinstance(base.get("train_seconds"), (int, float)):
+            out["teacher_built_on"] = round(float(base["train_seconds"]), 1)
+    out["total"] = round(sum(out.values()), 1)
+    return out
+
+
+def _teacher_solver_ingredients(teacher: str, pretrain: dict | None) -> list[str]:
+    """What went into a learned teacher's training, from the run's record or the teacher's file."""
+    if pretrain and isinstance(pretrain.get("teacher_solver_in_training"), list):
+        return [str(i) for i in pretrain["teacher_solver_in_training"]]
+    from agents.base import AgentError
+    from agents.td_search import read_checkpoint
+
+    try:
+        data = read_checkpoint(teacher) if teacher in ("td-search", "td-search-2p") else read_checkpoint(teacher, Path(teacher))
+    except AgentError:
+        return ["a teacher whose training cannot be read"]
+    inside = data.get("solver_in_training")
+    return [str(i) for i in inside] if isinstance(inside, list) else ["a teacher that does not say how it learned"]
+
+
 def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: str, source_run: str, source_model: str) -> dict:
     """The checkpoint's ``metadata.json``, all but its evaluation: what it plays, its network,
     how it was trained (``cfg``, the run's config as a plain mapping; ``state``, its ``state.json``)
     and where it came from."""
     from generala_env.encoding import LAYOUT_VERSION, observation_size
 
+    from .pretrain import teacher_record
+
+    pretrain = state.get("pretrain")
+    if pretrain and "teacher_how" not in pretrain and pretrain.get("teacher") not in SOLVER_AGENTS:
+        pretrain = {**pretrain, **teacher_record(pretrain["teacher"])}  # a run from before runs kept this record
     return {
         "name": name,
         "algorithm": "sb3-contrib MaskablePPO",
@@ -128,9 +176,10 @@ def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: s
         "training_steps": int(model.num_timesteps),
         "training_seconds": round(float(state.get("train_seconds", 0.0)), 1),
         "training_seconds_to_model": _seconds_at(state, int(model.num_timesteps)),
-        "pretrain": state.get("pretrain"),
-        "solver_in_training": solver_ingredients(cfg),
-        "from_scratch": not solver_ingredients(cfg),
+        "pretrain": pretrain,
+        "budget_seconds": budget_seconds(state, pretrain),
+        "solver_in_training": solver_ingredients(cfg, pretrain),
+        "from_scratch": not solver_ingredients(cfg, pretrain),
         "source_run": source_run,
         "source_model": source_model,
         "config": cfg,
@@ -268,7 +317,7 @@ def sweep_leftovers(root: Path, name: str) -> None:
     for p in root.glob(f".{glob_escape(name)}.*-*-*"):
         kind, _, rest = p.name[len(name) + 2 :].partition("-")
         pid = rest.partition("-")[0]
-        if kind not in ("new", "old") or not pid.isdigit() or p.is_symlink() or not p.is_dir() or _running(int(pid)):
+        if kind not in ("new", "old", "seed") or not pid.isdigit() or p.is_symlink() or not p.is_dir() or _running(int(pid)):
             continue
         if not all(f.name in (METADATA_FILE, WEIGHTS_FILE) and f.is_file() and not f.is_symlink() for f in p.iterdir()):
             continue
@@ -341,6 +390,55 @@ def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
     return cfg, state, model
 
 
+# what may differ between runs of one recipe: the seed, and the teacher trained with that seed
+_SEED_KEYS = {("seed",), ("pretrain", "teacher"), ("run_dir",)}
+
+
+def _recipe(cfg: dict) -> dict:
+    flat = {}
+    for k, v in cfg.items():
+        for k2, v2 in v.items() if isinstance(v, dict) else [(None, v)]:
+            key = (k,) if k2 is None else (k, k2)
+            if key not in _SEED_KEYS:
+                flat[key] = v2
+    return flat
+
+
+def _sibling(run: Path, model_name: str, cfg: dict) -> tuple[Path, dict, dict, Path]:
+    """Another seed's run of the recipe of ``cfg``: its folder, config, state and model file."""
+    other, state, model_file = _read_run(run, model_name)
+    a, b = _recipe(cfg), _recipe(other)
+    differ = sorted(".".join(k) for k in set(a) | set(b) if a.get(k) != b.get(k))
+    if differ:
+        raise ExportError(f"--other-seed {run} is not the same recipe: its config differs in {', '.join(differ[:5])}")
+    if other.get("seed") == cfg.get("seed"):
+        raise ExportError(f"--other-seed {run} has the same seed ({cfg.get('seed')}) as the exported run")
+    return run, other, state, model_file
+
+
+def _seed_record(cfg: dict, meta: dict, run: str) -> dict:
+    ev = meta["evaluation"]
+    figures = {k: ev[k] for k in ("mean_score", "ci95", "share_of_optimal") if k in ev} or {k: v for k, v in ev.items() if k.startswith("vs_")}
+    return {"seed": cfg.get("seed"), "run": run, "training_steps": meta["training_steps"], "budget_seconds": meta["budget_seconds"], **figures}
+
+
+def _measure_sibling(sibling, args, rules, players: int, opponents: list[str], where: Path) -> dict:
+    """Another seed's model, made into a checkpoint in a temporary folder and measured like the exported one."""
+    run, cfg, state, model_file = sibling
+    model = _load_model(model_file, rules, players)
+    tmp = Path(tempfile.mkdtemp(prefix=_temp_name(args.name, "seed"), dir=where))
+    try:
+        write_policy(model, tmp)
+        meta = make_metadata(model, rules, players, cfg, state, name=args.name, source_run=str(run), source_model=args.model)
+        write_metadata(tmp, meta)
+        meta["evaluation"] = evaluate(tmp, f"{args.name} (seed {cfg.get('seed')})", rules, players, args.games, args.seed, opponents)
+        if meta["solver_in_training"]:
+            raise ExportError(f"--other-seed {run} has a solver in its training ({meta['solver_in_training'][0]}) where the exported run has none")
+        return _seed_record(cfg, meta, str(run))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _load_model(model_file: Path, rules, players: int):
     """The run's model, refused unless it takes the observations of the run's games."""
     from sb3_contrib import MaskablePPO
@@ -369,6 +467,13 @@ def main(argv=None) -> int:
     p.add_argument("--opponents", default="rules-of-thumb,optimal,greedy", help="for several players: whom to measure against")
     p.add_argument("--dest", default="checkpoints", help="folder that receives NAME/ (default: ./checkpoints)")
     p.add_argument("--force", action="store_true", help="replace DEST/NAME if it is a checkpoint made by generala export (never anything else)")
+    p.add_argument(
+        "--other-seed",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="a run of the same recipe with another seed (repeatable): its --model is measured on the same games, and the metadata lists every seed's figures",
+    )
     args = p.parse_args(argv)
     from .harness import Interrupted, signals_interrupt
 
@@ -410,6 +515,7 @@ def _export(args) -> int:
     if players > 1 and not opponents:
         raise ExportError("--opponents is empty: a several-player checkpoint is measured against them")
     model = _load_model(model_file, rules, players)
+    siblings = [_sibling(Path(r), args.model, cfg) for r in args.other_seed]
 
     # everything is made in a temporary folder beside DEST/NAME, which takes its place at the end
     root.mkdir(parents=True, exist_ok=True)
@@ -425,8 +531,11 @@ def _export(args) -> int:
             verify(model, tmp, rules, players)
         except AgentError as e:
             raise ExportError(f"the exported checkpoint does not load: {e}") from None
-        # 3. the evaluation, added to the metadata
+        # 3. the evaluation, added to the metadata (with the recipe's other seeds, on the same games)
         meta["evaluation"] = evaluate(tmp, args.name, rules, players, args.games, args.seed, opponents)
+        if siblings:
+            meta["seeds"] = [_seed_record(cfg, meta, str(args.run))]
+            meta["seeds"] += [_measure_sibling(s, args, rules, players, opponents, tmp.parent) for s in siblings]
         write_metadata(tmp, meta)
         from .harness import _STOP_SIGNALS
 

@@ -15,6 +15,7 @@ from functools import partial
 import numpy as np
 import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from agents.ppo import (  # the NumPy side of the keep head: one definition
@@ -185,3 +186,17 @@ class KeepHeadMaskablePolicy(MaskableActorCriticPolicy):
         data = super()._get_constructor_parameters()
         data.update(dice_slice=self.dice_slice, num_lines=self.num_lines, keep_width=self.keep_width, layer_norm=self.layer_norm)
         return data
+
+
+# -- the dice as one-hot faces ------------------------------------------------------------------
+class OneHotDice(BaseFeaturesExtractor):
+    """The observation, and with it each of the five sorted dice as a one-hot face: 30 more
+    inputs, read back from the observation's ``dice_sorted`` (faces / 6) at ``dice_slice``."""
+
+    def __init__(self, observation_space, dice_slice: tuple[int, int]):
+        super().__init__(observation_space, features_dim=int(observation_space.shape[0]) + 6 * (dice_slice[1] - dice_slice[0]))
+        self.lo, self.hi = int(dice_slice[0]), int(dice_slice[1])
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        faces = torch.round(observations[:, self.lo : self.hi] * 6).long().clamp(1, 6) - 1
+        return torch.cat([observations, nn.functional.one_hot(faces, 6).to(observations.dtype).flatten(1)], dim=1)

@@ -1,14 +1,18 @@
-"""Behaviour cloning from an exact optimal player: an optional warm start for PPO.
+"""Behaviour cloning from a teacher: an optional warm start for PPO.
 
 With ``pretrain.games > 0`` in a training config, a fresh policy first learns to imitate
 ``pretrain.teacher`` on states it visits (with ``pretrain.epsilon`` of random legal moves
-mixed in, so that the policy also sees states optimal play rarely reaches), and its value
+mixed in, so that the policy also sees states the teacher rarely reaches), and its value
 head learns the value of those states:
 
-* teacher ``optimal`` (the score-maximiser): with ``reward: score`` the exact expected
+* teacher ``optimal`` (the exact score-maximiser): with ``reward: score`` the exact expected
   points still to come, with ``reward: win`` the game's final result;
-* teacher ``optimal-2p`` (the two-player win-maximiser, ``reward: win``): the exact
-  expected reward, ``2 (P(win) + ½ P(draw)) - 1``.
+* teacher ``optimal-2p`` (the exact two-player win-maximiser, ``reward: win``): the exact
+  expected reward, ``2 (P(win) + ½ P(draw)) - 1``;
+* teacher ``td-search`` (one player, learned from scratch): its own learned expected points
+  still to come; ``td-search-2p`` (two players, ``reward: win``, learned from scratch by
+  self-play): the game's final result. Neither saw a solver, so a run that imitates them
+  still learned from scratch (see ``training.export.solver_ingredients``).
 
 Value targets are in the env's reward units (times ``env.reward_scale``). PPO then trains
 on from there. The run's config records that this was done, and whom it imitated.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
@@ -164,4 +169,21 @@ def behaviour_clone(model, cfg: Config, log=print) -> dict:
                 correct += (logp > np.log(0.5)).sum().item()
         log(f"  epoch {epoch + 1}/{p.epochs}: policy loss {tot_pi / n:.4f}, value loss {tot_v / n:.5f}, teacher action prob>0.5 on {correct / n:.1%}")
     policy.set_training_mode(False)
-    return {"teacher": p.teacher, "decisions": int(n), "games": games, "epochs": p.epochs, "seconds": time.time() - t0, "final_policy_loss": tot_pi / n}
+    out = {"teacher": p.teacher, "decisions": int(n), "games": games, "epochs": p.epochs, "seconds": time.time() - t0, "final_policy_loss": tot_pi / n}
+    return {**out, **teacher_record(p.teacher)}
+
+
+def teacher_record(teacher: str) -> dict:
+    """How a learned teacher learned, from its values file: what went into it, its games and
+    its training seconds (part of the budget of a run that imitates it). Empty for a solver."""
+    from agents.td_search import read_checkpoint
+
+    if teacher in ("optimal", "optimal-2p"):
+        return {}
+    data = read_checkpoint(teacher) if teacher in ("td-search", "td-search-2p") else read_checkpoint(teacher, Path(teacher))
+    keep = {"solver_in_training": "teacher_solver_in_training", "how": "teacher_how", "games": "teacher_games", "train_seconds": "teacher_train_seconds"}
+    out = {new: data[old] for old, new in keep.items() if old in data}
+    base = data.get("built_on")
+    if isinstance(base, dict):  # a two-player teacher's one-player table: its time is part of the teacher's
+        out["teacher_built_on"] = base
+    return out

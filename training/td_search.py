@@ -67,6 +67,7 @@ def main(argv=None) -> int:
     recipes = [*previous, recipe]
     spent = state["train_seconds"] if state else 0.0
     learner: OnePlayerLearner | TwoPlayerLearner
+    built_on = state.get("built_on") if state else None  # the one-player table a two-player run builds on
     if args.players == 1:
         learner = OnePlayerLearner(rules, state["values"] if state else None)
         learner.games = state["games"] if state else 0
@@ -82,6 +83,13 @@ def main(argv=None) -> int:
                 ap.error(f"{args.values} was trained for other rules")
             V1 = one["values"]
             value = TwoPlayerValue(rules, V1)
+            inside = one.get("solver_in_training")
+            built_on = {
+                "file": str(args.values),
+                "games": one.get("games"),
+                "train_seconds": one.get("train_seconds"),
+                "solver_in_training": inside if isinstance(inside, list) else ["a one-player table that does not say how it learned"],
+            }
         learner = TwoPlayerLearner(rules, V1, lr=args.lr, value=value, spread=not args.no_spread)
         learner.games = state["games"] if state else 0
 
@@ -97,7 +105,7 @@ def main(argv=None) -> int:
             "rules": rules.settings(),
             "games": learner.games,
             "train_seconds": round(spent, 1),
-            "solver_in_training": [],
+            "solver_in_training": list(built_on["solver_in_training"]) if built_on else [],
             "how": "TD(0) from its own games"
             + (" (one player: expected target of the turn's expectimax, optimistic start)" if args.players == 1 else " (self-play, win objective)"),
             "recipes": recipes,  # every run that trained this file, in order
@@ -105,6 +113,8 @@ def main(argv=None) -> int:
             "curve": curve,
             "values": learner.V.tolist() if args.players == 1 else list(map(float, learner.value.V1)),
         }
+        if built_on:
+            data["built_on"] = built_on
         if args.players == 2:
             data["a"], data["b"], data["c"] = learner.value.a.tolist(), learner.value.b.tolist(), learner.value.c.tolist()
         if args.players == 1:

@@ -181,12 +181,14 @@ def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, co
         f"rules {rules.name}: {args.players}-player games, {args.games} dice seeds per matchup, every seating on each seed (seed {args.seed}); "
         "sorted by points (a win 1, a draw 1/2)"
     )
-    print(f"{'agent':<16}{'vs':<16}{'games':>6}{'win':>8}  {'95% CI':<14}{'draw':>6}{'loss':>7}{'margin':>8}  {'95% CI':<15}{'served-gen':>10}")
+    wa = max([len("agent")] + [len(r["agent"]) for r in rows]) + 2  # a long spec keeps its own column
+    wo = max([len("vs")] + [len(r["opponent"]) for r in rows]) + 2
+    print(f"{'agent':<{wa}}{'vs':<{wo}}{'games':>6}{'win':>8}  {'95% CI':<14}{'draw':>6}{'loss':>7}{'margin':>8}  {'95% CI':<15}{'served-gen':>10}")
     for r in rows:
         wr, dr, lr = r["win_rate"], r["draw_rate"], r["loss_rate"]
         mm = r["mean_margin"]
         print(
-            f"{r['agent']:<16}{r['opponent']:<16}{r['games']:>6}{wr[0]:>8.1%}  {wr[1]:.1%}–{wr[2]:<7.1%}{dr[0]:>6.1%}{lr[0]:>7.1%}"
+            f"{r['agent']:<{wa}}{r['opponent']:<{wo}}{r['games']:>6}{wr[0]:>8.1%}  {wr[1]:.1%}–{wr[2]:<7.1%}{dr[0]:>6.1%}{lr[0]:>7.1%}"
             f"{mm[0]:>+8.2f}  {mm[1]:+.2f}–{mm[2]:<+8.2f}{r['served_generala_endings']:>10}"
         )
     result = {

@@ -39,14 +39,13 @@ import numpy as np
 import yaml
 from stable_baselines3.common.callbacks import BaseCallback
 
-from generala_env.game import outcome_points
-
+from . import runs
 from .config import Config, ConfigError, EnvConfig, load_config
+from .runs import Evaluator, Played, build_model, write_atomic
 
 if TYPE_CHECKING:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    from agents.base import Agent
 
 EVAL_SEED_BASE = 20_261_129  # evaluation games use fixed dice, the same for every run
 
@@ -130,6 +129,17 @@ def make_vec_env(cfg: Config, run: Path | None = None):
     return DummyVecEnv(fns)
 
 
+def training_envs(cfg: Config, run: Path | None = None):
+    """:func:`make_vec_env`, its rewards scaled by their running spread where
+    ``algo.normalize_reward`` asks (the evaluations play their own, unscaled games)."""
+    venv = make_vec_env(cfg, run)
+    if cfg.algo.normalize_reward:
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        venv = VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=cfg.algo.gamma)
+    return venv
+
+
 # -- the model ------------------------------------------------------------------------
 # what MaskablePPO.load may raise for a file that is missing, cut short or not a model of these envs
 LOAD_ERRORS = (ValueError, KeyError, TypeError, OSError, EOFError, RuntimeError, AssertionError, zipfile.BadZipFile, pickle.UnpicklingError)
@@ -146,53 +156,67 @@ def algo_kwargs(cfg: Config) -> dict:
     return dict(learning_rate=lr, **{k: getattr(a, k) for k in keys})
 
 
-def build_model(cfg: Config, venv, tb_dir: Path):
-    import torch
+def model_from_config(cfg: Config, venv, tb_dir: Path):
+    """The run's model on ``venv``: ``init_from``'s weights, or a fresh MaskablePPO of
+    ``cfg.policy`` (:func:`training.runs.build_model`), with the hyperparameters of ``cfg.algo``."""
     from sb3_contrib import MaskablePPO
 
-    act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[cfg.policy.activation]
-    arch = list(cfg.policy.net_arch)
-    vf_arch = list(cfg.policy.vf_arch) if cfg.policy.vf_arch is not None else arch
-    policy_kwargs = dict(net_arch=dict(pi=arch, vf=vf_arch), activation_fn=act, ortho_init=cfg.policy.ortho_init)
-    hyper = dict(algo_kwargs(cfg), tensorboard_log=str(tb_dir), seed=cfg.seed, verbose=0)
     if cfg.init_from:
         # the saved weights, this config's hyperparameters; the step count starts again at 0
+        hyper = dict(algo_kwargs(cfg), tensorboard_log=str(tb_dir), seed=cfg.seed, verbose=0)
         try:
             model = MaskablePPO.load(cfg.init_from, env=venv, device=cfg.device, **hyper)
         except LOAD_ERRORS as e:
             raise ConfigError(f"config key 'init_from': cannot load {cfg.init_from}: {e}") from None
         model.num_timesteps = 0
         return model
-    policy_class: type[MaskableActorCriticPolicy] | str
     try:
-        if cfg.policy.head == "keep" and cfg.policy.entropy_on != "all":
-            raise ConfigError("config key 'policy.entropy_on': holds works with policy.head mlp, not keep")
-        if cfg.policy.head == "keep":
-            from generala_env.encoding import observation_layout
-            from generala_env.rules import load_rules
-
-            from .policies import KeepHeadMaskablePolicy as policy_class
-
-            rules = load_rules(cfg.env.rules)
-            dice = observation_layout(rules, cfg.env.num_players)["dice_sorted"]
-            policy_kwargs.update(
-                dice_slice=(dice.start, dice.stop), num_lines=rules.num_lines, keep_width=cfg.policy.keep_width, layer_norm=cfg.policy.layer_norm
-            )
-        elif cfg.policy.entropy_on == "holds":
-            from generala_env.encoding import observation_layout
-            from generala_env.rules import load_rules
-
-            from .policies import HoldEntropyLayerNormPolicy, HoldEntropyMaskablePolicy
-
-            policy_class = HoldEntropyLayerNormPolicy if cfg.policy.layer_norm else HoldEntropyMaskablePolicy
-            policy_kwargs.update(no_rolls_at=observation_layout(load_rules(cfg.env.rules), cfg.env.num_players)["rolls_left"].start)
-        elif cfg.policy.layer_norm:
-            from .policies import LayerNormMaskablePolicy as policy_class
-        else:
-            policy_class = "MlpPolicy"
-        return MaskablePPO(policy_class, venv, policy_kwargs=policy_kwargs, device=cfg.device, **hyper)
+        policy_class, policy_kwargs = _policy(cfg)
+        return build_model(MaskablePPO, venv, policy_class, policy_kwargs, seed=cfg.seed, device=cfg.device, tensorboard_log=str(tb_dir), **algo_kwargs(cfg))
     except (ValueError, RuntimeError, AssertionError) as e:
         raise ConfigError(f"cannot build the model from config keys 'policy', 'algo' and 'device': {e}") from None
+
+
+def _policy(cfg: Config) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
+    """The policy class of ``cfg.policy`` and its keywords (the activation by name)."""
+    arch = list(cfg.policy.net_arch)
+    vf_arch = list(cfg.policy.vf_arch) if cfg.policy.vf_arch is not None else arch
+    policy_kwargs: dict = dict(net_arch=dict(pi=arch, vf=vf_arch), activation_fn=cfg.policy.activation, ortho_init=cfg.policy.ortho_init)
+    policy_class: type[MaskableActorCriticPolicy] | str
+    if cfg.policy.head == "keep" and cfg.policy.entropy_on != "all":
+        raise ConfigError("config key 'policy.entropy_on': holds works with policy.head mlp, not keep")
+    if cfg.policy.head == "keep":
+        from generala_env.encoding import observation_layout
+        from generala_env.rules import load_rules
+
+        from .policies import KeepHeadMaskablePolicy as policy_class
+
+        rules = load_rules(cfg.env.rules)
+        dice = observation_layout(rules, cfg.env.num_players)["dice_sorted"]
+        policy_kwargs.update(dice_slice=(dice.start, dice.stop), num_lines=rules.num_lines, keep_width=cfg.policy.keep_width, layer_norm=cfg.policy.layer_norm)
+    elif cfg.policy.entropy_on == "holds":
+        from generala_env.encoding import observation_layout
+        from generala_env.rules import load_rules
+
+        from .policies import HoldEntropyLayerNormPolicy, HoldEntropyMaskablePolicy
+
+        policy_class = HoldEntropyLayerNormPolicy if cfg.policy.layer_norm else HoldEntropyMaskablePolicy
+        policy_kwargs.update(no_rolls_at=observation_layout(load_rules(cfg.env.rules), cfg.env.num_players)["rolls_left"].start)
+    elif cfg.policy.layer_norm:
+        from .policies import LayerNormMaskablePolicy as policy_class
+    else:
+        policy_class = "MlpPolicy"
+    if cfg.policy.dice == "onehot":
+        if cfg.policy.head == "keep":
+            raise ConfigError("config key 'policy.dice': onehot works with policy.head mlp, not keep")
+        from generala_env.encoding import observation_layout
+        from generala_env.rules import load_rules
+
+        from .policies import OneHotDice
+
+        dice = observation_layout(load_rules(cfg.env.rules), cfg.env.num_players)["dice_sorted"]
+        policy_kwargs.update(features_extractor_class=OneHotDice, features_extractor_kwargs=dict(dice_slice=(dice.start, dice.stop)))
+    return policy_class, policy_kwargs
 
 
 def load_latest(cfg: Config, run: Path, venv):
@@ -207,57 +231,36 @@ def load_latest(cfg: Config, run: Path, venv):
 
 
 # -- evaluation during training ---------------------------------------------------------
-class Evaluator:
-    """Seeded masked evaluations of a policy: score, share of optimal, win rate."""
+def _figures(evaluator: Evaluator, played: Played) -> dict:
+    """A run's figures: its mean score, as a share of the optimum, and its win rate against
+    ``eval.opponent`` (in the other seats, or alone on the same dice)."""
+    assert played.points is not None  # a run always has an eval.opponent
+    mean = float(played.totals.mean())
+    return {"mean_score": mean, "share_of_optimal": mean / evaluator.optimum, "win_rate": float(np.mean(played.points))}
 
-    def __init__(self, cfg: Config):
-        import agents as agents_pkg
-        from agents.solver import load_or_solve
-        from generala_env.rules import load_rules
 
-        from .harness import game_seed
+def make_evaluator(cfg: Config) -> Evaluator:
+    """The run's evaluation (:class:`training.runs.Evaluator`): ``eval.games`` seeded games, the
+    same dice for every run; with several players half as many, each played from every seat."""
+    from generala_env.rules import load_rules
 
-        self.cfg = cfg
-        self.rules = load_rules(cfg.env.rules)
-        self.players = cfg.env.num_players
-        self.games = cfg.eval.games
-        self.opponent = cfg.eval.opponent
-        self.seeds = [game_seed(EVAL_SEED_BASE, i) for i in range(self.games)]
-        self.optimal = load_or_solve(self.rules)[0].expected_score
-        self._opp_totals: np.ndarray | None = None
-        try:  # an unknown name fails now, not at the first evaluation
-            agents_pkg.load(self.opponent, rules=self.rules)
-        except ValueError as e:
-            raise ConfigError(f"config key 'eval.opponent': {e}") from None
+    rules = load_rules(cfg.env.rules)
+    players = cfg.env.num_players
+    games = cfg.eval.games if players == 1 else max(1, cfg.eval.games // 2)
+    try:  # an unknown opponent fails now, not at the first evaluation
+        return Evaluator(rules, players, cfg.eval.opponent, EVAL_SEED_BASE, games, _figures)
+    except ValueError as e:
+        raise ConfigError(f"config key 'eval.opponent': {e}") from None
 
-    def __call__(self, policy) -> dict:
-        from agents.ppo import masked_argmax_actions
 
-        from .harness import play_game, play_lockstep, play_many
+def evaluate_policy(evaluator: Evaluator, policy) -> dict:
+    """The run's figures for ``policy``, which plays greedily among the legal actions: one
+    batched forward pass a decision for one player, one game at a time with opponents."""
+    from agents.ppo import masked_argmax_actions
 
-        if self.players == 1:
-            recs = play_lockstep(lambda o, m: masked_argmax_actions(policy, o, m), self.rules, self.seeds)
-            totals = np.array([r.totals[0] for r in recs], dtype=float)
-            if self._opp_totals is None:
-                opp = play_many([(self.opponent,)] * self.games, self.seeds, self.rules, progress=False)
-                self._opp_totals = np.array([r.totals[0] for r in opp], dtype=float)
-            win = np.mean((totals > self._opp_totals) + 0.5 * (totals == self._opp_totals))
-            return {"mean_score": totals.mean(), "share_of_optimal": totals.mean() / self.optimal, "win_rate": float(win)}
-        # several players: real games against the opponent, seats swapped on the same dice
-        import agents as agents_pkg
-
-        me = _PolicyAgent(policy)
-        opponent = agents_pkg.load(self.opponent, rules=self.rules)
-        points, scores = [], []
-        half = max(1, self.games // 2)
-        for s in self.seeds[:half]:
-            for seat in range(self.players):
-                lineup: list[Agent | _PolicyAgent] = [opponent] * self.players
-                lineup[seat] = me
-                rec = play_game(lineup, self.rules, s, names=["x"] * self.players)
-                points.append(outcome_points(rec.winners, seat))
-                scores.append(rec.totals[seat])
-        return {"mean_score": float(np.mean(scores)), "share_of_optimal": float(np.mean(scores)) / self.optimal, "win_rate": float(np.mean(points))}
+    if evaluator.players == 1:
+        return evaluator(lambda o, m: masked_argmax_actions(policy, o, m))
+    return evaluator.play_agent(_PolicyAgent(policy))
 
 
 class _PolicyAgent:
@@ -284,7 +287,7 @@ class TrainCallback(BaseCallback):
     :param run: the run folder
     :param state: the run's ``state.json`` so far; evaluations and the best result are added to it
     :param total: the step count the run trains to (the progress bar's end)
-    :param evaluator: measures the policy at each evaluation
+    :param evaluator: the run's evaluation games (:func:`make_evaluator`)
     """
 
     def __init__(self, cfg: Config, run: Path, state: dict, total: int, evaluator: Evaluator):
@@ -319,7 +322,7 @@ class TrainCallback(BaseCallback):
     def _on_rollout_end(self) -> None:
         if self.scores:
             self.logger.record("rollout/episode_score", float(np.mean(self.scores)))
-            self.logger.record("rollout/episode_share_of_optimal", float(np.mean(self.scores)) / self.evaluator.optimal)
+            self.logger.record("rollout/episode_share_of_optimal", float(np.mean(self.scores)) / self.evaluator.optimum)
             self.scores = []
         elapsed = time.time() - self.t_start
         if elapsed > 0:
@@ -327,7 +330,7 @@ class TrainCallback(BaseCallback):
 
     def evaluate(self) -> None:
         run, state = self.run, self.state
-        res = self.evaluator(self.model.policy)
+        res = evaluate_policy(self.evaluator, self.model.policy)
         for k, v in res.items():
             self.logger.record(f"eval/{k}", v)
         self.logger.record(f"eval/win_rate_vs_{self.cfg.eval.opponent}", res["win_rate"])
@@ -351,14 +354,7 @@ class TrainCallback(BaseCallback):
 
 def _callback(cfg: Config, run: Path, state: dict, total: int, evaluator: Evaluator | None = None) -> TrainCallback:
     """The run's :class:`TrainCallback` (tests replace this to wrap it)."""
-    return TrainCallback(cfg, run, state, total, evaluator or Evaluator(cfg))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file: a cut write leaves the old file whole."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    return TrainCallback(cfg, run, state, total, evaluator or make_evaluator(cfg))
 
 
 def save_model(model, path: Path) -> None:
@@ -374,7 +370,7 @@ def save_latest(model, run: Path, state: dict, t_start: float) -> None:
     s = dict(state)
     s["num_timesteps"] = int(model.num_timesteps)
     s["train_seconds"] = state["train_seconds"] + (time.time() - t_start)
-    _write_atomic(run / "state.json", json.dumps(s, indent=2, default=float))
+    write_atomic(run / "state.json", json.dumps(s, indent=2, default=float))
 
 
 # -- resuming ---------------------------------------------------------------------------------
@@ -418,25 +414,9 @@ def resume_config(run: Path, overrides: list[str] | None = None) -> Config:
 
 
 def read_state(run: Path) -> dict:
-    """The run's ``state.json``: steps, training time, best result and evaluations so far."""
-    path = run / "state.json"
-    try:
-        state = json.loads(path.read_text())
-    except OSError as e:
-        raise ConfigError(f"cannot read {path}: {e.strerror}") from None
-    except ValueError as e:
-        raise ConfigError(f"{path} is not valid JSON ({e}); it is written with latest.zip, so the run cannot resume") from None
-    if not isinstance(state, dict):
-        got = "null" if state is None else type(state).__name__
-        raise ConfigError(f"{path} must hold a mapping (the run's steps, time and evaluations), got {got}")
-    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
-    for key, ok, what in (
-        ("train_seconds", number, "a number"),
-        ("best", number, "a number"),
-        ("evaluations", lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), "a list of mappings"),
-    ):
-        if key in state and not ok(state[key]):
-            raise ConfigError(f"{path}: {key!r} must be {what}, got {state[key]!r}")
+    """The run's ``state.json`` (:func:`training.runs.read_state`): steps, training time, best result and evaluations so far."""
+    state = runs.read_state(run / "state.json", ConfigError, "it is written with latest.zip, so the run cannot resume")
+    assert state is not None  # a required state file is read or refused
     return state
 
 
@@ -517,7 +497,7 @@ def reconcile_best(run: Path, state: dict, key: str) -> None:
     saved = state.get("num_timesteps")
     if isinstance(saved, int) and any(r.get("step", 0) > saved for _, r in parsed):
         kept = [line for line, r in parsed if r.get("step", 0) <= saved]
-        _write_atomic(csv, "\n".join([lines[0], *kept]) + "\n")
+        write_atomic(csv, "\n".join([lines[0], *kept]) + "\n")
 
 
 def check_run_name(name: str) -> str:
@@ -530,7 +510,7 @@ def check_run_name(name: str) -> str:
 # -- the program ----------------------------------------------------------------------------
 def _build_envs(cfg: Config, run: Path):
     try:
-        return make_vec_env(cfg, run)
+        return training_envs(cfg, run)
     except ConfigError:
         raise
     except (ValueError, TypeError, OSError, EOFError) as e:  # RulesError and AgentError are ValueErrors
@@ -558,8 +538,8 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Pa
     torch.set_num_threads(cfg.threads)
     venv = _build_envs(cfg, run)
     try:
-        model = load_latest(cfg, run, venv) if resume else build_model(cfg, venv, run / "tb")
-        evaluator = Evaluator(cfg)
+        model = load_latest(cfg, run, venv) if resume else model_from_config(cfg, venv, run / "tb")
+        evaluator = make_evaluator(cfg)
     except BaseException:
         venv.close()
         raise
@@ -569,7 +549,7 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Pa
         clear_unfinished(run)
     run.mkdir(parents=True, exist_ok=True)
     (run / "checkpoints").mkdir(exist_ok=True)
-    _write_atomic(run / "config.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
+    write_atomic(run / "config.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
     with open(run / "command.txt", "a") as f:
         f.write(command + "\n")
     old = signal.signal(signal.SIGTERM, _term)

@@ -239,12 +239,12 @@ def collect(specs: list[RunSpec], out: Path) -> tuple[list[dict], dict]:
     """The finished runs' records (their folders relative to ``out``) and learning curves, read from their folders."""
     import numpy as np
 
-    from .run import read_state
+    from .run import run_state
 
     runs: list[dict] = []
     curves: dict[str, dict[str, list[list[dict]]]] = {}
     for s in specs:
-        state = read_state(Path(s.folder))
+        state = run_state(Path(s.folder))
         assert state is not None  # only finished runs are collected
         f = state["final"]
         runs.append(

@@ -271,7 +271,7 @@ def plot(results: dict, out: Path) -> list[Path]:
 
 def write(results: dict, out: Path) -> list[Path]:
     """``results.json``, ``results.md`` and the plots in ``out``; the paths written."""
-    from .suite import write_json
+    from ..runs import write_json
 
     write_json(out / "results.json", results, indent=1)
     (out / "results.md").write_text(markdown(results))

@@ -14,7 +14,6 @@ checkpoint in ``ckpt_STEPS/`` while it trains, and ``final_model.zip`` once done
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shutil
@@ -24,9 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.game import outcome_points
-
-from .suite import ALGOS, AlgoConfig, BenchmarkError, RunSpec, Task, algo_class, write_json
+from ..runs import Evaluator, Played, build_model, read_state, write_json
+from .suite import ALGOS, AlgoConfig, BenchmarkError, RunSpec, Task, algo_class
 
 SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL = "spec.json", "state.json", "curve.csv", "final_model.zip"
 
@@ -77,125 +75,24 @@ def task_optimum(task: Task) -> float:
     return float(load_or_solve(load_rules(task.env.get("rules", "classic")))[0].expected_score)
 
 
-class Evaluator:
-    """The task's evaluation games on shared dice: the same games for every algorithm and run.
+def _figures(evaluator: Evaluator, played: Played) -> dict:
+    """The suite's figures: the mean total, the normalised score (one player: of the optimum;
+    with opponents: the win rate, also ``score`` and ``win_rate``) and the share of games an
+    illegal action ended."""
+    out = {"score": float(played.totals.mean()), "mean_total": float(played.totals.mean()), "illegal_stops": float(np.mean(played.stopped))}
+    if played.points is None:
+        out["normalized_score"] = out["score"] / evaluator.optimum
+    else:
+        out["score"] = out["win_rate"] = out["normalized_score"] = float(np.mean(played.points))
+    return out
 
-    Game ``i`` is played on the dice of ``training.harness.game_seed(seed, i)``; with
-    opponents, from every seat. The policy decides for all unfinished games at once. An
-    illegal action ends its game where it stands (the game would not change, and a
-    deterministic policy would repeat the action for ever): its points so far count, and
-    with opponents it is a loss.
-    """
 
-    def __init__(self, task: Task, seed: int, games: int):
-        from generala_env.rules import load_rules
-
-        from ..harness import game_seed
-
-        self.task = task
-        self.rules = load_rules(task.env.get("rules", "classic"))
-        self.players = task.num_players
-        self.seeds = [game_seed(seed, i) for i in range(games)]
-        self.optimum = task_optimum(task)
-        self.opponent = None
-        if self.players > 1:
-            import agents
-
-            self.opponent = agents.load(task.env.get("opponents", "greedy"), rules=self.rules)
-
-    def _new_games(self):
-        """Every evaluation game at its start, the opponents' moves before the policy's first
-        played: ``(games, seats, dice, opponents, encoder)``."""
-        from generala_env.encoding import Encoder
-
-        from ..harness import game_seed, start_game
-
-        P = self.players
-        enc = Encoder(self.rules, P)
-        games, seats, dice, opponents = [], [], [], []
-        for s in self.seeds:
-            for seat in range(P):
-                g, d = start_game(self.rules, P, s)
-                opp = []
-                for other in range(P):  # each game its own copy: what reset() sets is the copy's
-                    o = copy.copy(self.opponent) if other != seat else None
-                    if o is not None and hasattr(o, "reset"):
-                        o.reset(seed=game_seed(s, other))
-                    opp.append(o)
-                games.append(g)
-                seats.append(seat)
-                dice.append(d)
-                opponents.append(opp)
-        for i in range(len(games)):
-            self._opponents_move(games[i], seats[i], dice[i], opponents[i], enc)
-        return games, seats, dice, opponents, enc
-
-    @staticmethod
-    def _opponents_move(g, seat: int, dice, opponents: list, enc) -> None:
-        from generala_env.env import make_info
-
-        while not g.over and g.player != seat:
-            who = g.player
-            a = int(opponents[who].act(enc.encode(g, who), make_info(g, who)))
-            why = g.why_illegal(a)
-            if why is not None:
-                raise RuntimeError(f"the opponent in seat {who} played illegal action {a}: {why}")
-            g.apply(a, dice.faces_for(g, a))
-
-    def _result(self, games, seats, stopped) -> dict:
-        totals = np.array([g.totals()[s] for g, s in zip(games, seats, strict=True)], dtype=float)
-        out = {"score": float(totals.mean()), "mean_total": float(totals.mean()), "illegal_stops": float(np.mean(stopped))}
-        if self.players == 1:
-            out["normalized_score"] = out["score"] / self.optimum
-        else:
-            points = [0.0 if stop else outcome_points(g.winners(), s) for g, s, stop in zip(games, seats, stopped, strict=True)]
-            out["score"] = out["win_rate"] = out["normalized_score"] = float(np.mean(points))
-        return out
-
-    def __call__(self, act_batch: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> dict:
-        """Play every game with ``act_batch(observations, masks) -> actions``; the mean total,
-        the normalised score, the win rate (with opponents) and the share of games an illegal
-        action ended."""
-        games, seats, dice, opponents, enc = self._new_games()
-        stopped = np.zeros(len(games), dtype=bool)
-        active = [i for i in range(len(games)) if not games[i].over]
-        while active:
-            obs = np.stack([enc.encode(games[i], seats[i]) for i in active])
-            masks = np.stack([games[i].legal_mask() for i in active])
-            actions = np.asarray(act_batch(obs, masks)).reshape(len(active))
-            still = []
-            for i, a, m in zip(active, actions, masks, strict=True):
-                a = int(a)
-                if not (0 <= a < len(m) and m[a]):
-                    stopped[i] = True
-                    continue
-                games[i].apply(a, dice[i].faces_for(games[i], a))
-                self._opponents_move(games[i], seats[i], dice[i], opponents[i], enc)
-                if not games[i].over:
-                    still.append(i)
-            active = still
-        return self._result(games, seats, stopped)
-
-    def play_agent(self, agent) -> dict:
-        """The same games and result for an agent with ``act(observation, info)``, one game at
-        a time: ``reset(seed)`` before each, with the seed an opponent in that seat gets."""
-        from generala_env.env import make_info
-
-        from ..harness import game_seed
-
-        games, seats, dice, opponents, enc = self._new_games()
-        stopped = np.zeros(len(games), dtype=bool)
-        for i, g in enumerate(games):
-            if hasattr(agent, "reset"):
-                agent.reset(seed=game_seed(self.seeds[i // self.players], seats[i]))
-            while not g.over:
-                a = agent.act(enc.encode(g, seats[i]), make_info(g, seats[i]))
-                if g.why_illegal(a) is not None:
-                    stopped[i] = True
-                    break
-                g.apply(int(a), dice[i].faces_for(g, int(a)))
-                self._opponents_move(g, seats[i], dice[i], opponents[i], enc)
-        return self._result(games, seats, stopped)
+def task_evaluator(task: Task, seed: int, games: int) -> Evaluator:
+    """The task's evaluation games on shared dice (:class:`training.runs.Evaluator`): the same
+    games for every algorithm and run; with opponents, from every seat. Playing them returns
+    the suite's figures (:func:`_figures`)."""
+    opponent = task.env.get("opponents", "greedy") if task.num_players > 1 else None
+    return Evaluator(task.env.get("rules", "classic"), task.num_players, opponent, seed, games, _figures)
 
 
 def policy_actions(model, masked: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -226,17 +123,9 @@ def budgeted_class(algo: str):
     return _BUDGETED[algo]
 
 
-def _policy_kwargs(cfg: AlgoConfig) -> dict:
-    import torch
-
-    pk = dict(cfg.policy_kwargs)
-    pk["activation_fn"] = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[pk.get("activation_fn", "relu")]
-    return pk
-
-
-def build_model(algo: str, cfg: AlgoConfig, venv, seed: int, steps: int):
-    """A fresh model of ``algo`` on ``venv`` (CPU, no logging)."""
-    model = budgeted_class(algo)("MlpPolicy", venv, policy_kwargs=_policy_kwargs(cfg), seed=seed, device="cpu", verbose=0, **cfg.hyperparams)
+def new_model(algo: str, cfg: AlgoConfig, venv, seed: int, steps: int):
+    """A fresh model of ``algo`` on ``venv`` (:func:`training.runs.build_model`: CPU, no logging)."""
+    model = build_model(budgeted_class(algo), venv, "MlpPolicy", cfg.policy_kwargs, seed=seed, device="cpu", **cfg.hyperparams)
     model.budget_steps = steps
     return model
 
@@ -245,7 +134,7 @@ def check_hyperparams_build(algo: str, cfg: AlgoConfig, task: Task) -> None:
     """Build the model once on one batched game, so that hyperparameters the constructor refuses fail now."""
     venv = make_venv(task, cfg, seed=0, n_envs=cfg.n_envs)
     try:
-        build_model(algo, cfg, venv, seed=0, steps=1)
+        new_model(algo, cfg, venv, seed=0, steps=1)
     except (ValueError, TypeError, AssertionError) as e:
         raise BenchmarkError(f"{algo}: the hyperparameters of {algo}.yaml do not build a model for task {task.name!r}: {e}") from None
     finally:
@@ -253,9 +142,9 @@ def check_hyperparams_build(algo: str, cfg: AlgoConfig, task: Task) -> None:
 
 
 # -- the run folder --------------------------------------------------------------------------
-def read_state(folder: Path) -> dict | None:
-    path = folder / STATE_FILE
-    return json.loads(path.read_text()) if path.is_file() else None
+def run_state(folder: Path) -> dict | None:
+    """The run's ``state.json`` (:func:`training.runs.read_state`); ``None`` if it has none yet."""
+    return read_state(folder / STATE_FILE, BenchmarkError, "remove the run folder to start the run again", required=False)
 
 
 def check_folder(spec: RunSpec) -> str:
@@ -284,7 +173,7 @@ def check_folder(spec: RunSpec) -> str:
             f"run folder {folder} holds a run with other settings ({', '.join(diff)} differ): "
             "its results would not belong to this grid; use another --out, or remove the folder"
         )
-    state = read_state(folder)
+    state = run_state(folder)
     return "done" if state and state.get("done") else "partial"
 
 
@@ -335,7 +224,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     folder = Path(spec.folder)
     status = check_folder(spec)
     if status == "done":
-        state = read_state(folder)
+        state = run_state(folder)
         assert state is not None  # check_folder says "done" only after reading the state file
         return state
     torch.set_num_threads(threads)
@@ -343,13 +232,13 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     cfg = AlgoConfig(spec.algo, **spec.algo_config)
     algo = ALGOS[spec.algo]
     ev = spec.evaluation
-    evaluator = Evaluator(task, ev["seed"], ev["games"])
+    evaluator = task_evaluator(task, ev["seed"], ev["games"])
     folder.mkdir(parents=True, exist_ok=True)
-    state = read_state(folder) if status == "partial" else None
+    state = run_state(folder) if status == "partial" else None
     if state is None:  # a new run: the untrained policy is the curve's first point
         write_json(folder / SPEC_FILE, spec.identity())
         venv = make_venv(task, cfg, seed=spec.seed)
-        model = build_model(spec.algo, cfg, venv, spec.seed, spec.steps)
+        model = new_model(spec.algo, cfg, venv, spec.seed, spec.steps)
         t0 = time.perf_counter()
         first = {"step": 0, **evaluator(policy_actions(model, algo.masked)), "train_seconds": 0.0}
         state = {
@@ -399,7 +288,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     ck = folder / state["checkpoint"]
     model = cls.load(ck / "model.zip", device="cpu")
     t0 = time.perf_counter()
-    state["final"] = {"step": state["steps"], **Evaluator(task, ev["seed"], ev["final_games"])(policy_actions(model, algo.masked))}
+    state["final"] = {"step": state["steps"], **task_evaluator(task, ev["seed"], ev["final_games"])(policy_actions(model, algo.masked))}
     state["eval_seconds"] += time.perf_counter() - t0
     shutil.copyfile(ck / "model.zip", folder / (FINAL_MODEL + ".tmp"))
     os.replace(folder / (FINAL_MODEL + ".tmp"), folder / FINAL_MODEL)

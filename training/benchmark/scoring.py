@@ -60,7 +60,7 @@ def score_policy(
     share of games an illegal action ended), the task, the suite's name and version, the
     games and the evaluation seed.
     """
-    from .run import Evaluator
+    from .run import task_evaluator
 
     suite = load_suite(Path(config_dir) if config_dir else None)
     if task not in suite.tasks:
@@ -68,7 +68,7 @@ def score_policy(
     n = suite.evaluation.final_games if games is None else games
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise BenchmarkError(f"games must be a whole number of at least 1, got {n!r}")
-    evaluator = Evaluator(suite.tasks[task], suite.evaluation.seed, n)
+    evaluator = task_evaluator(suite.tasks[task], suite.evaluation.seed, n)
     kind, how = _policy(policy, evaluator.rules, trust_zip)
     result = evaluator(how) if kind == "batch" else evaluator.play_agent(how)
     return {

@@ -33,7 +33,8 @@ import math
 import re
 from pathlib import Path
 
-from .suite import BenchmarkError, Suite, write_json
+from ..runs import write_json
+from .suite import BenchmarkError, Suite
 
 SCHEMA = "generala-benchmark-submission"
 SCHEMA_VERSION = 1

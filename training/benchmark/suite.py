@@ -69,17 +69,6 @@ def _read_yaml(path: Path, what: str) -> dict:
     return data
 
 
-def write_json(path: Path, data, indent: int = 2) -> Path:
-    """Write ``data`` as JSON through a temporary file: a cut write leaves the old file whole."""
-    import os
-
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=indent) + "\n")
-    os.replace(tmp, path)
-    return path
-
-
 def _keys(data: dict, allowed: tuple[str, ...], where: str, required: tuple[str, ...] = ()) -> None:
     unknown = sorted(set(data) - set(allowed))
     if unknown:
