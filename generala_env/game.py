@@ -51,6 +51,27 @@ def _mask_cache(rules: RuleSet, num_players: int) -> dict:
 
 
 @lru_cache(maxsize=64)
+def _mask_parts(rules: RuleSet, num_players: int) -> dict:
+    """The legal masks' parts that do not depend on the open lines (see ``Game._new_legal_mask``), by their inputs."""
+    return {}
+
+
+@lru_cache(maxsize=64)
+def _step_tables(rules: RuleSet, num_players: int) -> tuple[list[int], dict[int, tuple[int, int, int]]]:
+    """What a step looks up, made by the rules over all their inputs once per rule set:
+    :func:`~generala_env.engine.dice_thrown` by ``roll * actions + action``, and
+    :func:`~generala_env.engine.start_turn` by the face key of every five-dice roll."""
+    t = tables(rules, num_players, lists=True)
+    actions = NUM_MASKS + rules.num_lines
+    thrown = [dice_thrown(t, r, a) for r in range(len(ROLLS)) for a in range(actions)]
+    first = {}
+    for faces in ROLLS.tolist():
+        key = sum(map(_FACE_KEY.__getitem__, faces))
+        first[key] = start_turn(t, key)
+    return thrown, first
+
+
+@lru_cache(maxsize=64)
 def _line_values(rules: RuleSet) -> tuple[frozenset, ...]:
     """The points each line can hold (0, crossed out, included)."""
     return tuple(frozenset(np.unique(t).tolist()) | {0} for t in points_table(rules))
@@ -154,6 +175,7 @@ class Game:
         self.num_actions = NUM_MASKS + self.num_lines
         self.points = points_table(self.rules)
         self._t = tables(self.rules, self.num_players, lists=True)  # the rules' tables (generala_env.engine)
+        self._thrown, self._first_roll = _step_tables(self.rules, self.num_players)
         self._generala = self.rules.generala_line  # -1 where the sheet lacks the line
         self._double = self.rules.double_generala_line
         self._served_win = self.rules.served_generala_wins(self.num_players)
@@ -181,6 +203,7 @@ class Game:
         self._filled: np.ndarray = np.zeros(0, dtype=np.int64)
         self._filled_of: tuple | None = None
         self._masks: dict[tuple, tuple[np.ndarray, np.ndarray]] = _mask_cache(self.rules, self.num_players)  # legal masks by their inputs
+        self._mask_parts: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = _mask_parts(self.rules, self.num_players)
 
     # -- setting up -------------------------------------------------------------
     def reset(self, rng) -> None:
@@ -200,7 +223,7 @@ class Game:
         fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
         if not (len(fs) == DICE and min(fs) >= 1 and max(fs) <= 6):
             roll_index(faces)  # raises the error that names the bad faces
-        self.roll, self.rolls_left, self.locked = start_turn(self._t, sum(map(_FACE_KEY.__getitem__, fs)))
+        self.roll, self.rolls_left, self.locked = self._first_roll[sum(map(_FACE_KEY.__getitem__, fs))]  # engine.start_turn
 
     # long: every check of a state, each with its own message, before anything changes
     def set_state(self, *, sheets=None, dice=None, rolls_left=None, player=None, locked=(), served_generala_winner=None) -> None:
@@ -443,17 +466,35 @@ class Game:
         pending = self._served_win and not over and self.served_generala_pending()
         lock = (self.roll, self.locked) if self._t.locked_holds and rl > 0 and self.locked != _EMPTY_KEEP else None
         key = (over, pending, rl > 0, open_bits, lock)
-        cache = self._masks
-        masks = cache.get(key)
+        masks = self._masks.get(key)
         if masks is None:
-            t, roll, locked = self._t, self.roll, self.locked
-            mask = np.array(
-                [legal(t, over, pending, rl, roll, locked, a, a >= NUM_MASKS and open_bits >> (a - NUM_MASKS) & 1 == 1) for a in range(self.num_actions)],
-                dtype=bool,
-            )
-            if len(cache) >= _MASK_CACHE_SIZE:
-                cache.clear()
-            masks = cache[key] = _frozen(mask)
+            masks = self._new_legal_mask(key)
+        return masks
+
+    def _new_legal_mask(self, key: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """A mask not in the cache yet, from the rules' answers for its key without the open
+        lines (:func:`~generala_env.engine.legal` of every hold, and of every write with its
+        line open and filled), kept too: those are 43 rule calls, the mask itself a choice
+        between them by the open lines."""
+        over, pending, has_rolls, open_bits, lock = key
+        part_key = (over, pending, has_rolls, lock)
+        parts = self._mask_parts.get(part_key)
+        if parts is None:
+            t, rl, roll, locked = self._t, self.rolls_left, self.roll, self.locked
+            holds = np.array([legal(t, over, pending, rl, roll, locked, a, False) for a in range(NUM_MASKS)], dtype=bool)
+            writes = range(NUM_MASKS, self.num_actions)
+            if_open = np.array([legal(t, over, pending, rl, roll, locked, a, True) for a in writes], dtype=bool)
+            if_filled = np.array([legal(t, over, pending, rl, roll, locked, a, False) for a in writes], dtype=bool)
+            if len(self._mask_parts) >= _MASK_CACHE_SIZE:
+                self._mask_parts.clear()
+            parts = self._mask_parts[part_key] = (holds, if_open, if_filled)
+        holds, if_open, if_filled = parts
+        is_open = (open_bits >> np.arange(self.num_lines)) & 1 == 1
+        mask = np.concatenate((holds, np.where(is_open, if_open, if_filled)))
+        cache = self._masks
+        if len(cache) >= _MASK_CACHE_SIZE:
+            cache.clear()
+        masks = cache[key] = _frozen(mask)
         return masks
 
     def legal_actions(self) -> list[int]:
@@ -492,7 +533,7 @@ class Game:
             if why is not None:
                 raise IllegalActionError(why)
             a = int(action)
-        n = dice_thrown(self._t, self.roll, a)
+        n = self._thrown[self.roll * self.num_actions + a]  # engine.dice_thrown
         faces = throw(rng, n)
         if a < NUM_MASKS and len(faces) != n:  # _apply's check, without counting the dice a second time
             raise ValueError(f"hold {a} rerolls {n} dice, got {len(faces)} faces")
@@ -574,7 +615,7 @@ class Game:
         t, roll, rolls_left = self._t, self.roll, self.rolls_left
         generala_value = int(self.sheets[me, self._generala]) if self._reads_generala else OPEN
         pts = write_points(t, line, roll, rolls_left, generala_value)
-        served_win = served_pending(t, rolls_left, roll, generala_value)
+        served_win = self._served_win and served_pending(t, rolls_left, roll, generala_value)  # else never pending
         if self._sheets_key != self.sheets.tobytes():
             self._sheet_facts()  # the sheets were written by hand: recount the facts and writes first
         self.sheets[me, line] = pts
