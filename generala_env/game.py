@@ -57,18 +57,20 @@ def _mask_parts(rules: RuleSet, num_players: int) -> dict:
 
 
 @lru_cache(maxsize=64)
-def _step_tables(rules: RuleSet, num_players: int) -> tuple[list[int], dict[int, tuple[int, int, int]]]:
+def _step_tables(rules: RuleSet, num_players: int) -> tuple[list[int], list[int], dict[int, tuple[int, int, int]]]:
     """What a step looks up, made by the rules over all their inputs once per rule set:
+    :func:`~generala_env.engine.held` by ``roll * NUM_MASKS + mask``,
     :func:`~generala_env.engine.dice_thrown` by ``roll * actions + action``, and
     :func:`~generala_env.engine.start_turn` by the face key of every five-dice roll."""
     t = tables(rules, num_players, lists=True)
     actions = NUM_MASKS + rules.num_lines
+    keeps = [held(t, r, m) for r in range(len(ROLLS)) for m in range(NUM_MASKS)]
     thrown = [dice_thrown(t, r, a) for r in range(len(ROLLS)) for a in range(actions)]
     first = {}
     for faces in ROLLS.tolist():
         key = sum(map(_FACE_KEY.__getitem__, faces))
         first[key] = start_turn(t, key)
-    return thrown, first
+    return keeps, thrown, first
 
 
 @lru_cache(maxsize=64)
@@ -175,7 +177,7 @@ class Game:
         self.num_actions = NUM_MASKS + self.num_lines
         self.points = points_table(self.rules)
         self._t = tables(self.rules, self.num_players, lists=True)  # the rules' tables (generala_env.engine)
-        self._thrown, self._first_roll = _step_tables(self.rules, self.num_players)
+        self._held, self._thrown, self._first_roll = _step_tables(self.rules, self.num_players)
         self._generala = self.rules.generala_line  # -1 where the sheet lacks the line
         self._double = self.rules.double_generala_line
         self._served_win = self.rules.served_generala_wins(self.num_players)
@@ -605,7 +607,7 @@ class Game:
     def _decide(self, a: int) -> Outcome:
         me = self.player
         if a < NUM_MASKS:
-            keep = held(self._t, self.roll, a)
+            keep = self._held[self.roll * NUM_MASKS + a]  # engine.held
             self.rolls_left -= 1
             self.locked = keep
             self.throw_keep, self._throw_starts_turn = keep, False
