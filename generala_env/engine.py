@@ -189,7 +189,7 @@ def legal(t: Tables, over: bool, pending: bool, rolls_left: int, roll: int, lock
 def write_points(t: Tables, line: int, roll: int, rolls_left: int, generala_value: int) -> int:
     """Points written on ``line`` for ``roll`` (served: right after the turn's first roll),
     the mover's generala line holding ``generala_value``."""
-    if line == blocked_line(t.double_line, generala_value):
+    if line == t.double_line and line == blocked_line(t.double_line, generala_value):  # it names that line or none
         return 0
     return t.points[(line * NUM_ROLLS + roll) * 2 + (1 if rolls_left == FIRST_ROLL else 0)]
 
