@@ -24,6 +24,7 @@ line already filled, it is an ordinary roll.
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import combinations_with_replacement
 from typing import NamedTuple
 
 import numpy as np
@@ -57,11 +58,14 @@ def _mask_parts(rules: RuleSet, num_players: int) -> dict:
 
 
 @lru_cache(maxsize=64)
-def _step_tables(rules: RuleSet, num_players: int) -> tuple[list[int], list[int], dict[int, tuple[int, int, int]]]:
-    """What a step looks up, made by the rules over all their inputs once per rule set:
-    :func:`~generala_env.engine.held` by ``roll * NUM_MASKS + mask``,
-    :func:`~generala_env.engine.dice_thrown` by ``roll * actions + action``, and
-    :func:`~generala_env.engine.start_turn` by the face key of every five-dice roll."""
+def _step_tables(rules: RuleSet, num_players: int) -> tuple[list[int], list[int], dict[int, tuple[int, int, int]], list[dict[int, int]], list]:
+    """What a step looks up, made by the rules over all their inputs once per rule set (a
+    look-up costs a fraction of a Python call): :func:`~generala_env.engine.held` by
+    ``roll * NUM_MASKS + mask``, :func:`~generala_env.engine.dice_thrown` by
+    ``roll * actions + action``, :func:`~generala_env.engine.start_turn` by the face key of
+    every five-dice roll, :func:`~generala_env.engine.landed` by keep, then by the face key of
+    every throw of the other dice, and :func:`~generala_env.engine.after_write` by
+    ``[won][writes][player]``."""
     t = tables(rules, num_players, lists=True)
     actions = NUM_MASKS + rules.num_lines
     keeps = [held(t, r, m) for r in range(len(ROLLS)) for m in range(NUM_MASKS)]
@@ -70,7 +74,16 @@ def _step_tables(rules: RuleSet, num_players: int) -> tuple[list[int], list[int]
     for faces in ROLLS.tolist():
         key = sum(map(_FACE_KEY.__getitem__, faces))
         first[key] = start_turn(t, key)
-    return keeps, thrown, first
+    lands = [
+        {
+            sum(map(_FACE_KEY.__getitem__, fs)): landed(t, k, sum(map(_FACE_KEY.__getitem__, fs)))
+            for fs in combinations_with_replacement(range(1, 7), DICE - size)
+        }
+        for k, size in enumerate(_KEEP_SIZE)
+    ]
+    writes = num_players * rules.num_lines
+    after = [[[after_write(t, won, w, p) for p in range(num_players)] for w in range(writes + 1)] for won in (False, True)]
+    return keeps, thrown, first, lands, after
 
 
 @lru_cache(maxsize=64)
@@ -177,7 +190,7 @@ class Game:
         self.num_actions = NUM_MASKS + self.num_lines
         self.points = points_table(self.rules)
         self._t = tables(self.rules, self.num_players, lists=True)  # the rules' tables (generala_env.engine)
-        self._held, self._thrown, self._first_roll = _step_tables(self.rules, self.num_players)
+        self._held, self._thrown, self._first_roll, self._landed, self._after_write = _step_tables(self.rules, self.num_players)
         self._generala = self.rules.generala_line  # -1 where the sheet lacks the line
         self._double = self.rules.double_generala_line
         self._served_win = self.rules.served_generala_wins(self.num_players)
@@ -602,7 +615,7 @@ class Game:
             self._start_turn(faces)
         else:
             fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
-            self.roll = landed(self._t, keep, sum(map(_FACE_KEY.__getitem__, fs)))
+            self.roll = self._landed[keep][sum(map(_FACE_KEY.__getitem__, fs))]  # engine.landed
 
     def _decide(self, a: int) -> Outcome:
         me = self.player
@@ -630,7 +643,7 @@ class Game:
         served = rolls_left == FIRST_ROLL
         bonus = self.rules.served_bonus if served and pts > 0 and self.rules.lines[line] in SERVED_BONUS_LINES else 0
         out = Outcome(me, a, pts, True, served, bonus, served_win)
-        self.over, self.player = after_write(t, served_win, self.writes, me)
+        self.over, self.player = self._after_write[served_win][self.writes][me]  # engine.after_write
         if served_win:
             self.served_generala_winner = me
         elif not self.over:
