@@ -36,7 +36,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .game import Game
-from .observe import EncodingTables, encode_game
+from .observe import EncodingTables
 from .rules import RuleSet
 from .scoring import line_max, points_table
 
@@ -130,12 +130,16 @@ class Encoder:
         )
         from . import batched  # numba, when it is there (loaded on first use: importing the package stays light)
 
-        # compiled, the tables go as a plain tuple (numba takes one faster than a NamedTuple)
-        self._kernel: Callable[..., None] = batched.encode_game if batched.NUMBA else encode_game
-        self._args: tuple = tuple(self.tables) if batched.NUMBA else self.tables
+        t = self.tables
+        numbers = [v for k, v in t._asdict().items() if k not in ("points_now", "points_obs", "total_max", "opponent_at")]
+        self._args: tuple = (t.points_now, t.points_obs, t.total_max, np.array(numbers, dtype=np.int64), t.opponent_at)
+        self._kernel: Callable[..., None] = batched.encode_game  # plain Python without numba
 
-    def encode(self, game: Game, seat: int) -> np.ndarray:
-        """The observation of ``game`` from ``seat`` (:func:`encode_game`, compiled when numba is there)."""
+    def encode(self, game: Game, seat: int, pending: bool | None = None) -> np.ndarray:
+        """The observation of ``game`` from ``seat`` (:func:`~generala_env.observe.encode_game`, compiled when numba
+        is there); ``pending``: :meth:`Game.served_generala_pending`, if the caller has it."""
         out = np.empty(self.size, dtype=np.float32)
-        self._kernel(out, self._args, game.roll, game.rolls_left, game.locked, game.served_generala_pending(), game.sheets, seat)
+        if pending is None:
+            pending = game.served_generala_pending()
+        self._kernel(out, *self._args, game.roll, game.rolls_left, game.locked, pending, game.sheets, seat)
         return out

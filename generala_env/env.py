@@ -311,7 +311,8 @@ class GeneralaEnv(gym.Env):
         if self.render_mode == "human":
             self.render()
         # what _obs() and _info() make, made here directly: this is the step's hot path
-        obs, info = self.encoder.encode(game, self.seat), make_info(game, self.seat, False, self._last_opponent_moves)
+        info = make_info(game, self.seat, False, self._last_opponent_moves)
+        obs = self.encoder.encode(game, self.seat, info["served_generala_pending"])
         if terminated:
             info["action_mask"] = np.ones(self.action_space.n, dtype=np.int8)
         if self._dict_obs:

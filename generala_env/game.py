@@ -180,6 +180,7 @@ class Game:
 
     throw_keep = -1  # class defaults for games pickled before the dice model (see __init__)
     _throw_starts_turn = False
+    _pending: bool | None = None
 
     def __init__(self, rules="classic", num_players: int = 1):
         self.rules: RuleSet = load_rules(rules)
@@ -211,6 +212,7 @@ class Game:
         self._legal_key: tuple | None = None
         self._legal: np.ndarray = np.zeros(0, dtype=bool)
         self._legal_i8: np.ndarray = np.zeros(0, dtype=np.int8)
+        self._pending: bool | None = None  # served_generala_pending() of the state _legal_key names
         self._sheets_key: bytes | None = None
         self._facts: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] = ((), (), ())
         self._totals: np.ndarray = np.zeros(0, dtype=np.int64)
@@ -398,14 +400,19 @@ class Game:
         self._legal_now()
         return self._legal_i8
 
-    def views(self) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
-        """:attr:`legal_int8_view`, :attr:`totals_view` and the lines each player has filled
-        (a tuple of ints), in one call: what an observer reads at every step (the env's
-        ``info``), without a property's cost for each."""
-        facts = self._sheet_facts()
-        totals = self._totals if self._totals_of is facts[0] else self._totals_array(facts[0])
+    def views(self) -> tuple[np.ndarray, np.ndarray, tuple[int, ...], bool]:
+        """:attr:`legal_int8_view`, :attr:`totals_view`, the lines each player has filled
+        (a tuple of ints) and :meth:`served_generala_pending`, in one call: what an observer
+        reads at every step (the env's ``info`` and observation), without a call's cost for
+        each."""
         self._legal_now()
-        return self._legal_i8, totals, facts[1]
+        if self._sheets_key != self._legal_key[-1]:  # type: ignore[index]  # the facts follow other sheets (written by hand)
+            self._sheet_facts()
+        facts, pending = self._facts, self._pending
+        if pending is None:  # a game pickled before it was kept
+            pending = self._pending = self.served_generala_pending()
+        totals = self._totals if self._totals_of is facts[0] else self._totals_array(facts[0])
+        return self._legal_i8, totals, facts[1], pending
 
     def _totals_array(self, totals: tuple[int, ...]) -> np.ndarray:
         self._totals, self._totals_of = np.array(totals), totals  # int64 (NumPy 2's default integer)
@@ -478,7 +485,8 @@ class Game:
         """
         open_bits = self._sheet_facts()[2][self.player]  # first: sheets written by hand may end the game
         over, rl = self.over, self.rolls_left
-        pending = self._served_win and not over and self.served_generala_pending()
+        self._pending = self._served_win and self.served_generala_pending()
+        pending = self._pending and not over
         lock = (self.roll, self.locked) if self._t.locked_holds and rl > 0 and self.locked != _EMPTY_KEEP else None
         key = (over, pending, rl > 0, open_bits, lock)
         masks = self._masks.get(key)

@@ -43,17 +43,17 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
     reads the game's cached mask and sheet facts (:meth:`Game.views`) rather than
     recomputing them, and makes the dict in one go (a dict grown key by key costs more).
     """
-    player = game.player
-    legal, totals, filled = game.views()
-    over = bool(game.over)
-    blank = _NO_MOVES.get(game.num_players)
+    player, players = game.player, game.num_players
+    legal, totals, filled, pending = game.views()
+    blank = _NO_MOVES.get(players)
     if blank is None:
-        blank = _NO_MOVES[game.num_players] = np.full((opponent_move_rows(game.num_players), 3), -1, dtype=np.int64)
+        blank = _NO_MOVES[players] = np.full((opponent_move_rows(players), 3), -1, dtype=np.int64)
     moves = blank.copy()
     if opponent_moves:
         moves[: len(opponent_moves)] = opponent_moves
-    winners = np.zeros(game.num_players, dtype=bool)
+    winners = np.zeros(players, dtype=bool)
     winner = -1
+    over = game.over
     if over:
         won = game.winners()
         winners[list(won)] = True
@@ -68,11 +68,11 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
         "turn": filled[player],
         "player": int(player),
         "seat": int(seat),
-        "served_generala_pending": game.served_generala_pending(),
+        "served_generala_pending": pending,
         "illegal_action": illegal,
         "illegal_reason": illegal_reason,
         "opponent_moves": moves,
-        "game_over": over,
+        "game_over": bool(over),
         "winners": winners,
         "winner": int(winner),
         "served_generala_win": game.served_generala_winner is not None,

@@ -250,10 +250,34 @@ def test_views_in_one_call_are_the_views():
     g = Game("double", 2)
     g.reset(np.random.default_rng(0))
     g.step(32, np.random.default_rng(0))
-    legal, totals, filled = g.views()
+    legal, totals, filled, pending = g.views()
     assert legal is g.legal_int8_view and totals is g.totals_view
     assert filled == tuple(g.filled_lines.tolist()) == (1, 0) and all(type(n) is int for n in filled)
     assert filled[g.player] == g.turn
+    assert pending is g.served_generala_pending() is False
+
+
+def test_views_follow_sheets_written_by_hand_and_back():
+    """The facts views() hands over are those of the sheets as they are now, even after the
+    sheets were written by hand, their facts read, and written back (the mask's key matches
+    again then)."""
+    g = Game("classic", 2)
+    g.reset(np.random.default_rng(0))
+    before = g.views()
+    g.sheets[0, 0] = 3
+    assert g.turn == 1 and g.totals_view.tolist() == [3, 0]  # the facts follow; the mask is not asked for
+    g.sheets[0, 0] = OPEN  # back: the mask's key matches again, the facts' does not
+    legal, totals, filled, _ = g.views()
+    assert totals.tolist() == [0, 0] and filled == (0, 0) and g.turn == 0
+    assert np.array_equal(legal, before[0])
+
+
+def test_views_say_a_served_generala_is_pending():
+    g = Game("classic", 2)
+    g.set_state(dice=[4, 4, 4, 4, 4], rolls_left=2)
+    assert g.views()[3] is True and g.served_generala_pending()
+    g.set_state(dice=[4, 4, 4, 4, 3], rolls_left=2)
+    assert g.views()[3] is False
 
 
 SHEET = np.full((1, 10), OPEN)
