@@ -209,7 +209,7 @@ def legal_masks(games, masks, state, rules):
     for j in range(U(len(games))):  # unsigned: see U
         g = U(games[j])
         me, roll, rolls_left, locked, over = st.player[g], st.roll[g], st.rolls_left[g], st.locked[g], st.over[g]
-        pending = served_pending(t, rolls_left, roll, st.sheets[g, me, t.generala_line])
+        pending = t.served_win and served_pending(t, rolls_left, roll, st.sheets[g, me, t.generala_line])  # the sheet read only where it can win
         for a in range(NUM_MASKS):
             masks[j, a] = legal(t, over, pending, rolls_left, roll, locked, a, False)
         for l in range(t.num_lines):
@@ -229,7 +229,7 @@ def encode(games, seat, out, sheet_obs, sheets_seen, state, rules, enc):
     for j in range(U(len(games))):  # unsigned: see U
         g = U(games[j])
         me, roll, rolls_left = seat[g], st.roll[g], st.rolls_left[g]
-        pending = served_pending(t, rolls_left, roll, st.sheets[g, st.player[g], t.generala_line])
+        pending = t.served_win and served_pending(t, rolls_left, roll, st.sheets[g, st.player[g], t.generala_line])  # the sheet read only where it can win
         encode_turn(out, j, e, roll, rolls_left, st.locked[g], pending, st.sheets, g, me)
         if st.writes[g] != sheets_seen[g]:  # a line was written since: the sheet slices anew
             sheets_seen[g] = st.writes[g]

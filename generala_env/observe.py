@@ -80,9 +80,10 @@ def encode_turn(out, j, e: EncodingTables, roll, rolls_left, locked, pending, sh
     at, first = U(e.now_at), U(1) if rolls_left == FIRST_ROLL else U(0)
     for l in range(U(sheets.shape[2])):  # without branches: open lines are unpredictable
         out[j, at + l] = e.points_now[r, first, l] * np.float32(sheets[g, me, l] == OPEN)
-    blocked = blocked_line(e.double_line, sheets[g, me, e.generala_line])
-    if blocked >= 0:
-        out[j, at + U(blocked)] = 0.0
+    if e.double_line >= 0:  # else nothing is blocked: the sheet need not be read
+        blocked = blocked_line(e.double_line, sheets[g, me, e.generala_line])
+        if blocked >= 0:
+            out[j, at + U(blocked)] = 0.0
 
 
 def sheet_slices(out, j, e: EncodingTables, sheets, g, who, open_at, points_at) -> tuple[int, int]:
