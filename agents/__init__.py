@@ -62,10 +62,6 @@ def _checkpoint_folder(name: str):
 
 def _td_search_folder(name: str):
     """A factory for a folder of td-search values (``python -m training.td_search --out``), or ``None``."""
-    import os
-
-    if not os.path.isdir(name):
-        return None
     from .td_search import folder_agent
 
     cls = folder_agent(name)

@@ -255,12 +255,19 @@ def read_checkpoint(name: str, folder: Path | None = None) -> dict:
     return data
 
 
+def read_values(spec: str) -> dict:
+    """The values file of a td-search spec: a shipped name (``td-search``, ``td-search-2p``) or
+    a folder made by ``python -m training.td_search --out``."""
+    shipped = spec in (TDSearchAgent.name, TDSearchTwoPlayerAgent.name)
+    return read_checkpoint(spec) if shipped else read_checkpoint(spec, Path(spec))
+
+
 def folder_agent(folder) -> type[TDSearchAgent] | type[TDSearchTwoPlayerAgent] | None:
     """The td-search class that plays the values in ``folder`` (a ``python -m training.td_search
     --out`` folder), or ``None`` where it holds no such values."""
     if not str(folder) or not Path(folder).is_dir() or not (Path(folder) / VALUES_FILE).is_file():
         return None
-    players = read_checkpoint("td-search", Path(folder)).get("players")
+    players = read_checkpoint(str(folder), Path(folder)).get("players")
     return {1: TDSearchAgent, 2: TDSearchTwoPlayerAgent}.get(players) if isinstance(players, int) else None
 
 

@@ -12,9 +12,9 @@
    ``gymnasium.wrappers.RecordVideo`` with that trigger, so every 100th episode is also
    written as an mp4 (moviepy); ``video-half``: the same with ``render_scale=1`` (half the
    width and height); ``project-video``: :class:`generala_env.video.RecordVideo` instead,
-   which writes in a background thread at x264's ``ultrafast`` preset and skips the
-   ``gc.collect()``; for ``Generala-v0`` it keeps only each frame's ``Picture`` in the loop and
-   a child process draws and encodes the video; ``project-video-loop``: the same recorder with
+   which encodes at x264's ``ultrafast`` preset off the loop and skips the ``gc.collect()``:
+   for ``Generala-v0`` it keeps only each frame's ``Picture`` in the loop, and a child process
+   draws and encodes the video; ``project-video-loop``: the same recorder with
    ``draw_in="loop"`` (frames drawn in the loop, piped to ffmpeg from a thread);
    ``project-video-half``: the recorder with ``render_scale=1``. The runs alternate so a busy machine slows all alike; a slowdown is
    a median time over the median plain time, minus one. On a shared machine those times
@@ -24,7 +24,7 @@
 
     python benchmarks/render_cost.py                 # 3 rounds of 40,960-step runs
     python benchmarks/render_cost.py --steps 8192 --repeats 1   # a quick look
-    python benchmarks/render_cost.py --repeats 8 --modes project-video,project-video-half
+    python benchmarks/render_cost.py --repeats 8 --modes project-video,project-video-loop,project-video-half
 """
 
 from __future__ import annotations

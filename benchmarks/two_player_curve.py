@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import re
 import sys
 from pathlib import Path
@@ -46,12 +45,6 @@ def wall_at(run: Path) -> dict[int, float]:
     return out
 
 
-def wilson(points: float, n: int) -> tuple[float, float]:
-    p, z = points / n, 1.96
-    mid, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return mid - half, mid + half
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="a run folder made by generala train (two players)")
@@ -63,6 +56,7 @@ def main(argv=None) -> int:
     found = models(args.run)
     if not found:
         ap.error(f"{args.run} holds no pretrained.zip and no checkpoints/step_N.zip")
+    from training.stats import wilson
     from training.tournament import tournament
 
     walls = wall_at(args.run)
@@ -71,7 +65,7 @@ def main(argv=None) -> int:
         (r,) = tournament({"model": str(path), args.against: args.against}, games=args.games, seed=args.seed, trust_zip=True)
         wins = r["wins"] if r["agent"] == "model" else r["losses"]  # the one row is the better side's
         n, points = r["games"], wins + 0.5 * r["draws"]
-        lo, hi = wilson(points, n)
+        _, lo, hi = wilson(points, n)
         rows.append({"step": step, "wall_seconds": walls.get(step, ""), "games": n, "points": points / n, "low": lo, "high": hi})
         print(f"step {step:>9,}: {points / n:.1%} ({lo:.1%}-{hi:.1%}) against {args.against} over {n} games", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)

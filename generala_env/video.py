@@ -6,10 +6,12 @@ moviepy runs ffmpeg at x264's default preset and the loop waits, and then it run
 video. This wrapper is a drop-in subclass that keeps the frames and the file names the
 same but
 
-* at an episode's end hands its frames to a writer thread and goes on at once; the thread
-  encodes them with libx264 in this process through PyAV (on one thread, at the lowest
-  priority, ``nice`` 19) while training goes on; without PyAV it pipes them to an ffmpeg
-  process (imageio-ffmpeg's) at that priority instead;
+* for an env with ``picture()`` (``Generala-v0``) keeps only each frame's
+  :class:`~generala_env.picture.Picture` and at the episode's end hands them to one child
+  process (:class:`DrawingProcess`, ``nice`` 19), which draws the frames and encodes them
+  (PyAV where it is installed, else ffmpeg) while training goes on; any other env, or
+  ``draw_in="loop"``, has its frames drawn at each step and piped to an ffmpeg process
+  (imageio-ffmpeg's) from a writer thread, at that priority;
 * encodes at x264's ``ultrafast`` preset unless told otherwise (``preset=``), and
   collects garbage only where ``gc_trigger`` asks (default: never);
 * bounds what it holds: at most ``max_pending`` videos are being encoded at once (2 by
@@ -17,7 +19,7 @@ same but
 * saves atomically and never overwrites: a video is encoded under a hidden temporary
   name in the same folder and linked to its final name only if that name is free; a name
   that is taken is one clear :class:`VideoError`, raised by the next ``reset``/``step`` or
-  by ``close``, as is a failure of ffmpeg.
+  by ``close``, as is a failure of the encoder or of the drawing process.
 
 ``close()`` waits for every pending video. ``pip install "generala-rl[video]"`` brings
 PyAV and moviepy (whose imageio-ffmpeg is the fallback).
@@ -43,24 +45,33 @@ class VideoError(RuntimeError):
     """A video could not be written (its name was taken, or the encoder failed)."""
 
 
-class Encoding:
+class _Job:
+    """A video being written elsewhere (a thread, the drawing process): ``done`` says whether
+    it has ended, ``finish`` waits for it and raises its :class:`VideoError`, if any."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.error: VideoError | None = None
+        self._done = threading.Event()
+        self.id = 0
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def finish(self) -> None:
+        """Wait for the video; raises :class:`VideoError` if it could not be written."""
+        self._done.wait()
+        if self.error is not None:
+            raise self.error
+
+
+class Encoding(_Job):
     """One video being encoded: a writer thread feeds an ffmpeg process of its own (see
     :func:`start_mp4`)."""
 
     def __init__(self, frames: list, path: str, fps: float, preset: str, nice: int):
-        self.path = path
-        self.error: VideoError | None = None
-        self._thread = threading.Thread(target=self._run, args=(frames, fps, preset, nice), name="generala-video", daemon=True)
-        self._thread.start()
-
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def finish(self) -> None:
-        """Wait for the video; raises :class:`VideoError` if it could not be written."""
-        self._thread.join()
-        if self.error is not None:
-            raise self.error
+        super().__init__(path)
+        threading.Thread(target=self._run, args=(frames, fps, preset, nice), name="generala-video", daemon=True).start()
 
     def _run(self, frames: list, fps: float, preset: str, nice: int) -> None:
         try:
@@ -69,6 +80,8 @@ class Encoding:
             self.error = e
         except Exception as e:  # noqa: BLE001  (handed to the training thread as one line)
             self.error = VideoError(f"writing {self.path} failed: {e}")
+        finally:
+            self._done.set()
 
 
 def _encode(frames: list, path: str, fps: float, preset: str, nice: int, in_process: bool = False) -> None:
@@ -115,8 +128,8 @@ def _even(frame: np.ndarray) -> np.ndarray:
 
 
 def _encode_in_process(frames: list, tmp: str, fps: float, preset: str, nice: int) -> None:
-    """PyAV: libx264 in this thread, on one thread of its own, at priority ``nice`` (Linux sets
-    it per thread). No process to start and no pipe: the cheapest way here."""
+    """PyAV: libx264 in this thread, on one codec thread, at priority ``nice`` (Linux sets it
+    per thread). The drawing process encodes this way: no ffmpeg to start and no pipe."""
     from fractions import Fraction
 
     import av
@@ -178,24 +191,6 @@ def write_mp4(frames: list, path: str, fps: float, preset: str = "ultrafast") ->
 
 
 # -- the drawing process ------------------------------------------------------------
-class _Job:
-    """A video the drawing process is making; ``done``/``finish`` as :class:`Encoding`."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.error: VideoError | None = None
-        self._done = threading.Event()
-        self.id = 0
-
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def finish(self) -> None:
-        self._done.wait()
-        if self.error is not None:
-            raise self.error
-
-
 _RESULT = b"generala-video-result "
 
 
@@ -375,7 +370,7 @@ class RecordVideo(_GymRecordVideo):
             super().__init__(env, video_folder, gc_trigger=gc_trigger, **kwargs)
         self.preset = preset
         self.max_pending = max_pending
-        self._pending: deque[Encoding | _Job] = deque()
+        self._pending: deque[_Job] = deque()
         self._errors: list[VideoError] = []
         self._picture = picture_source(self.env) if draw_in == "process" else None
         self._drawer = DrawingProcess.shared() if self._picture is not None else None

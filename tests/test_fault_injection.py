@@ -181,3 +181,27 @@ def test_kills_during_a_benchmark_grid_change_no_result(tmp_path):
     left = [str(p) for p in cut.rglob("*") if p.name.endswith(".tmp") or p.name.startswith("ckpt_")]
     assert not left, left
     print(f"\nbenchmark fault injection: {counts}")
+
+
+def test_a_ctrl_c_inside_a_c_callback_is_raised_again_not_lost(capfd):
+    """What numba's compiler cache does when a SIGINT lands in it: the KeyboardInterrupt is
+    raised inside a ctypes callback, where Python can only print it and drop it."""
+    import ctypes
+    import sys
+
+    from training.cli import _interrupt_again
+
+    def callback():
+        raise KeyboardInterrupt
+
+    from_c = ctypes.CFUNCTYPE(None)(callback)
+    old, sys.unraisablehook = sys.unraisablehook, _interrupt_again
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            from_c()
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:  # the interrupt comes back to the main thread, here
+                time.sleep(0.001)
+    finally:
+        sys.unraisablehook = old
+    assert "Traceback" not in capfd.readouterr().err

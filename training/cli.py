@@ -219,7 +219,32 @@ PROGRAMS = {
 }
 
 
+def _interrupt_again(unraisable) -> None:
+    """``sys.unraisablehook`` while a program runs: a Ctrl-C (or a SIGTERM that train turns into
+    one) that landed in a callback from C code, such as numba's compiler cache, cannot be raised
+    there and would be lost with a traceback printed; it is raised again in the main thread, where
+    the program's interrupt handling catches it. Anything else goes to the usual hook."""
+    import _thread
+    import threading
+
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        # from another thread, a moment later: raised in the hook itself, it would be lost again
+        timer = threading.Timer(0.01, _thread.interrupt_main)
+        timer.daemon = True
+        timer.start()
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def main(argv=None) -> int:
+    old_hook, sys.unraisablehook = sys.unraisablehook, _interrupt_again
+    try:
+        return _main(argv)
+    finally:
+        sys.unraisablehook = old_hook
+
+
+def _main(argv=None) -> int:
     from generala_env.rules import RulesError
 
     argv = list(sys.argv[1:] if argv is None else argv)

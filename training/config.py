@@ -294,7 +294,7 @@ def _fail(key: tuple, what: str, v: Any) -> ConfigError:
     return ConfigError(f"config key {'.'.join(key)!r} must be {what}, got {short_repr(v)}")
 
 
-def _teacher_folder(teacher: str, players: int) -> str:
+def _teacher_folder(teacher: str) -> str:
     """The name of the td-search agent that a ``python -m training.td_search --out`` folder
     holds; a config error for anything else."""
     from agents.td_search import folder_agent
@@ -353,7 +353,7 @@ def _validate(cfg: Config) -> None:
 
     teacher = cfg.pretrain.teacher
     if teacher not in TEACHERS:
-        teacher = _teacher_folder(teacher, env.num_players)
+        teacher = _teacher_folder(teacher)
     if teacher in ("optimal-2p", "td-search-2p") and (env.num_players != 2 or env.reward != "win"):
         raise _fail(("pretrain", "teacher"), f"optimal or td-search ({teacher} teaches two-player games with env.reward: win)", teacher)
     if teacher == "td-search" and env.num_players != 1:

@@ -35,6 +35,7 @@ import numpy as np
 from generala_env.game import outcome_points
 from generala_env.safe_yaml import YamlFileError, read_yaml, short_repr
 
+from .config import SOLVER_TEACHERS
 from .harness import game_seed, play_many
 from .options import positive_int, seed_int
 from .stats import mean_ci, wilson
@@ -85,8 +86,8 @@ def write_policy(model, folder: Path) -> None:
     save_file(tensors, str(Path(folder) / WEIGHTS_FILE))
 
 
-# agents whose moves come from the exact solver: as opponents they make a run learn from it
-SOLVER_AGENTS = ("optimal", "optimal-2p")
+# agents whose moves come from the exact solver: as opponents or teachers they make a run learn from it
+SOLVER_AGENTS = SOLVER_TEACHERS
 
 
 def solver_ingredients(cfg: dict, pretrain: dict | None = None) -> list[str]:
@@ -137,16 +138,16 @@ def budget_seconds(state: dict, pretrain: dict | None) -> dict:
 
 def _teacher_solver_ingredients(teacher: str, pretrain: dict | None) -> list[str]:
     """What went into a learned teacher's training, from the run's record or the teacher's file."""
-    if pretrain and isinstance(pretrain.get("teacher_solver_in_training"), list):
-        return [str(i) for i in pretrain["teacher_solver_in_training"]]
-    from agents.base import AgentError
-    from agents.td_search import read_checkpoint
+    if not (pretrain and "teacher_solver_in_training" in pretrain):
+        from agents.base import AgentError
 
-    try:
-        data = read_checkpoint(teacher) if teacher in ("td-search", "td-search-2p") else read_checkpoint(teacher, Path(teacher))
-    except AgentError:
-        return ["a teacher whose training cannot be read"]
-    inside = data.get("solver_in_training")
+        from .pretrain import teacher_record
+
+        try:
+            pretrain = teacher_record(teacher)
+        except AgentError:
+            return ["a teacher whose training cannot be read"]
+    inside = pretrain.get("teacher_solver_in_training")
     return [str(i) for i in inside] if isinstance(inside, list) else ["a teacher that does not say how it learned"]
 
 

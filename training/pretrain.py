@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
 
@@ -33,7 +32,7 @@ from generala_env.game import Game
 from generala_env.rules import load_rules
 from generala_env.scoring import generala_scored
 
-from .config import Config, EnvConfig
+from .config import SOLVER_TEACHERS, Config, EnvConfig
 from .harness import game_seed
 
 
@@ -176,11 +175,11 @@ def behaviour_clone(model, cfg: Config, log=print) -> dict:
 def teacher_record(teacher: str) -> dict:
     """How a learned teacher learned, from its values file: what went into it, its games and
     its training seconds (part of the budget of a run that imitates it). Empty for a solver."""
-    from agents.td_search import read_checkpoint
+    from agents.td_search import read_values
 
-    if teacher in ("optimal", "optimal-2p"):
+    if teacher in SOLVER_TEACHERS:
         return {}
-    data = read_checkpoint(teacher) if teacher in ("td-search", "td-search-2p") else read_checkpoint(teacher, Path(teacher))
+    data = read_values(teacher)
     keep = {"solver_in_training": "teacher_solver_in_training", "how": "teacher_how", "games": "teacher_games", "train_seconds": "teacher_train_seconds"}
     out = {new: data[old] for old, new in keep.items() if old in data}
     base = data.get("built_on")

@@ -179,43 +179,37 @@ def model_from_config(cfg: Config, venv, tb_dir: Path):
 
 def _policy(cfg: Config) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
     """The policy class of ``cfg.policy`` and its keywords (the activation by name)."""
+    from generala_env.encoding import observation_layout
+    from generala_env.rules import load_rules
+
     arch = list(cfg.policy.net_arch)
     vf_arch = list(cfg.policy.vf_arch) if cfg.policy.vf_arch is not None else arch
     policy_kwargs: dict = dict(net_arch=dict(pi=arch, vf=vf_arch), activation_fn=cfg.policy.activation, ortho_init=cfg.policy.ortho_init)
-    policy_class: type[MaskableActorCriticPolicy] | str
     if cfg.policy.head == "keep" and cfg.policy.entropy_on != "all":
         raise ConfigError("config key 'policy.entropy_on': holds works with policy.head mlp, not keep")
+    if cfg.policy.head == "keep" and cfg.policy.dice == "onehot":
+        raise ConfigError("config key 'policy.dice': onehot works with policy.head mlp, not keep")
+    rules = load_rules(cfg.env.rules)
+    layout = observation_layout(rules, cfg.env.num_players)
+    dice = (layout["dice_sorted"].start, layout["dice_sorted"].stop)
+    policy_class: type[MaskableActorCriticPolicy] | str
     if cfg.policy.head == "keep":
-        from generala_env.encoding import observation_layout
-        from generala_env.rules import load_rules
-
         from .policies import KeepHeadMaskablePolicy as policy_class
 
-        rules = load_rules(cfg.env.rules)
-        dice = observation_layout(rules, cfg.env.num_players)["dice_sorted"]
-        policy_kwargs.update(dice_slice=(dice.start, dice.stop), num_lines=rules.num_lines, keep_width=cfg.policy.keep_width, layer_norm=cfg.policy.layer_norm)
+        policy_kwargs.update(dice_slice=dice, num_lines=rules.num_lines, keep_width=cfg.policy.keep_width, layer_norm=cfg.policy.layer_norm)
     elif cfg.policy.entropy_on == "holds":
-        from generala_env.encoding import observation_layout
-        from generala_env.rules import load_rules
-
         from .policies import HoldEntropyLayerNormPolicy, HoldEntropyMaskablePolicy
 
         policy_class = HoldEntropyLayerNormPolicy if cfg.policy.layer_norm else HoldEntropyMaskablePolicy
-        policy_kwargs.update(no_rolls_at=observation_layout(load_rules(cfg.env.rules), cfg.env.num_players)["rolls_left"].start)
+        policy_kwargs.update(no_rolls_at=layout["rolls_left"].start)
     elif cfg.policy.layer_norm:
         from .policies import LayerNormMaskablePolicy as policy_class
     else:
         policy_class = "MlpPolicy"
     if cfg.policy.dice == "onehot":
-        if cfg.policy.head == "keep":
-            raise ConfigError("config key 'policy.dice': onehot works with policy.head mlp, not keep")
-        from generala_env.encoding import observation_layout
-        from generala_env.rules import load_rules
-
         from .policies import OneHotDice
 
-        dice = observation_layout(load_rules(cfg.env.rules), cfg.env.num_players)["dice_sorted"]
-        policy_kwargs.update(features_extractor_class=OneHotDice, features_extractor_kwargs=dict(dice_slice=(dice.start, dice.stop)))
+        policy_kwargs.update(features_extractor_class=OneHotDice, features_extractor_kwargs=dict(dice_slice=dice))
     return policy_class, policy_kwargs
 
 
