@@ -328,3 +328,31 @@ def test_the_core_install_is_light_and_the_extras_hold_the_rest():
     assert extras["all"] == ["generala-rl[train,eval,multiagent,tune,benchmark]"] and "generala-rl[all]" in extras["test"]
     assert project["scripts"] == {"generala": "training.cli:main"}
     assert project["entry-points"][opponents.ENTRY_POINT_GROUP] == {"agents": "agents"}
+
+
+def _long_functions(root: Path) -> list[str]:
+    """Functions of the packages over 60 lines or 12 parameters with no comment above them saying why."""
+    found = []
+    for package in ("generala_env", "agents", "training"):
+        for path in sorted((root / package).rglob("*.py")):
+            lines = path.read_text().splitlines()
+            for node in ast.walk(ast.parse("\n".join(lines))):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                a = node.args
+                params = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + (a.vararg is not None) + (a.kwarg is not None)
+                params -= bool(a.args) and a.args[0].arg in ("self", "cls")
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                if (size > 60 or params > 12) and not (first >= 2 and lines[first - 2].strip().startswith("#")):
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({size} lines, {params} parameters)")
+    return found
+
+
+def test_a_long_function_says_why_in_a_comment_above_it(tmp_path):
+    root = Path(__file__).resolve().parent.parent
+    assert _long_functions(root) == []
+    (tmp_path / "generala_env").mkdir()
+    body = "\n".join(f"    x{i} = {i}" for i in range(61))
+    (tmp_path / "generala_env" / "m.py").write_text(f"def f(a, b):\n{body}\n\n\n# long: a reason\ndef g():\n{body}\n")
+    assert [f.split(" ")[1] for f in _long_functions(tmp_path)] == ["f"]

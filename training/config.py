@@ -305,6 +305,7 @@ def _teacher_folder(teacher: str) -> str:
     return cls.name
 
 
+# long: one check a key, each with its own message, in the order a config is read
 def _validate(cfg: Config) -> None:
     """Check every value against its bounds and the keys against each other."""
     key: tuple[str, ...]

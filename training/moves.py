@@ -236,6 +236,7 @@ def _open_lines(game: Game) -> list[str]:
     return [line_label(l) for l, v in zip(game.rules.lines, game.sheets[game.player], strict=True) if v == OPEN]
 
 
+# long: each kind of typed move, and each way it can be wrong, with its own sentence for the player
 def parse_move(text: str, game: Game) -> Move | str:
     """A typed line → a :class:`Move`, or a command name (``help``, ``hint``, ``quit``, ``show``).
 

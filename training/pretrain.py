@@ -108,6 +108,7 @@ def _state(agent, info):
     return v.filled_mask, generala_scored(s.rules, v.sheet), v.roll, v.rolls_left, v.locked
 
 
+# long: the cloning in order (the teacher's games, the epochs, the measured agreement), as its log tells it
 def behaviour_clone(model, cfg: Config, log=print) -> dict:
     """Train ``model.policy`` to imitate ``cfg.pretrain.teacher``; returns what it measured."""
     import torch

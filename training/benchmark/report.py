@@ -135,6 +135,7 @@ def _ci(x: dict, pct: bool = True) -> str:
     return f"{f(x['value'])} [{f(x['ci'][0])}–{f(x['ci'][1])}]"
 
 
+# long: the page's tables in order, one row a line
 def markdown(results: dict) -> str:
     """``results.md``: the tables of ``results.json``."""
     agg, algos, tasks = results["aggregates"], results["algos"], results["tasks"]

@@ -68,6 +68,7 @@ def _short(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# long: one check a field, each with its own message, before anything is read
 def check(data, suite: Suite, where: str = "submission") -> dict:
     """The submission ``data``, checked against the schema and ``suite``; a :class:`BenchmarkError` names what is wrong."""
     if not isinstance(data, dict):
