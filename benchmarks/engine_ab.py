@@ -1,0 +1,133 @@
+"""This checkout's env against another commit's, paired in one process.
+
+Two versions of ``generala_env`` run side by side: this checkout's (imported from the
+repository this script is in, not from whatever is installed) and the package at
+``--base`` (a git revision, taken with ``git archive`` into a temporary folder and imported
+as ``generala_env_base``). Each plays random legal games of the same rules, seeds and
+action choices; their spells alternate, in turn order swapped every round, and the ratio
+this/base of each round's decisions per second is reported as the median over rounds with
+the 10th to 90th percentile. Two processes run minutes apart drift by more than the
+change being measured on a shared machine; two spells a second apart do not.
+
+    python benchmarks/engine_ab.py --base main                       # the batched env, N = 4096
+    python benchmarks/engine_ab.py --base main --what single --rules double
+    python benchmarks/engine_ab.py --base main --what game --quick
+
+The base's numba kernels compile on its first run (about a minute), into the temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def import_base(rev: str, where: Path):
+    """The package ``generala_env`` of git revision ``rev``, as ``generala_env_base``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "generala_env"], capture_output=True, check=False)
+    if archive.returncode != 0:
+        sys.exit(f"engine_ab: git archive {rev} failed: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(where)], input=archive.stdout, check=True)
+    (where / "generala_env").rename(where / "generala_env_base")
+    sys.path.insert(0, str(where))
+    return importlib.import_module("generala_env_base")
+
+
+def runner(pkg: str, what: str, rules: str, num_envs: int, seed: int):
+    """``(play, decisions)``: one call of ``play()`` makes ``decisions`` decisions."""
+    if what == "vector":
+        vector = importlib.import_module(pkg + ".vector")
+        rng = np.random.default_rng(seed)
+        venv = vector.GeneralaVectorEnv(num_envs, rules=rules)
+        venv.reset(seed=seed)
+        for _ in range(3):  # compile or load the kernels
+            venv.step(vector.uniform_legal(rng, venv.action_masks()))
+        return (lambda: venv.step(vector.uniform_legal(rng, venv.action_masks()))), num_envs
+    rnd = random.Random(seed)
+    if what == "game":
+        game_mod, dice = importlib.import_module(pkg + ".game"), importlib.import_module(pkg + ".dice")
+        cup = dice.DiceCup(np.random.default_rng(seed))
+        game = game_mod.Game(rules)
+        game.reset(cup)
+
+        def play_game() -> None:
+            for _ in range(100):
+                if game.over:
+                    game.reset(cup)
+                acts = game.legal_actions()
+                game.step(acts[rnd.randrange(len(acts))], cup)
+
+        return play_game, 100
+    env = importlib.import_module(pkg + ".env").GeneralaEnv(rules=rules)
+    box = [env.reset(seed=seed)[1]]
+
+    def play_env() -> None:
+        info = box[0]
+        for _ in range(100):
+            legal = info["action_mask"].nonzero()[0]
+            _, _, over, _, info = env.step(int(legal[rnd.randrange(len(legal))]))
+            if over:
+                _, info = env.reset()
+        box[0] = info
+
+    return play_env, 100
+
+
+def rate(play, decisions: int, seconds: float) -> float:
+    n, t0 = 0, time.perf_counter()
+    while True:
+        play()
+        n += decisions
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return n / elapsed
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--base", required=True, help="git revision to compare against (e.g. main, HEAD~3)")
+    p.add_argument("--what", choices=("vector", "single", "game"), default="vector")
+    p.add_argument("--rules", default="classic")
+    p.add_argument("--num-envs", type=int, default=4096, help="games of the batched env")
+    p.add_argument("--rounds", type=int, default=None, help="rounds (default 24, quick 3)")
+    p.add_argument("--seconds", type=float, default=None, help="seconds a spell (default 0.3, quick 0.1)")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    rounds = args.rounds or (3 if args.quick else 24)
+    seconds = args.seconds or (0.1 if args.quick else 0.3)
+    warnings.filterwarnings("ignore", module="gymnasium")  # both versions register Generala-v0
+    sys.path.insert(0, str(ROOT))
+    import generala_env
+
+    with tempfile.TemporaryDirectory() as tmp:
+        base = import_base(args.base, Path(tmp))
+        plays = {name: runner(name, args.what, args.rules, args.num_envs, args.seed) for name in ("generala_env", "generala_env_base")}
+        for play, k in plays.values():
+            rate(play, k, 0.2)
+        rates: dict[str, list[float]] = {name: [] for name in plays}
+        for r in range(rounds):
+            for name in list(plays) if r % 2 == 0 else list(plays)[::-1]:
+                rates[name].append(rate(*plays[name], seconds))
+    ratio = np.array(rates["generala_env"]) / np.array(rates["generala_env_base"])
+    what = f"{args.what} N={args.num_envs}" if args.what == "vector" else args.what
+    print(f"{what}, {args.rules}: this checkout ({Path(generala_env.__file__).parent}) against {args.base} ({Path(base.__file__).parent.name})")
+    print(
+        f"{rounds} rounds of {seconds} s spells; this/base: median {np.median(ratio):.3f} [p10 {np.percentile(ratio, 10):.3f} - p90 {np.percentile(ratio, 90):.3f}]"
+    )
+    print(f"best spells, decisions/s: this {max(rates['generala_env']):,.0f}, base {max(rates['generala_env_base']):,.0f}")
+
+
+if __name__ == "__main__":
+    main()

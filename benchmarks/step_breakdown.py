@@ -1,0 +1,142 @@
+"""Where a step of the single env goes: its parts, added one at a time, in one process.
+
+Each variant plays random legal one-player classic games with its own env, choosing
+from the legal mask as ``env_speed.py`` does, and does a little more of a step than the
+one before it:
+
+* ``choice``: the choice of a legal action alone (what every variant also pays);
+* ``game``: ``Game.step`` and the next legal mask (``legal_int8_view``);
+* ``+views``: and ``Game.views()``, what an observer reads at every step;
+* ``+info``: ``make_info`` instead (which reads the views), the ``info`` dict;
+* ``+obs``: and the observation (``Encoder.encode``);
+* ``env.step``: ``GeneralaEnv.step`` itself (its checks and bookkeeping on top);
+* ``gym.make``: through ``gym.make``'s wrappers;
+* ``pyhtzee``: a pyhtzee decision, for scale (if pyhtzee is installed).
+
+Spells of the variants are interleaved, for many rounds; each figure is the median over
+rounds of the microseconds a decision took. The differences between rows are what each
+part costs.
+
+    python benchmarks/step_breakdown.py            # about a minute
+    python benchmarks/step_breakdown.py --quick    # a few seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+import warnings
+
+import numpy as np
+
+
+def variant(kind: str, seed: int):
+    """``play()`` making 100 decisions of the given kind."""
+    import gymnasium as gym
+
+    import generala_env  # noqa: F401  # registers Generala-v0
+    from generala_env.env import GeneralaEnv
+    from generala_env.info import make_info
+
+    rnd = random.Random(seed)
+    env = gym.make("Generala-v0", rules="classic") if kind == "gym.make" else GeneralaEnv(rules="classic")
+    _, info = env.reset(seed=seed)
+    u = env.unwrapped
+    game, cup = u.game, u._dice()
+    state = {"mask": info["action_mask"]}
+
+    def part(a: int):
+        """The part of a step that ``kind`` does; the next legal mask (int8)."""
+        game.step(a, cup)
+        if kind == "game":
+            return game.legal_int8_view
+        if kind == "+views":
+            return game.views()[0]
+        i = make_info(game, 0)
+        if kind == "+obs":
+            u.encoder.encode(game, 0, i["served_generala_pending"])
+        return i["action_mask"]
+
+    def play() -> None:
+        mask = state["mask"]
+        for _ in range(100):
+            legal = mask.nonzero()[0]
+            a = int(legal[rnd.randrange(len(legal))])
+            if kind == "choice":
+                continue
+            if kind in ("env.step", "gym.make"):
+                _, _, over, _, info = env.step(a)
+                mask = info["action_mask"]
+            else:
+                mask = part(a)
+                over = game.over
+            if over:
+                _, info = env.reset()
+                mask = info["action_mask"]
+        state["mask"] = mask
+
+    return play
+
+
+def pyhtzee_variant(seed: int):
+    from pyhtzee import Pyhtzee
+
+    rnd = random.Random(seed)
+    box = [Pyhtzee(seed=rnd.randrange(1, 2**31))]
+
+    def play() -> None:
+        for _ in range(100):
+            if box[0].is_finished():
+                box[0] = Pyhtzee(seed=rnd.randrange(1, 2**31))
+            acts = box[0].get_possible_actions()
+            box[0].take_action(acts[rnd.randrange(len(acts))])
+
+    return play
+
+
+def spell(play, seconds: float) -> float:
+    """Microseconds a decision over a spell of ``play()`` calls."""
+    n, t0 = 0, time.perf_counter()
+    while True:
+        play()
+        n += 100
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return elapsed / n * 1e6
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="short spells, few rounds")
+    p.add_argument("--rounds", type=int, default=None, help="rounds of spells (default 20, quick 2)")
+    p.add_argument("--seconds", type=float, default=None, help="seconds per spell (default 0.3, quick 0.1)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    rounds = args.rounds or (2 if args.quick else 20)
+    seconds = args.seconds or (0.1 if args.quick else 0.3)
+    warnings.filterwarnings("ignore", module="gymnasium")
+    kinds = ["choice", "game", "+views", "+info", "+obs", "env.step", "gym.make"]
+    plays = {k: variant(k, args.seed) for k in kinds}
+    try:
+        plays["pyhtzee"] = pyhtzee_variant(args.seed)
+    except ImportError:
+        print("pyhtzee is not installed (pip install -e '.[bench]'): no pyhtzee row")
+    for play in plays.values():  # warm: numba's kernels loaded, caches filled
+        spell(play, 0.05)
+    times: dict[str, list[float]] = {k: [] for k in plays}
+    for r in range(rounds):
+        order = list(plays) if r % 2 == 0 else list(plays)[::-1]
+        for k in order:
+            times[k].append(spell(plays[k], seconds))
+    print(f"{rounds} round(s) of one {seconds} s spell per variant; µs a decision, median over rounds [10th-90th percentile]")
+    prev = None
+    for k, ts in times.items():
+        med = float(np.median(ts))
+        step = f"  (+{med - prev:.2f})" if prev is not None and k != "pyhtzee" else ""
+        print(f"{k:10s} {med:7.2f} µs  [{np.percentile(ts, 10):.2f}-{np.percentile(ts, 90):.2f}]{step}")
+        prev = med
+
+
+if __name__ == "__main__":
+    main()
