@@ -187,6 +187,19 @@ def test_a_cut_run_resumes_as_if_it_had_never_stopped(algo, configs, tmp_path):
     assert pa.keys() == pb.keys() and all(np.array_equal(pa[k], pb[k]) for k in pa)
 
 
+def test_a_run_leaves_nothing_in_the_temporary_folder(configs, tmp_path, monkeypatch):
+    import tempfile
+
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))  # where SB3 puts a logger's folder
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    (spec,) = plan(["ppo"], ["classic"], 1, 128, tmp_path / "runs", configs)
+    run_one(spec)
+    assert (Path(spec.folder) / "final_model.zip").is_file()
+    assert [p.name for p in system_tmp.iterdir() if p.name.startswith("SB3-")] == []  # (torch keeps its own caches there)
+
+
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(configs, tmp_path):
     one, two = (plan(["ppo_mask"], ["classic"], 2, 128, tmp_path / d, configs) for d in ("one", "two"))
     a0, b0 = run_one(one[0]), run_one(two[0])

@@ -127,6 +127,16 @@ def new_model(algo: str, cfg: AlgoConfig, venv, seed: int, steps: int):
     """A fresh model of ``algo`` on ``venv`` (:func:`training.runs.build_model`: CPU, no logging)."""
     model = build_model(budgeted_class(algo), venv, "MlpPolicy", cfg.policy_kwargs, seed=seed, device="cpu", **cfg.hyperparams)
     model.budget_steps = steps
+    return silent(model)
+
+
+def silent(model):
+    """``model`` logging nowhere: without a logger of its own, SB3's ``learn()`` makes an empty
+    ``SB3-<date>`` folder in the system's temporary folder at every call (a run calls it once a
+    chunk)."""
+    from stable_baselines3.common.logger import Logger
+
+    model.set_logger(Logger(folder=None, output_formats=[]))
     return model
 
 
@@ -263,7 +273,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
         seed = _chunk_seed(spec.seed, chunk)
         venv = make_venv(task, cfg, seed=seed)
         ck = folder / state["checkpoint"]
-        model = cls.load(ck / "model.zip", env=venv, device="cpu")
+        model = silent(cls.load(ck / "model.zip", env=venv, device="cpu"))
         model.budget_steps = spec.steps
         if algo.off_policy:
             model.load_replay_buffer(ck / "replay_buffer.pkl")
