@@ -7,6 +7,15 @@ import pytest
 TINY = str(Path(__file__).resolve().parent.parent / "configs" / "ppo_tiny.yaml")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sb3_logs_in_the_session_folder(tmp_path_factory):
+    """The loggers SB3 makes for the tests' own ``learn()`` calls (an empty ``SB3-<date>``
+    folder each, by default in the system's temporary folder) go to one folder of the session."""
+    import os
+
+    os.environ.setdefault("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3-logs")))
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """A run of the tiny training config (seconds), made once per test module that asks for it."""
