@@ -260,6 +260,9 @@ class DrawingProcess:
                 job._done.set()
         code = proc.wait()
         err = proc.stderr.read().decode(errors="replace").strip()[-300:] if proc.stderr else ""
+        for pipe in (proc.stdout, proc.stderr):  # this thread's to close: left open, they warn when collected
+            if pipe is not None:
+                pipe.close()
         with self._lock:
             left, self._jobs = list(self._jobs), deque()
         for job in left:

@@ -254,6 +254,24 @@ def test_a_video_the_drawing_process_cannot_write_is_one_error_line(tmp_path):
         drawer.close()
 
 
+def test_the_drawing_process_leaves_no_pipe_open(tmp_path):
+    pytest.importorskip("moviepy")
+    import threading
+
+    from generala_env.video import DrawingProcess
+
+    env = GeneralaEnv(render_mode="rgb_array")
+    env.reset(seed=0)
+    drawer = DrawingProcess()
+    drawer.submit([env.picture()], str(tmp_path / "one.mp4"), 4, "ultrafast").finish()
+    proc = drawer._proc
+    drawer.close()
+    for thread in threading.enumerate():
+        if thread.name == "generala-video-results":
+            thread.join(timeout=30)
+    assert proc is not None and proc.stdin.closed and proc.stdout.closed and proc.stderr.closed
+
+
 def _has_pyav() -> bool:
     try:
         import av  # noqa: F401
