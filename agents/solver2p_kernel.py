@@ -24,7 +24,10 @@ from numba import njit, prange
 if not os.environ.get("NUMBA_THREADING_LAYER"):
     numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]  # numba.config's names are set at import
 
+from generala_env.batched import use_project_cache_folder
 from generala_env.dice import NUM_KEEPS, NUM_ROLLS
+
+use_project_cache_folder()  # numba's cache of these loops in the project's cache folder, not beside this file
 
 _R = NUM_ROLLS
 _K = NUM_KEEPS

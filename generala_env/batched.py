@@ -72,6 +72,51 @@ def _sources_digest() -> str:
 SOURCES_DIGEST = _sources_digest() if NUMBA else ""
 
 
+def cache_root() -> Path:
+    """Where numba's on-disk cache of this project's loops goes: ``$GENERALA_CACHE/numba``, or
+    ``~/.cache/generala/numba`` (the folder of the solver's tables, :func:`agents.solver.cache_dir`)."""
+    value = os.environ.get("GENERALA_CACHE", "").strip()
+    return (Path(value) if value else Path.home() / ".cache" / "generala") / "numba"
+
+
+def use_project_cache_folder() -> None:
+    """Numba caches a loop beside its source file by default: for an installed package that is
+    in ``site-packages``, where pip never removes the files (a ``generala_env/__pycache__`` left
+    by an uninstall then shadows the next install of the package). The loops of
+    ``generala_env`` and ``agents`` go to :func:`cache_root` instead, one folder per place the
+    sources are (an installed and an editable copy never share one); ``NUMBA_CACHE_DIR``, if
+    set, still wins. This adds a locator to numba's list (a private one: with another numba
+    the default place is kept). Called at import; a module of loops that numba caches calls it
+    before its first ``cache=True`` (as :mod:`agents.solver2p_kernel` does)."""
+    try:
+        from numba.core import caching
+
+        base = caching.UserProvidedCacheLocator
+        locators = caching.CacheImpl._locator_classes
+    except (ImportError, AttributeError):
+        return
+    here = Path(__file__).resolve().parent
+    ours = (str(here) + os.sep, str(here.parent / "agents") + os.sep)
+
+    class ProjectCacheLocator(base):  # type: ignore[misc, valid-type]
+        def __init__(self, py_func, py_file):
+            super().__init__(py_func, py_file)
+            self._cache_path = str(cache_root() / self.get_suitable_cache_subpath(py_file))
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not os.path.abspath(py_file).startswith(ours):
+                return None
+            return super(base, cls).from_function(py_func, py_file)  # skip base's "only with NUMBA_CACHE_DIR"
+
+    if not any(c.__name__ == "ProjectCacheLocator" for c in locators):
+        locators.insert(1, ProjectCacheLocator)  # after numba's NUMBA_CACHE_DIR locator
+
+
+if NUMBA:
+    use_project_cache_folder()
+
+
 def cached_njit(**options):
     """``njit(cache=True, **options)`` whose on-disk cache is also keyed on
     :data:`SOURCES_DIGEST`: numba keys it on the defining file's time stamp and size alone,
@@ -309,4 +354,4 @@ def uniform_legal(masks, u):
     return out
 
 
-__all__ = ["NUMBA", "FIRST_ROLL", "U", "njit", "cached_njit", "blocked_line", "GameState", "Tables", "EMPTY_KEEP"]
+__all__ = ["NUMBA", "FIRST_ROLL", "U", "njit", "cached_njit", "cache_root", "use_project_cache_folder", "blocked_line", "GameState", "Tables", "EMPTY_KEEP"]

@@ -32,9 +32,9 @@ print(generala_env.__file__, int(need[0]))
 """
 
 
-def _probe(root: Path) -> tuple[str, int, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("GENERALA_NUMBA", "NUMBA_DISABLE_JIT")}
-    env.update(PYTHONPATH=str(root), NUMBA_DEBUG_CACHE="1", OMP_NUM_THREADS="1")
+def _probe(root: Path, **more_env: str) -> tuple[str, int, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("GENERALA_NUMBA", "NUMBA_DISABLE_JIT", "NUMBA_CACHE_DIR")}
+    env.update(PYTHONPATH=str(root), NUMBA_DEBUG_CACHE="1", OMP_NUM_THREADS="1", **more_env)
     out = subprocess.run([sys.executable, "-c", PROBE], cwd=root, env=env, capture_output=True, text=True, check=True).stdout
     where, thrown = out.strip().splitlines()[-1].rsplit(" ", 1)
     return where, int(thrown), out
@@ -57,3 +57,18 @@ def test_an_edit_of_the_rules_recompiles_the_cached_loops(tmp_path):
     engine.write_text(edited)
     _, thrown, _ = _probe(tmp_path)
     assert thrown == 4  # compiled anew from the edited rules, not loaded from the cache
+
+
+def test_the_cache_goes_to_the_project_cache_folder_not_beside_the_sources(tmp_path):
+    """An installed package lives in site-packages, where pip never removes files it did not
+    install: numba's cache files there would outlive an uninstall (a ``generala_env/__pycache__``
+    left behind shadows the next install). They go to ``$GENERALA_CACHE/numba``."""
+    package = tmp_path / "site" / "generala_env"
+    shutil.copytree(Path(generala_env.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__"))
+    cache = tmp_path / "cache"
+    where, thrown, _ = _probe(package.parent, GENERALA_CACHE=str(cache))
+    assert Path(where).parent == package and thrown == 5
+    assert not [p.name for p in package.rglob("*") if p.suffix in (".nbi", ".nbc")]
+    assert [p for p in (cache / "numba").rglob("*.nbi")]
+    _, _, log = _probe(package.parent, GENERALA_CACHE=str(cache))
+    assert "data loaded" in log  # and read from there
