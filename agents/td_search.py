@@ -35,7 +35,7 @@ import numpy as np
 
 from generala_env.dice import FULL_ROLL_PROB, HOLD_KEEP, NUM_MASKS, NUM_ROLLS, ROLL_COUNTS
 from generala_env.game import OPEN, Game
-from generala_env.rules import RuleSet, load_rules
+from generala_env.rules import RulesError, RuleSet, load_rules
 from generala_env.scoring import blocked_line, generala_scored, points_table
 
 from .base import Agent, AgentError, best_legal
@@ -271,11 +271,24 @@ def folder_agent(folder) -> type[TDSearchAgent] | type[TDSearchTwoPlayerAgent] |
     return {1: TDSearchAgent, 2: TDSearchTwoPlayerAgent}.get(players) if isinstance(players, int) else None
 
 
+def trained_fingerprint(data: dict) -> str:
+    """The fingerprint of the rules a td-search file learned under, from the settings it
+    recorded (``rules``), as this code reads them: a setting added since takes its default,
+    as it does for a PPO checkpoint. A file without readable settings has its recorded one."""
+    settings = data.get("rules")
+    if isinstance(settings, dict):
+        try:
+            return load_rules(settings).fingerprint()
+        except RulesError as e:
+            raise AgentError(f"td-search values: their rules cannot be read: {e}") from None
+    return str(data.get("rules_fingerprint"))
+
+
 def _checked(name: str, rules: RuleSet, folder: Path | None = None, players: int = 1) -> dict:
     data = read_checkpoint(name, folder)
     if data.get("players") != players:
         raise AgentError(f"{data.get('players')}-player values in {folder or name}; {name} plays {players}-player games")
-    if data["rules_fingerprint"] != rules.fingerprint():
+    if trained_fingerprint(data) != rules.fingerprint():
         raise AgentError(f"{name} learned its values under rules {data['rules_name']!r}; it cannot play {rules.name!r} (train it with training/td_search.py)")
     return data
 

@@ -160,3 +160,26 @@ def test_a_two_player_run_carries_what_its_one_player_table_learned_from(tmp_pat
     (tmp_path / "tainted.json").write_text(json.dumps(tainted))
     assert train_main(["--players", "2", "--values", str(tmp_path / "tainted.json"), "--out", str(tmp_path / "three"), *common]) == 0
     assert json.loads((tmp_path / "three" / "td_search.json").read_text())["solver_in_training"] == ["values of the exact solver"]
+
+
+def test_values_are_checked_by_the_rules_they_recorded_as_this_code_reads_them(tmp_path):
+    """A rule setting added to the code changes every rule set's fingerprint: values whose
+    recorded settings are still the rules asked for play on (as a PPO checkpoint does), and
+    values of other rules are refused."""
+    import shutil
+
+    from agents.ppo import SHIPPED
+
+    folder = tmp_path / "td"
+    shutil.copytree(SHIPPED / "td-search", folder)
+    data = json.loads((folder / "td_search.json").read_text())
+    data["rules_fingerprint"] = "0000000000000000"  # as a file written before a new setting reads
+    (folder / "td_search.json").write_text(json.dumps(data))
+    agent = agents.load(str(folder), rules="classic")
+    env = gym.make("Generala-v0", rules="classic")
+    obs, info = env.reset(seed=0)
+    assert info["action_mask"][agent.act(obs, info)]
+    data["rules"] = load_rules("double").settings()
+    (folder / "td_search.json").write_text(json.dumps(data))
+    with pytest.raises(AgentError, match="cannot play 'classic'"):
+        agents.load(str(folder), rules="classic")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.td_search import FORMAT, VALUES_FILE, OnePlayerLearner, TwoPlayerLearner, TwoPlayerValue, save_checkpoint
+from agents.td_search import FORMAT, VALUES_FILE, OnePlayerLearner, TwoPlayerLearner, TwoPlayerValue, save_checkpoint, trained_fingerprint
 from generala_env.rules import RulesError, load_rules
 
 EVAL_SEED = 10**6  # evaluation dice: seeds EVAL_SEED + i, apart from the training dice
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     state = None
     if file.is_file():
         state = json.loads(file.read_text())
-        if state.get("rules_fingerprint") != rules.fingerprint() or state.get("players") != args.players:
+        if trained_fingerprint(state) != rules.fingerprint() or state.get("players") != args.players:
             ap.error(f"{file} was trained for other rules or players; give another --out")
         print(f"resuming {file} at {state['games']} games", flush=True)
     rng = np.random.default_rng(args.seed)
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
             if args.values is None:
                 ap.error("--players 2 builds on a one-player table: give --values DIR/td_search.json")
             one = json.loads(args.values.read_text())
-            if one.get("rules_fingerprint") != rules.fingerprint():
+            if trained_fingerprint(one) != rules.fingerprint():
                 ap.error(f"{args.values} was trained for other rules")
             V1 = one["values"]
             value = TwoPlayerValue(rules, V1)
