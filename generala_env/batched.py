@@ -233,7 +233,7 @@ def apply_actions(games, actions, throws, state, rules, pts):
             pts[j] = 0
             continue
         line, me = a - NUM_MASKS, st.player[g]
-        generala_value = st.sheets[g, me, t.generala_line]
+        generala_value = st.sheets[g, me, t.generala_line] if t.generala_line >= 0 else OPEN  # -1 would read the last line
         p = write_points(t, line, roll, rolls_left, generala_value)
         won = served_pending(t, rolls_left, roll, generala_value)
         st.sheets[g, me, line] = p

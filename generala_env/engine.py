@@ -167,7 +167,11 @@ def start_turn(t: Tables, thrown_key: int) -> tuple[int, int, int]:
 
 def hold_legal(t: Tables, rolls_left: int, roll: int, locked: int, mask: int) -> bool:
     """A hold mask is legal while rolls are left, except holding all five; under
-    ``locked_holds`` it may not put back a die kept earlier in the turn (``locked``)."""
+    ``locked_holds`` it may not put back a die kept earlier in the turn (``locked``).
+
+    ``Game`` keeps the hold masks it has seen keyed on what this reads: the rolls left, and
+    the roll and ``locked`` only under ``locked_holds`` with dice locked. A change to what it
+    reads goes into that key too (``Game._compute_legal_mask``)."""
     if rolls_left == 0 or mask == ALL_HELD:
         return False
     return not t.locked_holds or t.keep_contains[held(t, roll, mask) * NUM_KEEPS + locked]

@@ -66,7 +66,6 @@ class _Lookups:
         "generala",
         "double",
         "served_win",
-        "reads_generala",
         "masks",
         "mask_parts",
     )
@@ -78,8 +77,6 @@ class _Lookups:
         self.generala = rules.generala_line  # -1 where the sheet lacks the line
         self.double = rules.double_generala_line
         self.served_win = rules.served_generala_wins(num_players)
-        # whether a rule reads the mover's generala line (served_pending, blocked_line): else it is not read
-        self.reads_generala = self.generala >= 0 and (self.served_win or self.double >= 0)
         self.masks: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # legal masks by what they depend on (Game._compute_legal_mask)
         self.mask_parts: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # their parts without the open lines (Game._new_legal_mask)
 
@@ -511,10 +508,12 @@ class Game:
         """The legal mask (:func:`~generala_env.engine.legal` of every action), read-only, as
         booleans and as an int8 view of them.
 
-        Looked up by what it depends on: over, a served generala pending, rolls left or not,
-        the mover's open lines, and, only under ``locked_holds`` with dice locked and rolls
-        left, the roll and the locked dice (elsewhere :func:`~generala_env.engine.hold_legal`
-        reads neither). A mask not seen yet is computed by the rules themselves.
+        Looked up by what it depends on: over, a served generala pending, the rolls left, the
+        mover's open lines, and, only under ``locked_holds`` with dice locked and rolls left,
+        the roll and the locked dice (elsewhere :func:`~generala_env.engine.hold_legal` reads
+        neither: what it reads and this key go together, and ``tests/test_vector.py``, whose
+        batched env asks the rule for every action, catches a difference). A mask not seen yet
+        is computed by the rules themselves.
         """
         open_bits = self._sheet_facts()[2][self.player]  # first: sheets written by hand may end the game
         over, rl = self.over, self.rolls_left
@@ -522,7 +521,7 @@ class Game:
         self._pending = r.served_win and self.served_generala_pending()
         pending = self._pending and not over
         lock = (self.roll, self.locked) if r.t.locked_holds and rl > 0 and self.locked != _EMPTY_KEEP else None
-        key = (over, pending, rl > 0, open_bits, lock)
+        key = (over, pending, rl, open_bits, lock)
         masks = r.masks.get(key)
         if masks is None:
             masks = self._new_legal_mask(key)
@@ -533,8 +532,8 @@ class Game:
         lines (:func:`~generala_env.engine.legal` of every hold, and of every write with its
         line open and filled), kept too: those are 43 rule calls, the mask itself a choice
         between them by the open lines."""
-        over, pending, has_rolls, open_bits, lock = key
-        part_key = (over, pending, has_rolls, lock)
+        over, pending, rl, open_bits, lock = key
+        part_key = (over, pending, rl, lock)
         r = self._r
         parts = r.mask_parts.get(part_key)
         if parts is None:
@@ -672,7 +671,7 @@ class Game:
         line = a - NUM_MASKS
         r, roll, rolls_left = self._r, self.roll, self.rolls_left
         t = r.t
-        generala_value = int(self.sheets[me, r.generala]) if r.reads_generala else OPEN
+        generala_value = int(self.sheets[me, r.generala]) if r.generala >= 0 else OPEN
         pts = write_points(t, line, roll, rolls_left, generala_value)
         served_win = r.served_win and served_pending(t, rolls_left, roll, generala_value)  # else never pending
         if self._sheets_key != self.sheets.tobytes():

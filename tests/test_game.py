@@ -536,7 +536,7 @@ def test_a_game_pickled_before_the_look_ups_were_grouped_plays_on():
     state["sheets"] = g.sheets.copy()
     r = g._r
     state.update(_t=r.t, _first_roll=r.first_roll, _after_write=r.after_write, _generala=r.generala, _double=r.double)
-    state.update(_served_win=r.served_win, _reads_generala=r.reads_generala, _masks=r.masks, _mask_parts=r.mask_parts)
+    state.update(_served_win=r.served_win, _reads_generala=r.generala >= 0, _masks=r.masks, _mask_parts=r.mask_parts)
     state.update(_totals=np.zeros(0, dtype=np.int64), _totals_of=None, _filled=np.zeros(0, dtype=np.int64), _filled_of=None)
     old = Game.__new__(Game)
     old.__setstate__(state)
