@@ -179,3 +179,21 @@ def test_bad_numbers_name_their_option(argv, option, message, tmp_path, capsys):
         cli(argv)
     assert e.value.code == 2
     assert f"generala {argv[0]}: error: argument {option}: {message}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_output_read_by_a_reader_that_stops_early_ends_quietly(unbuffered):
+    """``generala rules classic | head -1``: the reader closes the pipe, and the program stops
+    without a traceback, whether standard output is buffered or not."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONUNBUFFERED=unbuffered)
+    proc = subprocess.Popen([sys.executable, "-m", "training.cli", "rules", "classic"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the program writes a line
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in err and "Exception ignored" not in err and "BrokenPipe" not in err

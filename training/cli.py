@@ -239,7 +239,17 @@ def _interrupt_again(unraisable) -> None:
 def main(argv=None) -> int:
     old_hook, sys.unraisablehook = sys.unraisablehook, _interrupt_again
     try:
-        return _main(argv)
+        code = _main(argv)
+        sys.stdout.flush()  # here, so that a reader gone away (below) is caught
+        return code
+    except BrokenPipeError:
+        # whoever read the output stopped reading (`generala rules classic | head -2`): stop
+        # quietly, as the shell's own tools do; what is left unwritten goes nowhere, not into
+        # a second error when Python flushes standard output at exit
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, the status of a tool the signal stopped
     finally:
         sys.unraisablehook = old_hook
 
