@@ -123,6 +123,14 @@ def test_the_page_is_served_with_no_outside_link(client):
     assert "<title>Generala</title>" in text and "http://" not in text and "https://" not in text
 
 
+def test_the_page_offers_every_preset(client):
+    from generala_env.rules import preset_names
+
+    text = client.get("/").text
+    assert "{RULES_OPTIONS}" not in text
+    assert all(f"<option>{name}</option>" in text for name in preset_names()) and len(preset_names()) >= 3
+
+
 def test_cli_knows_serve_and_refuses_a_bad_port(capsys):
     assert cli_main(["serve", "--port", "70000"]) == 2
     assert "--port must be from 1 to 65535" in capsys.readouterr().err

@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 from generala_env.game import MAX_PLAYERS
-from generala_env.rules import load_rules
+from generala_env.rules import load_rules, preset_names
 
 from .moves import (
     COMMANDS,
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated agents playing after you, e.g. greedy,optimal (default: greedy; 'none' to play alone); each is " + HELP,
     )
     who.add_argument("--seats", help="every seat in play order, 'human' for a person, e.g. human,greedy,human")
-    p.add_argument("--rules", default="classic", help="rule set: classic, double, sixty, or a YAML file (default classic)")
+    p.add_argument("--rules", default="classic", help=f"rule set: {', '.join(preset_names())}, or a YAML file (default classic)")
     p.add_argument("--seed", type=seed_int, default=None, help="seed for the dice and the agents (default: a fresh one, printed)")
     p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="ANSI colour (auto: when stdout is a terminal and NO_COLOR is unset)")

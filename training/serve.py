@@ -248,9 +248,11 @@ def make_app(rules="classic", max_games: int = MAX_GAMES):
     async def _rules_error(request: Request, exc: RulesError):
         return JSONResponse({"detail": str(exc)}, status_code=400)
 
+    page = PAGE.replace("{RULES_OPTIONS}", "".join(f"<option>{name}</option>" for name in preset_names()))  # the presets folder's
+
     @app.get("/", response_class=HTMLResponse)
     def index():
-        return PAGE
+        return page
 
     @app.get("/api/agents")
     def agent_names():
@@ -344,7 +346,7 @@ td.l { text-align: left; } .crossed { color: #c81e1e; background: #f6d6d6; }
 </style></head><body>
 <h1>Generala</h1>
 <div id="setup">Opponent: <select id="opponent"><option value="">nobody (solo)</option></select>
- Rules: <select id="rules"><option>classic</option><option>double</option><option>sixty</option></select>
+ Rules: <select id="rules">{RULES_OPTIONS}</select>
  <button id="new-game">New game</button></div>
 <p id="status">Choose an opponent and start a new game.</p>
 <p id="error"></p>
