@@ -9,11 +9,12 @@ this/base of each round's decisions per second is reported as the median over ro
 the 10th to 90th percentile. Two processes run minutes apart drift by more than the
 change being measured on a shared machine; two spells a second apart do not.
 
-    python benchmarks/engine_ab.py --base main                       # the batched env, N = 4096
-    python benchmarks/engine_ab.py --base main --what single --rules double
-    python benchmarks/engine_ab.py --base main --what game --quick
+    python benchmarks/engine_ab.py --base 040cac6                    # the batched env, N = 4096
+    python benchmarks/engine_ab.py --base 040cac6 --what single --rules double
+    python benchmarks/engine_ab.py --base HEAD~1 --what game --quick
 
-The base's numba kernels compile on its first run (about a minute), into the temporary folder.
+(040cac6 is the last commit before the one-engine change.) The base's numba kernels are
+compiled at every run, into the temporary folder (seconds).
 """
 
 from __future__ import annotations
@@ -34,14 +35,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def import_base(rev: str, where: Path):
-    """The package ``generala_env`` of git revision ``rev``, as ``generala_env_base``."""
+    """The package ``generala_env`` of git revision ``rev``, as ``generala_env_base``, and the commit it is."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", f"{rev}^{{commit}}"], capture_output=True, text=True, check=False)
+    if commit.returncode != 0:
+        sys.exit(f"engine_ab: {rev!r} is no commit of {ROOT}")
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "generala_env"], capture_output=True, check=False)
     if archive.returncode != 0:
         sys.exit(f"engine_ab: git archive {rev} failed: {archive.stderr.decode().strip()}")
     subprocess.run(["tar", "-x", "-C", str(where)], input=archive.stdout, check=True)
     (where / "generala_env").rename(where / "generala_env_base")
     sys.path.insert(0, str(where))
-    return importlib.import_module("generala_env_base")
+    return importlib.import_module("generala_env_base"), commit.stdout.strip()
 
 
 def runner(pkg: str, what: str, rules: str, num_envs: int, seed: int):
@@ -108,11 +112,12 @@ def main(argv=None) -> None:
     rounds = args.rounds or (3 if args.quick else 24)
     seconds = args.seconds or (0.1 if args.quick else 0.3)
     warnings.filterwarnings("ignore", module="gymnasium")  # both versions register Generala-v0
+    warnings.filterwarnings("ignore", message=".*numba.*", category=Warning)  # the base's cache notes
     sys.path.insert(0, str(ROOT))
     import generala_env
 
     with tempfile.TemporaryDirectory() as tmp:
-        base = import_base(args.base, Path(tmp))
+        base, commit = import_base(args.base, Path(tmp))
         plays = {name: runner(name, args.what, args.rules, args.num_envs, args.seed) for name in ("generala_env", "generala_env_base")}
         for play, k in plays.values():
             rate(play, k, 0.2)
@@ -122,7 +127,9 @@ def main(argv=None) -> None:
                 rates[name].append(rate(*plays[name], seconds))
     ratio = np.array(rates["generala_env"]) / np.array(rates["generala_env_base"])
     what = f"{args.what} N={args.num_envs}" if args.what == "vector" else args.what
-    print(f"{what}, {args.rules}: this checkout ({Path(generala_env.__file__).parent}) against {args.base} ({Path(base.__file__).parent.name})")
+    print(
+        f"{what}, {args.rules}: this checkout ({Path(generala_env.__file__).parent}) against {args.base} (commit {commit}, as {Path(base.__file__).parent.name})"
+    )
     print(
         f"{rounds} rounds of {seconds} s spells; this/base: median {np.median(ratio):.3f} [p10 {np.percentile(ratio, 10):.3f} - p90 {np.percentile(ratio, 90):.3f}]"
     )

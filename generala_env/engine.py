@@ -8,8 +8,11 @@ and who won a finished game (:func:`is_winner`, :func:`outcome_points`).
 
 Two drivers run these same function objects:
 
-* :class:`generala_env.game.Game` calls them as plain Python on ints, with the rule set's
-  :class:`Tables` as lists (a list look-up is cheaper than NumPy indexing of one element);
+* :class:`generala_env.game.Game` runs them as plain Python on ints, with the rule set's
+  :class:`Tables` as lists (a list look-up is cheaper than NumPy indexing of one element):
+  once per rule set to fill the tables of their answers that a step looks up (``held``,
+  ``dice_thrown``, ``landed``, ``start_turn``, ``after_write``; ``legal`` for each kind of
+  mask), and at each write (``write_points``, ``served_pending``);
 * :mod:`generala_env.batched` compiles them with numba (``inline="always"``) into loops over
   many games, with the same :class:`Tables` as NumPy arrays and the games' state as a
   :class:`GameState` of arrays, game first.

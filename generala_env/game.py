@@ -11,7 +11,7 @@ Actions are integers, the same as the environment's:
 
 Chance is explicit: every die comes from the ``rng`` passed to :meth:`Game.step` and
 :meth:`Game.reset` (a :class:`~generala_env.dice.DiceCup`, or anything with
-``integers(low, high, size=...)``, e.g. a seeded ``numpy.random.Generator``), or from
+``integers(low, high, size=..., dtype=...)``, e.g. a seeded ``numpy.random.Generator``), or from
 faces given directly to :meth:`Game.apply`.
 
 Served generala (project reading of the rules README): with ``served_generala: win``,

@@ -107,11 +107,12 @@ def blocked_line(rules: RuleSet, generala_scored: bool) -> int:
     """The line on which a write scores 0 whatever the dice, or -1 for none: the double
     generala line while the generala line holds no points.
 
-    With :func:`generala_scored`, the home of "a double generala needs a scored generala"
-    for everything that reads :func:`points_table` (which gives double generala as if the
-    generala line held points): the game, the encoder, the agents and the solver.
-    :func:`line_points` takes the same flag. The numba loops use
-    :func:`generala_env.batched.blocked_line`, which mirrors this one.
+    The rule's home is :func:`generala_env.engine.blocked_line` (what the game and the
+    compiled loops run, on the rules' numbers); this says the same for a rule set and a flag
+    (with :func:`generala_scored`), for what reads :func:`points_table` outside a game (which
+    gives double generala as if the generala line held points): the agents, the solver and
+    exploring starts. :func:`line_points` takes the same flag. This module cannot call the
+    engine (the engine reads its tables): ``tests/test_scoring.py`` holds the two together.
     """
     return -1 if generala_scored else rules.double_generala_line
 
