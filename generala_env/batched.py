@@ -176,7 +176,7 @@ start_turn, legal, write_points, after_write = (_R[n] for n in ("start_turn", "l
 is_winner, outcome_points = _R["is_winner"], _R["outcome_points"]
 encode_turn, encode_sheets, _encode_game = _R["encode_turn"], _R["encode_sheets"], _R["encode_game"]
 
-DIE_KEY = np.array([6**i for i in range(6)], dtype=np.int64)  # what a die showing face i + 1 adds to a key
+DIE_KEY = dice.KEY_WEIGHTS  # [face - 1]: what a die showing that face adds to a key
 
 
 @njit(inline="always", error_model="numpy")

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dice import ALL_HELD, DICE, KEEP_SIZE, NUM_MASKS, ROLLS, keep_index, roll_index, throw
+from .dice import ALL_HELD, DICE, EMPTY_KEEP, FACE_KEY, KEEP_SIZE, NUM_MASKS, ROLLS, keep_index, roll_index, throw
 from .engine import FIRST_ROLL, OPEN, ROLLS_PER_TURN, after_write, dice_thrown, held, is_winner, landed, legal, served_pending, start_turn, tables, write_points
 from .engine import outcome_points as _outcome_points
 from .rules import RuleSet, load_rules
@@ -37,11 +37,9 @@ from .scoring import SERVED_BONUS_LINES, blocked_line, generala_scored, points_t
 
 MAX_PLAYERS = 6
 
-# A roll's index is found from the base-6 key of its face counts: what each die adds
+# A roll's index is found from the base-6 key of its face counts, FACE_KEY of each die
 # (engine.landed); the rules read the rule set's tables as Python lists (engine.tables).
-_FACE_KEY = (0, 1, 6, 36, 216, 1296, 7776)  # a die showing face f adds 6 ** (f - 1)
 _KEEP_SIZE = KEEP_SIZE.tolist()
-_EMPTY_KEEP = keep_index([])
 _MASK_CACHE_SIZE = 1 << 16  # legal masks kept per rule set and player count
 
 
@@ -104,13 +102,10 @@ def _step_tables(rules: RuleSet, num_players: int) -> tuple[list[int], list[int]
     thrown = [dice_thrown(t, r, a) for r in range(len(ROLLS)) for a in range(actions)]
     first = {}
     for faces in ROLLS.tolist():
-        key = sum(map(_FACE_KEY.__getitem__, faces))
+        key = sum(map(FACE_KEY.__getitem__, faces))
         first[key] = start_turn(t, key)
     lands = [
-        {
-            sum(map(_FACE_KEY.__getitem__, fs)): landed(t, k, sum(map(_FACE_KEY.__getitem__, fs)))
-            for fs in combinations_with_replacement(range(1, 7), DICE - size)
-        }
+        {sum(map(FACE_KEY.__getitem__, fs)): landed(t, k, sum(map(FACE_KEY.__getitem__, fs))) for fs in combinations_with_replacement(range(1, 7), DICE - size)}
         for k, size in enumerate(_KEEP_SIZE)
     ]
     writes = num_players * rules.num_lines
@@ -228,7 +223,7 @@ class Game:
         self.roll = 0
         self.rolls_left = 0
         self.player = 0
-        self.locked = keep_index([])
+        self.locked = EMPTY_KEEP
         self.over = True
         self.served_generala_winner: int | None = None
         self.writes = 0
@@ -263,7 +258,7 @@ class Game:
         fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
         if not (len(fs) == DICE and min(fs) >= 1 and max(fs) <= 6):
             roll_index(faces)  # raises the error that names the bad faces
-        self.roll, self.rolls_left, self.locked = self._r.first_roll[sum(map(_FACE_KEY.__getitem__, fs))]  # engine.start_turn
+        self.roll, self.rolls_left, self.locked = self._r.first_roll[sum(map(FACE_KEY.__getitem__, fs))]  # engine.start_turn
 
     # long: every check of a state, each with its own message, before anything changes
     def set_state(self, *, sheets=None, dice=None, rolls_left=None, player=None, locked=(), served_generala_winner=None) -> None:
@@ -520,7 +515,7 @@ class Game:
         r = self._r
         self._pending = r.served_win and self.served_generala_pending()
         pending = self._pending and not over
-        lock = (self.roll, self.locked) if r.t.locked_holds and rl > 0 and self.locked != _EMPTY_KEEP else None
+        lock = (self.roll, self.locked) if r.t.locked_holds and rl > 0 and self.locked != EMPTY_KEEP else None
         key = (over, pending, rl, open_bits, lock)
         masks = r.masks.get(key)
         if masks is None:
@@ -657,7 +652,7 @@ class Game:
             self._start_turn(faces)
         else:
             fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
-            self.roll = self._landed[keep][sum(map(_FACE_KEY.__getitem__, fs))]  # engine.landed
+            self.roll = self._landed[keep][sum(map(FACE_KEY.__getitem__, fs))]  # engine.landed
 
     def _decide(self, a: int) -> Outcome:
         me = self.player
@@ -690,7 +685,7 @@ class Game:
         if served_win:
             self.served_generala_winner = me
         elif not self.over:
-            self.throw_keep, self._throw_starts_turn = _EMPTY_KEEP, True
+            self.throw_keep, self._throw_starts_turn = EMPTY_KEEP, True
         return out
 
     # -- copying ----------------------------------------------------------------

@@ -27,10 +27,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dice import DICE, FACES, KEEP_COUNTS, KEEP_SIZE, NUM_ROLLS, ROLL_CONTAINS_KEEP, ROLL_COUNTS, ROLLS, keep_index, roll_index
+from .dice import DICE, EMPTY_KEEP, FACES, KEEP_COUNTS, KEEP_SIZE, NUM_ROLLS, ROLL_CONTAINS_KEEP, ROLL_COUNTS, ROLLS, roll_index
 from .game import OPEN, Game, IllegalActionError, Outcome
 
-_EMPTY_KEEP = keep_index([])
 _ROLL_TUPLES = [tuple(int(f) for f in r) for r in ROLLS]
 
 
@@ -120,7 +119,7 @@ class Model:
     def initial_state(self) -> ModelState:
         """Empty sheets, player 0's five dice in the cup (a chance state)."""
         sheets = ((OPEN,) * self.num_lines,) * self.num_players
-        return ModelState(sheets, -1, 0, 0, _EMPTY_KEEP, _EMPTY_KEEP, True, -1, False)
+        return ModelState(sheets, -1, 0, 0, EMPTY_KEEP, EMPTY_KEEP, True, -1, False)
 
     def state_of(self, game: Game) -> ModelState:
         """The state of a game (a decision state, a chance state after ``game.decide``, or the end)."""
