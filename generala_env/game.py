@@ -33,7 +33,7 @@ from .dice import ALL_HELD, DICE, EMPTY_KEEP, FACE_KEY, KEEP_SIZE, NUM_MASKS, RO
 from .engine import FIRST_ROLL, OPEN, ROLLS_PER_TURN, after_write, dice_thrown, held, is_winner, landed, legal, served_pending, start_turn, tables, write_points
 from .engine import outcome_points as _outcome_points
 from .rules import RuleSet, load_rules
-from .scoring import SERVED_BONUS_LINES, blocked_line, generala_scored, points_table
+from .scoring import blocked_line, generala_scored, points_table, served_bonus
 
 MAX_PLAYERS = 6
 
@@ -66,6 +66,7 @@ class _Lookups:
         "served_win",
         "masks",
         "mask_parts",
+        "bonus",
     )
 
     def __init__(self, rules: RuleSet, num_players: int):
@@ -77,6 +78,7 @@ class _Lookups:
         self.served_win = rules.served_generala_wins(num_players)
         self.masks: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # legal masks by what they depend on (Game._compute_legal_mask)
         self.mask_parts: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # their parts without the open lines (Game._new_legal_mask)
+        self.bonus = [served_bonus(rules, line, True) for line in rules.lines]  # [line]: a served write's bonus
 
     def __reduce__(self):  # a pickled game names its rule set's look-ups, rather than carrying them
         return _lookups, self.key
@@ -338,7 +340,7 @@ class Game:
                 raise ValueError(f"player must be the served generala winner ({winner}), got {seat}")
         kept = _whole_numbers("locked", locked)
         if kept:
-            if rl == ROLLS_PER_TURN - 1:
+            if rl == FIRST_ROLL:
                 raise ValueError(f"locked must be empty right after the turn's first roll (rolls_left=2), got {kept}")
             if len(kept) > DICE - 1:
                 raise ValueError(f"locked holds at most 4 dice (a hold rerolls at least one), got {kept}")
@@ -381,7 +383,7 @@ class Game:
 
     @property
     def first_roll(self) -> bool:
-        return self.rolls_left == ROLLS_PER_TURN - 1
+        return self.rolls_left == FIRST_ROLL
 
     @property
     def turn(self) -> int:
@@ -679,7 +681,7 @@ class Game:
         bits[me] &= ~(1 << line)
         self._facts, self._sheets_key = (tuple(totals), tuple(filled), tuple(bits)), self.sheets.tobytes()
         served = rolls_left == FIRST_ROLL
-        bonus = self.rules.served_bonus if served and pts > 0 and self.rules.lines[line] in SERVED_BONUS_LINES else 0
+        bonus = r.bonus[line] if served and pts > 0 else 0  # scoring.served_bonus, in the points of a line that qualifies
         out = Outcome(me, a, pts, True, served, bonus, served_win)
         self.over, self.player = r.after_write[served_win][self.writes][me]  # engine.after_write
         if served_win:

@@ -55,6 +55,12 @@ def is_generala(faces) -> bool:
 SERVED_BONUS_LINES = ("straight", "full_house", "four_of_a_kind")
 
 
+def served_bonus(rules: RuleSet, line: str, served: bool) -> int:
+    """The bonus a write on ``line`` right after the turn's first roll adds (``served``), when
+    the dice qualify for the line (:func:`line_points` includes it)."""
+    return rules.served_bonus if served and line in SERVED_BONUS_LINES else 0
+
+
 def line_points(line: str, faces, rules: RuleSet, served: bool = False, generala_scored: bool = True) -> int:
     """Points written on ``line`` for five ``faces``.
 
@@ -71,7 +77,7 @@ def line_points(line: str, faces, rules: RuleSet, served: bool = False, generala
             if c[face - 1] >= 3:
                 return 3 * face
         return 0
-    bonus = rules.served_bonus if served and line in SERVED_BONUS_LINES else 0
+    bonus = served_bonus(rules, line, served)
     if line == "straight":
         return rules.value("straight") + bonus if is_straight(faces, rules) else 0
     if line == "full_house":
