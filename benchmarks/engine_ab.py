@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import random
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
+import env_speed  # beside this script: the contestants
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,53 +48,19 @@ def import_base(rev: str, where: Path):
 
 
 def runner(pkg: str, what: str, rules: str, num_envs: int, seed: int):
-    """``(play, decisions)``: one call of ``play()`` makes ``decisions`` decisions."""
+    """``env_speed.py``'s contestant of that kind, for package ``pkg``: ``run(seconds) ->
+    (decisions, elapsed)``. The single env is the env class itself (``gym.make`` would make
+    whichever version registered ``Generala-v0`` last)."""
     if what == "vector":
-        vector = importlib.import_module(pkg + ".vector")
-        rng = np.random.default_rng(seed)
-        venv = vector.GeneralaVectorEnv(num_envs, rules=rules)
-        venv.reset(seed=seed)
-        for _ in range(3):  # compile or load the kernels
-            venv.step(vector.uniform_legal(rng, venv.action_masks()))
-        return (lambda: venv.step(vector.uniform_legal(rng, venv.action_masks()))), num_envs
-    rnd = random.Random(seed)
+        return env_speed.vector_runner(num_envs, seed, pkg=pkg, rules=rules)
     if what == "game":
-        game_mod, dice = importlib.import_module(pkg + ".game"), importlib.import_module(pkg + ".dice")
-        cup = dice.DiceCup(np.random.default_rng(seed))
-        game = game_mod.Game(rules)
-        game.reset(cup)
-
-        def play_game() -> None:
-            for _ in range(100):
-                if game.over:
-                    game.reset(cup)
-                acts = game.legal_actions()
-                game.step(acts[rnd.randrange(len(acts))], cup)
-
-        return play_game, 100
-    env = importlib.import_module(pkg + ".env").GeneralaEnv(rules=rules)
-    box = [env.reset(seed=seed)[1]]
-
-    def play_env() -> None:
-        info = box[0]
-        for _ in range(100):
-            legal = info["action_mask"].nonzero()[0]
-            _, _, over, _, info = env.step(int(legal[rnd.randrange(len(legal))]))
-            if over:
-                _, info = env.reset()
-        box[0] = info
-
-    return play_env, 100
+        return env_speed.engine_runner(seed, pkg=pkg, rules=rules)
+    return env_speed.single_env_runner(seed, pkg=pkg, rules=rules, wrapped=False)
 
 
-def rate(play, decisions: int, seconds: float) -> float:
-    n, t0 = 0, time.perf_counter()
-    while True:
-        play()
-        n += decisions
-        elapsed = time.perf_counter() - t0
-        if elapsed >= seconds:
-            return n / elapsed
+def rate(run, seconds: float) -> float:
+    decisions, elapsed = run(seconds)
+    return decisions / elapsed
 
 
 def main(argv=None) -> None:
@@ -119,12 +84,12 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base, commit = import_base(args.base, Path(tmp))
         plays = {name: runner(name, args.what, args.rules, args.num_envs, args.seed) for name in ("generala_env", "generala_env_base")}
-        for play, k in plays.values():
-            rate(play, k, 0.2)
+        for run in plays.values():
+            rate(run, 0.2)
         rates: dict[str, list[float]] = {name: [] for name in plays}
         for r in range(rounds):
             for name in list(plays) if r % 2 == 0 else list(plays)[::-1]:
-                rates[name].append(rate(*plays[name], seconds))
+                rates[name].append(rate(plays[name], seconds))
     ratio = np.array(rates["generala_env"]) / np.array(rates["generala_env_base"])
     what = f"{args.what} N={args.num_envs}" if args.what == "vector" else args.what
     print(

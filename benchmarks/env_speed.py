@@ -27,6 +27,7 @@ drifts much less).
 from __future__ import annotations
 
 import argparse
+import importlib
 import platform
 import random
 import sys
@@ -97,12 +98,11 @@ def yacht_runner(seed: int):
     return spell(play, 100)
 
 
-def engine_runner(seed: int):
-    from generala_env.dice import DiceCup
-    from generala_env.game import Game
-
-    rnd, rng = random.Random(seed), DiceCup(np.random.default_rng(seed))  # dice as the env draws them
-    game = Game("classic")
+def engine_runner(seed: int, pkg: str = "generala_env", rules: str = "classic"):
+    """``pkg``: the package to time (``engine_ab.py`` times two versions of it side by side)."""
+    dice, game_module = importlib.import_module(pkg + ".dice"), importlib.import_module(pkg + ".game")
+    rnd, rng = random.Random(seed), dice.DiceCup(np.random.default_rng(seed))  # dice as the env draws them
+    game = game_module.Game(rules)
     game.reset(rng)
 
     def play() -> None:
@@ -115,13 +115,13 @@ def engine_runner(seed: int):
     return spell(play, 100)
 
 
-def single_env_runner(seed: int):
+def single_env_runner(seed: int, pkg: str = "generala_env", rules: str = "classic", wrapped: bool = True):
+    """Through ``gym.make`` (``wrapped``), or the env class of ``pkg`` itself."""
     import gymnasium as gym
 
-    import generala_env  # noqa: F401
-
+    env_module = importlib.import_module(pkg + ".env")  # registers Generala-v0
     rnd = random.Random(seed)
-    env = gym.make("Generala-v0", rules="classic")
+    env = gym.make("Generala-v0", rules=rules) if wrapped else env_module.GeneralaEnv(rules=rules)
     _, info = env.reset(seed=seed)
 
     def play() -> None:
@@ -135,16 +135,15 @@ def single_env_runner(seed: int):
     return spell(play, 100)
 
 
-def vector_runner(num_envs: int, seed: int):
-    from generala_env.vector import GeneralaVectorEnv, uniform_legal
-
+def vector_runner(num_envs: int, seed: int, pkg: str = "generala_env", rules: str = "classic"):
+    vector = importlib.import_module(pkg + ".vector")
     rng = np.random.default_rng(seed)
-    env = GeneralaVectorEnv(num_envs, rules="classic")
+    env = vector.GeneralaVectorEnv(num_envs, rules=rules)
     env.reset(seed=seed)
     for _ in range(3):  # compile (or load) the numba kernels before timing
-        env.step(uniform_legal(rng, env.action_masks()))
+        env.step(vector.uniform_legal(rng, env.action_masks()))
 
-    return spell(lambda: env.step(uniform_legal(rng, env.action_masks())), num_envs)
+    return spell(lambda: env.step(vector.uniform_legal(rng, env.action_masks())), num_envs)
 
 
 def paired_ratio(rates: list[float], refs: list[float]) -> tuple[float, float, float]:
