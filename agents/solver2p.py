@@ -39,6 +39,7 @@ import numpy as np
 
 from generala_env.dice import (
     FACES,
+    FIVE_ALIKE,
     FULL_ROLL_PROB,
     HOLD_KEEP,
     KEEP_COUNTS,
@@ -237,6 +238,7 @@ class TwoPlayerSolver:
         return self.layout
 
     # -- solving -----------------------------------------------------------------------------
+    # long: the memory check, the tables the kernel reads, and the batches of sheet pairs in order
     def solve(self, progress: Callable[[int, int], None] | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> TwoPlayerSolver:
         """Solve every pair; ``progress(values done, values in all)`` after each batch.
         Raises :class:`SolveTooBigError` before allocating when the table needs more than
@@ -258,7 +260,7 @@ class TwoPlayerSolver:
             if self.rules.locked_holds
             else (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(1, np.int64), np.zeros(0, np.int32))
         )
-        five_alike = ROLL_COUNTS.max(axis=1) == 5
+        five_alike = FIVE_ALIKE
         import numba
 
         from .solver2p_kernel import solve_pairs
@@ -355,7 +357,7 @@ class TwoPlayerSolver:
             x = np.clip(-total - lay.lo[q], 0, lay.size[q] - 1)
             W[l] = 1.0 - self.V[lay.off[q] + x].astype(np.float64)
         if self.served_win and self.gen >= 0 and not (mask >> self.gen) & 1:
-            five = ROLL_COUNTS.max(axis=1) == 5
+            five = FIVE_ALIKE
             W[:, five, 1] = NEG
             W[self.gen, five, 1] = 1.0
         return W

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.dice import FULL_ROLL_PROB, HOLD_KEEP, NUM_MASKS, NUM_ROLLS, ROLL_COUNTS
+from generala_env.dice import FIVE_ALIKE, FULL_ROLL_PROB, HOLD_KEEP, NUM_MASKS, NUM_ROLLS
 from generala_env.game import OPEN, Game
 from generala_env.rules import RulesError, RuleSet, load_rules
 from generala_env.scoring import blocked_line, generala_scored, points_table
@@ -129,7 +129,7 @@ class TwoPlayerValue:
         self.points = points_table(rules).astype(np.float64)  # (L, 252, 2)
         self.gen, self.dbl = rules.generala_line, rules.double_generala_line
         self.served_win = rules.served_generala_wins(2)
-        self.five = ROLL_COUNTS.max(axis=1) == 5
+        self.five = FIVE_ALIKE
 
     def write_values(self, me: np.ndarray, opp: np.ndarray, diff: int, last_seat: bool):
         """``W[l, r, served]``: the writer's chance to win after writing line ``l`` on roll

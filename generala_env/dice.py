@@ -45,6 +45,8 @@ FACE_KEY = (0, *KEY_WEIGHTS.tolist())  # by face (1 to 6; 0 unused): what a die 
 ROLLS = np.array(list(itertools.combinations_with_replacement(range(1, FACES + 1), DICE)), dtype=np.int8)
 NUM_ROLLS = len(ROLLS)  # 252
 ROLL_COUNTS = (ROLLS[:, :, None] == _FACE_VALUES).sum(axis=1, dtype=np.int8)
+FIVE_ALIKE = ROLL_COUNTS.max(axis=1) == DICE  # [roll]: five dice of one face (a generala)
+FIVE_ALIKE.flags.writeable = False
 
 KEEPS_LIST = [k for n in range(DICE + 1) for k in itertools.combinations_with_replacement(range(1, FACES + 1), n)]
 NUM_KEEPS = len(KEEPS_LIST)  # 462

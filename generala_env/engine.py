@@ -33,6 +33,7 @@ from .dice import (
     ALL_HELD,
     DICE,
     EMPTY_KEEP,
+    FIVE_ALIKE,
     HOLD_KEEP,
     KEEP_CONTAINS,
     KEEP_COUNTS,
@@ -41,7 +42,6 @@ from .dice import (
     NUM_KEEPS,
     NUM_MASKS,
     NUM_ROLLS,
-    ROLL_COUNTS,
     ROLL_OF_KEY,
 )
 from .rules import RuleSet
@@ -108,7 +108,7 @@ def tables(rules: RuleSet, num_players: int, lists: bool = False) -> Tables:
         (KEEP_COUNTS.astype(np.int64) @ KEY_WEIGHTS).astype(np.int32),
         ROLL_OF_KEY.astype(np.int16),
         KEEP_CONTAINS.ravel(),
-        ROLL_COUNTS.max(axis=1) == DICE,
+        FIVE_ALIKE.copy(),
         points_table(rules).ravel(),
     ]
     hold_keep, keep_size, keep_key, roll_of_key, keep_contains, five_alike, points = [a.tolist() for a in arrays] if lists else arrays
@@ -201,11 +201,16 @@ def write_points(t: Tables, line: int, roll: int, rolls_left: int, generala_valu
     return t.points[(line * NUM_ROLLS + roll) * 2 + (1 if rolls_left == FIRST_ROLL else 0)]
 
 
+def sheets_full(t: Tables, writes: int) -> bool:
+    """Whether ``writes`` lines filled, all players together, fill every sheet (the game is over)."""
+    return writes == t.num_players * t.num_lines
+
+
 def after_write(t: Tables, won: bool, writes: int, player: int) -> tuple[bool, int]:
     """``(over, player to move)`` after ``player`` wrote a line, ``writes`` lines filled in all
     (that one included), ``won`` by a served generala: the game ends on a served generala
     win or when every sheet is full; else the turn passes to the next seat."""
-    if won or writes == t.num_players * t.num_lines:
+    if won or sheets_full(t, writes):
         return True, player
     return False, (player + 1) % t.num_players
 
@@ -224,4 +229,18 @@ def outcome_points(won: bool, num_winners: int) -> float:
 
 
 # what generala_env.batched compiles (the functions above, which call only one another)
-RULES = (served_pending, blocked_line, held, dice_thrown, landed, start_turn, hold_legal, legal, write_points, after_write, is_winner, outcome_points)
+RULES = (
+    served_pending,
+    blocked_line,
+    held,
+    dice_thrown,
+    landed,
+    start_turn,
+    hold_legal,
+    legal,
+    write_points,
+    sheets_full,
+    after_write,
+    is_winner,
+    outcome_points,
+)

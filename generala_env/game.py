@@ -30,7 +30,22 @@ from typing import NamedTuple
 import numpy as np
 
 from .dice import ALL_HELD, DICE, EMPTY_KEEP, FACE_KEY, KEEP_SIZE, NUM_MASKS, ROLLS, keep_index, roll_index, throw
-from .engine import FIRST_ROLL, OPEN, ROLLS_PER_TURN, after_write, dice_thrown, held, is_winner, landed, legal, served_pending, start_turn, tables, write_points
+from .engine import (
+    FIRST_ROLL,
+    OPEN,
+    ROLLS_PER_TURN,
+    after_write,
+    dice_thrown,
+    held,
+    is_winner,
+    landed,
+    legal,
+    served_pending,
+    sheets_full,
+    start_turn,
+    tables,
+    write_points,
+)
 from .engine import outcome_points as _outcome_points
 from .rules import RuleSet, load_rules
 from .scoring import blocked_line, generala_scored, points_table, served_bonus
@@ -350,7 +365,7 @@ class Game:
                     raise ValueError(f"locked faces {kept} are not among the dice {sorted(faces)}")
                 rest.remove(f)
         filled = (new_sheets != OPEN).sum(axis=1).tolist()
-        full = sum(filled) == P * L
+        full = sheets_full(self._r.t, sum(filled))
         if not full:
             # a line a turn in seat order: seats before the one who moves (or, after a
             # served generala, up to its winner, who wrote it) have one line more
@@ -461,7 +476,7 @@ class Game:
             self._facts = (tuple(np.maximum(self.sheets, 0).sum(axis=1).tolist()), filled, bits)
             self._sheets_key = key
             self.writes = sum(filled)
-            if self.writes == self.num_players * self.num_lines:
+            if sheets_full(self._r.t, self.writes):
                 self.over = True
         return self._facts
 
@@ -611,7 +626,7 @@ class Game:
         # and a short next roll would fail after the line is already written
         if any(not 1 <= f <= 6 for f in faces):
             raise ValueError(f"faces run from 1 to 6, got {faces}")
-        ends = self.served_generala_pending() or sum(self._sheet_facts()[1]) + 1 == self.num_players * self.num_lines
+        ends = self.served_generala_pending() or sheets_full(self._r.t, sum(self._sheet_facts()[1]) + 1)
         if a >= NUM_MASKS and not ends and len(faces) != DICE:
             raise ValueError(f"a write needs the next player's five-dice first roll, got {len(faces)} faces")
         return self._apply(a, faces)
