@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env.batched import FIRST_ROLL, U, blocked_line, cached_njit
+from generala_env.batched import FIRST_ROLL, GameState, U, blocked_line, cached_njit
 from generala_env.dice import FACES, KEEP_COUNTS, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
 from generala_env.encoding import Encoder
 from generala_env.game import OPEN
@@ -43,16 +43,19 @@ class BatchedGreedy(BatchedOpponent):
         self.gen, self.dbl = rules.generala_line, rules.double_generala_line
 
     def act_batch(self, venv, games, masks):
-        return greedy_actions(
-            games, masks, venv.roll, venv.rolls_left, venv.locked, venv.player, venv.sheets, self.points,
-            self.tiebreak, self.combo, TOP_KEEP, MASK_FOR_KEEP_I, self.gen, self.dbl, self.rules.locked_holds,
-        )  # fmt: skip
+        greedy = (self.points, self.tiebreak, self.combo, TOP_KEEP, MASK_FOR_KEEP_I, self.gen, self.dbl, self.rules.locked_holds)
+        return greedy_actions(games, masks, tuple(venv.state), greedy)
 
 
-# many arguments: a numba kernel takes the games' arrays and the greedy's tables one by one, not objects
 @cached_njit(error_model="numpy")  # blocked_line is inlined from generala_env.engine: the cache is keyed on it too
-def greedy_actions(games, masks, roll, rolls_left, locked, player, sheets, points, tiebreak, combo, top_keep, mask_for_keep, gen, dbl, locked_holds):
-    """``GreedyAgent.act`` for each game (legal ``masks[j]``, the mover's view)."""
+def greedy_actions(games, masks, state, greedy):
+    """``GreedyAgent.act`` for each game (legal ``masks[j]``, the mover's view): ``state`` is the
+    games' :class:`~generala_env.engine.GameState` as a tuple, ``greedy`` the greedy's tables
+    (points, tiebreak, combo, top_keep, mask_for_keep) and the rules' numbers (gen, dbl,
+    locked_holds)."""
+    st = GameState(*state)
+    roll, rolls_left, locked, player, sheets = st.roll, st.rolls_left, st.locked, st.player, st.sheets
+    points, tiebreak, combo, top_keep, mask_for_keep, gen, dbl, locked_holds = greedy
     num_lines = U(sheets.shape[2])
     out = np.empty(len(games), dtype=np.int64)
     pts = np.empty(num_lines)
