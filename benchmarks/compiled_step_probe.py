@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package, not an installed one
+from step_breakdown import pyhtzee_variant, spell  # noqa: E402  # beside this script
 
 
 def probe(seed: int):
@@ -92,32 +92,6 @@ def probe(seed: int):
     return play
 
 
-def pyhtzee_play(seed: int):
-    from pyhtzee import Pyhtzee
-
-    rnd = random.Random(seed)
-    box = [Pyhtzee(seed=rnd.randrange(1, 2**31))]
-
-    def play() -> None:
-        for _ in range(100):
-            if box[0].is_finished():
-                box[0] = Pyhtzee(seed=rnd.randrange(1, 2**31))
-            acts = box[0].get_possible_actions()
-            box[0].take_action(acts[rnd.randrange(len(acts))])
-
-    return play
-
-
-def spell(play, seconds: float) -> float:
-    n, t0 = 0, time.perf_counter()
-    while True:
-        play()
-        n += 100
-        elapsed = time.perf_counter() - t0
-        if elapsed >= seconds:
-            return elapsed / n * 1e6
-
-
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
@@ -127,7 +101,7 @@ def main(argv=None) -> None:
     rounds, seconds = args.rounds or (3 if args.quick else 20), 0.1 if args.quick else 0.3
     plays = {"probe": probe(args.seed)}
     try:
-        plays["pyhtzee"] = pyhtzee_play(args.seed)
+        plays["pyhtzee"] = pyhtzee_variant(args.seed)
     except ImportError:
         print("pyhtzee is not installed (pip install -e '.[bench]'): no pyhtzee row")
     for play in plays.values():
