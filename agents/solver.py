@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env.cache import cache_dir  # the folder of solved values (also agents.solver.cache_dir, as before)
 from generala_env.dice import (
     FULL_ROLL_PROB,
     KEEP_CONTAINS,
@@ -196,13 +197,6 @@ class Solver:
 
 
 # -- disk cache ---------------------------------------------------------------------
-def cache_dir() -> Path:
-    """The folder of solved values: ``$GENERALA_CACHE``, or ``~/.cache/generala`` when that
-    variable is unset or empty (an empty path would otherwise mean the current folder)."""
-    value = os.environ.get("GENERALA_CACHE", "").strip()
-    return Path(value) if value else Path.home() / ".cache" / "generala"
-
-
 def _cache_path(rules: RuleSet) -> Path:
     return cache_dir() / f"solve-{rules.fingerprint()}-v{SOLVER_VERSION}.npz"
 

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from . import dice, engine, observe
+from .cache import cache_dir
 from .dice import DICE, EMPTY_KEEP, NUM_MASKS
 from .engine import FIRST_ROLL, OPEN, GameState, Tables
 from .observe import EncodingTables
@@ -73,10 +74,9 @@ SOURCES_DIGEST = _sources_digest() if NUMBA else ""
 
 
 def cache_root() -> Path:
-    """Where numba's on-disk cache of this project's loops goes: ``$GENERALA_CACHE/numba``, or
-    ``~/.cache/generala/numba`` (the folder of the solver's tables, :func:`agents.solver.cache_dir`)."""
-    value = os.environ.get("GENERALA_CACHE", "").strip()
-    return (Path(value) if value else Path.home() / ".cache" / "generala") / "numba"
+    """Where numba's on-disk cache of this project's loops goes: ``numba/`` in the project's
+    cache folder (:func:`generala_env.cache.cache_dir`, where the solvers keep their tables)."""
+    return cache_dir() / "numba"
 
 
 def use_project_cache_folder() -> None:
