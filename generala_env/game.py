@@ -61,7 +61,8 @@ _MASK_CACHE_SIZE = 1 << 16  # legal masks kept per rule set and player count
 class _Lookups:
     """What the games of one rule set and player count look up, made once and shared: the
     rules' tables (:func:`~generala_env.engine.tables`, as lists), the rules' answers a step
-    reads (:func:`_step_tables`), facts of the rule set, and the legal masks seen so far.
+    reads (:func:`_step_tables`, made here once), facts of the rule set, and the legal masks
+    seen so far.
 
     A game holds it as one attribute: CPython keeps an object's attributes in a compact
     table shared by its class only up to 30 names, and past that every attribute read of
@@ -104,7 +105,6 @@ def _lookups(rules: RuleSet, num_players: int) -> _Lookups:
     return _Lookups(rules, num_players)
 
 
-@lru_cache(maxsize=64)
 def _step_tables(rules: RuleSet, num_players: int) -> tuple[list[int], list[int], dict[int, tuple[int, int, int]], list[dict[int, int]], list]:
     """What a step looks up, made by the rules over all their inputs once per rule set (a
     look-up costs a fraction of a Python call): :func:`~generala_env.engine.held` by
@@ -224,7 +224,6 @@ class Game:
 
     throw_keep = -1  # class defaults for games pickled before the dice model (see __init__)
     _throw_starts_turn = False
-    _pending: bool | None = None
 
     def __init__(self, rules="classic", num_players: int = 1):
         self.rules: RuleSet = load_rules(rules)
@@ -251,7 +250,7 @@ class Game:
         self._legal_key: tuple | None = None
         self._legal: np.ndarray = np.zeros(0, dtype=bool)
         self._legal_i8: np.ndarray = np.zeros(0, dtype=np.int8)
-        self._pending: bool | None = None  # served_generala_pending() of the state _legal_key names
+        self._pending = False  # served_generala_pending() of the state _legal_key names
         self._sheets_key: bytes | None = None
         self._facts: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] = ((), (), ())
         self._totals: tuple[tuple | None, np.ndarray] = (None, np.zeros(0, dtype=np.int64))  # (the totals it was made from, the array)
@@ -447,8 +446,6 @@ class Game:
         if self._sheets_key != self._legal_key[-1]:  # type: ignore[index]  # the facts follow other sheets (written by hand)
             self._sheet_facts()
         facts, pending = self._facts, self._pending
-        if pending is None:  # a game pickled before it was kept
-            pending = self._pending = self.served_generala_pending()
         of, totals = self._totals
         if of is not facts[0]:
             totals = self._totals_array(facts[0])
@@ -721,6 +718,8 @@ class Game:
             state.update(_r=_lookups(state["rules"], state["num_players"]), _totals=(None, empty), _filled=(None, empty))
         for k, v in state.items():
             setattr(self, k, v)
+        if "_pending" not in state:  # pickled before it was kept with the mask
+            self._legal_key = None
         r = self._r
         self._held, self._thrown, self._landed = r.held, r.thrown, r.landed
         self.points = points_table(self.rules)
