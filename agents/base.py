@@ -8,7 +8,7 @@ import numpy as np
 
 from generala_env.dice import FACES, KEEP_OF_KEY, KEY_WEIGHTS, NUM_MASKS, keep_index, roll_index
 from generala_env.game import OPEN
-from generala_env.rules import RuleSet, load_rules
+from generala_env.rules import RulesError, RuleSet, load_rules
 
 WRITE = NUM_MASKS  # first write action
 
@@ -53,6 +53,16 @@ class SeatView:
             seat=seat,
             mask=np.asarray(info["action_mask"]).astype(bool),
         )
+
+
+def recorded_rules(settings, where: str) -> RuleSet:
+    """The rules a checkpoint or a values file recorded (its ``settings``), as this code reads
+    them: a setting added since takes its default, so the file keeps playing the rules it
+    learned. A :class:`AgentError` names ``where`` when they cannot be read."""
+    try:
+        return load_rules(settings)
+    except RulesError as e:
+        raise AgentError(f"{where}: its rules cannot be read: {e}") from None
 
 
 def locked_keep(locked) -> int:

@@ -33,10 +33,10 @@ import numpy as np
 
 from generala_env.dice import NUM_MASKS
 from generala_env.encoding import LAYOUT_VERSION, observation_size
-from generala_env.rules import RulesError, load_rules
+from generala_env.rules import load_rules
 from generala_env.safe_yaml import short_repr
 
-from .base import Agent, AgentError
+from .base import Agent, AgentError, recorded_rules
 from .loader import load
 
 WEIGHTS_FILE = "policy.safetensors"
@@ -402,10 +402,7 @@ class PPOAgent(PolicyAgent):
         if missing:
             raise AgentError(f"checkpoint {name}: {METADATA_FILE} lacks {', '.join(map(repr, missing))}")
         rules = load_rules(rules)
-        try:
-            trained = load_rules(m["rules"])
-        except RulesError as e:
-            raise AgentError(f"checkpoint {name}: its rules cannot be read: {e}") from None
+        trained = recorded_rules(m["rules"], f"checkpoint {name}")
         if trained.fingerprint() != rules.fingerprint():
             raise AgentError(
                 f"checkpoint {name} was trained for rules {m.get('rules_name')!r} "

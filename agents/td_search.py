@@ -35,10 +35,10 @@ import numpy as np
 
 from generala_env.dice import FIVE_ALIKE, FULL_ROLL_PROB, HOLD_KEEP, NUM_MASKS, NUM_ROLLS
 from generala_env.game import OPEN, Game
-from generala_env.rules import RulesError, RuleSet, load_rules
+from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import blocked_line, generala_scored, points_table
 
-from .base import Agent, AgentError, best_legal
+from .base import Agent, AgentError, best_legal, recorded_rules
 from .ppo import SHIPPED
 from .solver import NEG, Solver
 
@@ -273,14 +273,11 @@ def folder_agent(folder) -> type[TDSearchAgent] | type[TDSearchTwoPlayerAgent] |
 
 def trained_fingerprint(data: dict) -> str:
     """The fingerprint of the rules a td-search file learned under, from the settings it
-    recorded (``rules``), as this code reads them: a setting added since takes its default,
-    as it does for a PPO checkpoint. A file without readable settings has its recorded one."""
+    recorded (``rules``, by :func:`~agents.base.recorded_rules`, as a PPO checkpoint's are
+    read). A file without settings has the fingerprint it recorded."""
     settings = data.get("rules")
     if isinstance(settings, dict):
-        try:
-            return load_rules(settings).fingerprint()
-        except RulesError as e:
-            raise AgentError(f"td-search values: their rules cannot be read: {e}") from None
+        return recorded_rules(settings, "td-search values").fingerprint()
     return str(data.get("rules_fingerprint"))
 
 
