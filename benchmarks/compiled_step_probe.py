@@ -23,11 +23,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package, not an installed one
-from step_breakdown import pyhtzee_variant, spell  # noqa: E402  # beside this script
+import env_speed  # noqa: E402  # beside this script: its contestants and spells
+from step_breakdown import spell  # noqa: E402
 
 
 def probe(seed: int):
-    """``play()`` making 100 decisions the fused way."""
+    """``env_speed``'s ``run(seconds)`` of 100 decisions at a time, the fused way."""
     from generala_env import batched as K
     from generala_env.dice import KEEP_COUNTS, ROLLS
     from generala_env.vector import GeneralaVectorEnv
@@ -89,7 +90,7 @@ def probe(seed: int):
                 mask = masks[0].view(np.int8).copy()
         box["mask"] = mask
 
-    return play
+    return env_speed.spell(play, 100)
 
 
 def main(argv=None) -> None:
@@ -101,7 +102,7 @@ def main(argv=None) -> None:
     rounds, seconds = args.rounds or (3 if args.quick else 20), 0.1 if args.quick else 0.3
     plays = {"probe": probe(args.seed)}
     try:
-        plays["pyhtzee"] = pyhtzee_variant(args.seed)
+        plays["pyhtzee"] = env_speed.pyhtzee_runner(args.seed)
     except ImportError:
         print("pyhtzee is not installed (pip install -e '.[bench]'): no pyhtzee row")
     for play in plays.values():

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
 import warnings
 
+import env_speed  # beside this script: its contestants and spells
 import numpy as np
 
 
 def variant(kind: str, seed: int):
-    """``play()`` making 100 decisions of the given kind."""
+    """``env_speed``'s ``run(seconds)`` of ``play()``, which makes 100 decisions of the given kind."""
     import gymnasium as gym
 
     import generala_env  # noqa: F401  # registers Generala-v0
@@ -76,34 +76,13 @@ def variant(kind: str, seed: int):
                 mask = info["action_mask"]
         state["mask"] = mask
 
-    return play
+    return env_speed.spell(play, 100)
 
 
-def pyhtzee_variant(seed: int):
-    from pyhtzee import Pyhtzee
-
-    rnd = random.Random(seed)
-    box = [Pyhtzee(seed=rnd.randrange(1, 2**31))]
-
-    def play() -> None:
-        for _ in range(100):
-            if box[0].is_finished():
-                box[0] = Pyhtzee(seed=rnd.randrange(1, 2**31))
-            acts = box[0].get_possible_actions()
-            box[0].take_action(acts[rnd.randrange(len(acts))])
-
-    return play
-
-
-def spell(play, seconds: float) -> float:
-    """Microseconds a decision over a spell of ``play()`` calls."""
-    n, t0 = 0, time.perf_counter()
-    while True:
-        play()
-        n += 100
-        elapsed = time.perf_counter() - t0
-        if elapsed >= seconds:
-            return elapsed / n * 1e6
+def spell(run, seconds: float) -> float:
+    """Microseconds a decision over a spell of ``run`` (an ``env_speed`` contestant)."""
+    decisions, elapsed = run(seconds)
+    return elapsed / decisions * 1e6
 
 
 def main(argv=None) -> None:
@@ -119,7 +98,7 @@ def main(argv=None) -> None:
     kinds = ["choice", "game", "+views", "+info", "+obs", "env.step", "gym.make"]
     plays = {k: variant(k, args.seed) for k in kinds}
     try:
-        plays["pyhtzee"] = pyhtzee_variant(args.seed)
+        plays["pyhtzee"] = env_speed.pyhtzee_runner(args.seed)
     except ImportError:
         print("pyhtzee is not installed (pip install -e '.[bench]'): no pyhtzee row")
     for play in plays.values():  # warm: numba's kernels loaded, caches filled
