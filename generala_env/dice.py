@@ -143,19 +143,32 @@ class DiceCup:
     def __init__(self, rng, block: int = 1024):
         self.rng = rng
         self.block = block if isinstance(rng, np.random.Generator) else 0
-        self._faces: list[int] = []
-        self._next = 0
+        self.faces = np.zeros(0, dtype=np.int8)  # drawn so far; at[0] is the next to hand out
+        self.at = np.zeros(2, dtype=np.int64)  # [next, len(faces)]: what a compiled game step reads and moves
 
     def throw(self, n: int) -> list[int]:
         """The next ``n`` faces."""
         if not self.block:
             return [int(f) for f in roll_dice(self.rng, n)]
-        i = self._next
-        if i + n > len(self._faces):
-            self._faces = self._faces[i:] + self.rng.integers(1, FACES + 1, size=self.block, dtype=np.int8).tolist()
+        i = int(self.at[0])
+        if i + n > len(self.faces):
+            self.refill()
             i = 0
-        self._next = i + n
-        return self._faces[i : i + n]
+        self.at[0] = i + n
+        return self.faces[i : i + n].tolist()
+
+    def refill(self) -> None:
+        """The faces not handed out yet, then a new block from the generator (what :meth:`throw`
+        does when too few are left; a compiled step asks for it the same way)."""
+        self.faces = np.concatenate((self.faces[int(self.at[0]) :], self.rng.integers(1, FACES + 1, size=self.block, dtype=np.int8)))
+        self.at[:] = 0, len(self.faces)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling; a cup pickled when it kept its faces as a list gets them as an array."""
+        if "_faces" in state:
+            faces, i = state.pop("_faces"), state.pop("_next")
+            state["faces"], state["at"] = np.array(faces, dtype=np.int8), np.array([i, len(faces)], dtype=np.int64)
+        self.__dict__.update(state)
 
 
 def cup_for(cup: DiceCup | None, rng) -> DiceCup:
