@@ -1,17 +1,22 @@
 """The rules of :mod:`generala_env.engine` and the encoding of :mod:`generala_env.observe`,
-for many games at once: loops over games, compiled by numba.
+compiled by numba: loops over many games, and one call for one game.
 
-The loops repeat no rule: each compiles the same functions that
-:class:`~generala_env.game.Game` runs as plain Python (:data:`generala_env.engine.RULES`,
+They repeat no rule: each compiles the same functions (:data:`generala_env.engine.RULES`,
 :data:`generala_env.observe.ENCODING`), inlined (``inline="always"``), over the games' state,
 a :class:`~generala_env.engine.GameState` of arrays indexed by game, and the rule set's
 :class:`~generala_env.engine.Tables` as arrays (agents that play batched, such as
 :mod:`agents.batched`, compile their loops the same way with :func:`cached_njit`).
-:class:`generala_env.vector.GeneralaVectorEnv` owns the arrays and calls these.
+:class:`generala_env.vector.GeneralaVectorEnv` owns the arrays of its games and calls the
+loops; :class:`generala_env.game.Game` owns one game's and calls :func:`play_game`, whose
+body is the loops' per-game bodies (:func:`decide_game`, :func:`land_game`,
+:func:`mask_game`) at N = 1.
 
-The state, the tables and the encoding tables come in as plain tuples (``tuple(state)``),
-which numba takes faster than a NamedTuple, and are named again inside
-(``GameState(*state)``): each loop takes a handful of arguments, not one per array.
+The loops take the state, the tables and the encoding tables as plain tuples
+(``tuple(state)``), which numba takes faster than a NamedTuple, and name them again inside
+(``GameState(*state)``): each loop takes a handful of arguments, not one per array. The
+one-game call, whose cost is mostly numba's reading of its arguments, takes the tables packed
+into one array each (:func:`pack_tables`, :func:`pack_encoding`) and the game's numbers as
+one array (:data:`generala_env.engine.OneGame`).
 
 Why numba: a step as NumPy operations over all games is some 70 passes over memory with
 fancy indexing; a compiled loop does each game's step in one pass (what that is worth is
@@ -37,6 +42,7 @@ from . import dice, engine, observe
 from .cache import cache_dir
 from .dice import DICE, EMPTY_KEEP, NUM_MASKS
 from .engine import FIRST_ROLL, OPEN, GameState, Tables
+from .engine import OneGame as G
 from .observe import EncodingTables
 
 try:
@@ -173,6 +179,7 @@ def _compiled(functions) -> dict:
 _R = _compiled(engine.RULES + observe.ENCODING)
 served_pending, blocked_line, held, dice_thrown, landed = (_R[n] for n in ("served_pending", "blocked_line", "held", "dice_thrown", "landed"))
 start_turn, legal, write_points, after_write = (_R[n] for n in ("start_turn", "legal", "write_points", "after_write"))
+sheets_full = _R["sheets_full"]
 is_winner, outcome_points = _R["is_winner"], _R["outcome_points"]
 encode_turn, encode_sheets, _encode_game = _R["encode_turn"], _R["encode_sheets"], _R["encode_game"]
 
@@ -217,48 +224,234 @@ def new_games(games, throws, state, rules):
         st.roll[g], st.rolls_left[g], st.locked[g] = start_turn(t, throw_key(throws[j], DICE))
 
 
+@njit(inline="always", error_model="numpy")
+def decide_game(st, g, t, a):
+    """The decision of legal action ``a`` in game ``g``, without its throw (``Game.decide``): a
+    hold keeps its dice, a write fills the line and passes the turn. Returns the points written
+    (0 for a hold), the keep of the dice staying on the table while the rest are thrown (-1 when
+    the game ended: nothing is thrown) and whether that throw starts a turn."""
+    roll, rolls_left = st.roll[g], st.rolls_left[g]
+    if a < NUM_MASKS:  # keep the held dice, throw the rest
+        keep = held(t, roll, a)
+        st.rolls_left[g] = rolls_left - 1
+        st.locked[g] = keep
+        return 0, np.int64(keep), False
+    line, me = a - NUM_MASKS, st.player[g]
+    generala_value = st.sheets[g, me, t.generala_line] if t.generala_line >= 0 else OPEN  # -1 would read the last line
+    p = write_points(t, line, roll, rolls_left, generala_value)
+    won = served_pending(t, rolls_left, roll, generala_value)
+    st.sheets[g, me, line] = p
+    st.writes[g] += 1
+    over, st.player[g] = after_write(t, won, st.writes[g], me)
+    st.over[g] = over
+    if won:
+        st.winner[g] = me
+    return p, np.int64(-1 if over else EMPTY_KEEP), True  # else the next player's first roll
+
+
+@njit(inline="always", error_model="numpy")
+def land_game(st, g, t, keep, starts_turn, key):
+    """The throw after :func:`decide_game` (``Game.land``): thrown dice whose face keys sum to
+    ``key`` land beside ``keep``, or make the next player's first roll."""
+    if starts_turn:
+        st.roll[g], st.rolls_left[g], st.locked[g] = start_turn(t, key)
+    else:
+        st.roll[g] = landed(t, keep, key)
+
+
+@njit(inline="always", error_model="numpy")
+def mask_game(st, g, t, masks, j):
+    """The legal mask of game ``g`` into ``masks[j]`` (every entry written)."""
+    me, roll, rolls_left, locked, over = st.player[g], st.roll[g], st.rolls_left[g], st.locked[g], st.over[g]
+    pending = t.served_win and served_pending(t, rolls_left, roll, st.sheets[g, me, t.generala_line])  # the sheet read only where it can win
+    for a in range(NUM_MASKS):
+        masks[j, a] = legal(t, over, pending, rolls_left, roll, locked, a, False)
+    for l in range(t.num_lines):
+        masks[j, NUM_MASKS + l] = legal(t, over, pending, rolls_left, roll, locked, NUM_MASKS + l, st.sheets[g, me, l] == OPEN)
+
+
 @loop
 def apply_actions(games, actions, throws, state, rules, pts):
-    """``Game._apply`` for each game: legal ``actions[j]`` in ``games[j]``, dice from ``throws[j]``;
-    the points written into ``pts[j]`` (0 for a reroll)."""
+    """Legal ``actions[j]`` in ``games[j]``, dice from ``throws[j]`` (:func:`decide_game`, then
+    :func:`land_game`); the points written into ``pts[j]`` (0 for a reroll)."""
     st, t = GameState(*state), Tables(*rules)
     for j in range(U(len(games))):  # unsigned: see U
         g, a = U(games[j]), actions[j]
-        roll, rolls_left = st.roll[g], st.rolls_left[g]
-        if a < NUM_MASKS:  # keep the held dice, throw the rest
-            keep = held(t, roll, a)
-            st.roll[g] = landed(t, keep, throw_key(throws[j], dice_thrown(t, roll, a)))
-            st.rolls_left[g] = rolls_left - 1
-            st.locked[g] = keep
-            pts[j] = 0
-            continue
-        line, me = a - NUM_MASKS, st.player[g]
-        generala_value = st.sheets[g, me, t.generala_line] if t.generala_line >= 0 else OPEN  # -1 would read the last line
-        p = write_points(t, line, roll, rolls_left, generala_value)
-        won = served_pending(t, rolls_left, roll, generala_value)
-        st.sheets[g, me, line] = p
-        st.writes[g] += 1
+        n = dice_thrown(t, st.roll[g], a)
+        p, keep, starts_turn = decide_game(st, g, t, a)
         pts[j] = p
-        over, st.player[g] = after_write(t, won, st.writes[g], me)
-        st.over[g] = over
-        if won:
-            st.winner[g] = me
-        elif not over:  # the next player's first roll
-            st.roll[g], st.rolls_left[g], st.locked[g] = start_turn(t, throw_key(throws[j], DICE))
+        if keep >= 0:
+            land_game(st, g, t, keep, starts_turn, throw_key(throws[j], n))
 
 
 @loop
 def legal_masks(games, masks, state, rules):
-    """``Game.legal_mask`` of each game into ``masks[j]`` (every entry written)."""
+    """The legal mask of each game into ``masks[j]`` (:func:`mask_game`)."""
     st, t = GameState(*state), Tables(*rules)
     for j in range(U(len(games))):  # unsigned: see U
-        g = U(games[j])
-        me, roll, rolls_left, locked, over = st.player[g], st.roll[g], st.rolls_left[g], st.locked[g], st.over[g]
-        pending = t.served_win and served_pending(t, rolls_left, roll, st.sheets[g, me, t.generala_line])  # the sheet read only where it can win
-        for a in range(NUM_MASKS):
-            masks[j, a] = legal(t, over, pending, rolls_left, roll, locked, a, False)
+        mask_game(st, U(games[j]), t, masks, j)
+
+
+# -- one game ---------------------------------------------------------------------------------
+# numba reads a tuple of many arrays slowly at every call (a third of a microsecond for the
+# rules' tables), one array fast: a one-game call takes the tables packed, each packed array a
+# header of numbers (where each table starts, or its shape) and the tables after it.
+_TABLES = 7  # Tables' array fields, in order
+_TABLES_AT = 6  # header: the six numbers of Tables, then where each of its arrays starts and where the last ends
+
+
+def pack_tables(t: Tables) -> np.ndarray:
+    """A rule set's :class:`~generala_env.engine.Tables` (arrays) as one int32 array, for :func:`play_game`."""
+    arrays = [np.asarray(a).astype(np.int32).ravel() for a in t[:_TABLES]]
+    head = [t.num_players, t.num_lines, t.generala_line, t.double_line, int(t.served_win), int(t.locked_holds)]
+    at = _TABLES_AT + _TABLES + 1 + np.cumsum([0] + [len(a) for a in arrays])
+    return np.concatenate([np.array(head + at.tolist(), dtype=np.int32), *arrays])
+
+
+@njit(inline="always", error_model="numpy")
+def unpack_tables(p):
+    """:func:`pack_tables` read back: the :class:`~generala_env.engine.Tables`, views of ``p``."""
+    a = _TABLES_AT
+    return Tables(
+        p[p[a] : p[a + 1]],
+        p[p[a + 1] : p[a + 2]],
+        p[p[a + 2] : p[a + 3]],
+        p[p[a + 3] : p[a + 4]],
+        p[p[a + 4] : p[a + 5]],
+        p[p[a + 5] : p[a + 6]],
+        p[p[a + 6] : p[a + 7]],
+        np.int64(p[0]),
+        np.int64(p[1]),
+        np.int64(p[2]),
+        np.int64(p[3]),
+        p[4] != 0,
+        p[5] != 0,
+    )
+
+
+_NUMBERS = 13  # EncodingTables' int fields, dice_at ... lead_at, then generala_line and double_line
+
+
+def pack_encoding(e: EncodingTables) -> tuple[np.ndarray, np.ndarray]:
+    """:class:`~generala_env.observe.EncodingTables` as an int32 array (its numbers, the shapes
+    of its tables, then ``opponent_at``) and a float32 one (``total_max``, then ``points_now``
+    and ``points_obs``), for :func:`play_game_observed`."""
+    numbers = [v for k, v in e._asdict().items() if k not in ("points_now", "points_obs", "total_max", "opponent_at")]
+    shapes = [*e.points_now.shape, *e.points_obs.shape, e.opponent_at.shape[0]]
+    ints = np.array(numbers + shapes + e.opponent_at.ravel().tolist(), dtype=np.int32)
+    floats = np.concatenate([np.array([e.total_max], dtype=np.float32), e.points_now.ravel(), e.points_obs.ravel()]).astype(np.float32)
+    return ints, floats
+
+
+@njit(inline="always", error_model="numpy")
+def unpack_encoding(ints, floats):
+    """:func:`pack_encoding` read back: the :class:`~generala_env.observe.EncodingTables`, views of the two arrays."""
+    n, i = ints, np.int64
+    r, f, lines, ol, ow, opponents = i(n[_NUMBERS]), i(n[_NUMBERS + 1]), i(n[_NUMBERS + 2]), i(n[_NUMBERS + 3]), i(n[_NUMBERS + 4]), i(n[_NUMBERS + 5])
+    now = 1 + r * f * lines
+    points_now = floats[1:now].reshape((r, f, lines))
+    points_obs = floats[now : now + ol * ow].reshape((ol, ow))
+    at = _NUMBERS + 6
+    opponent_at = n[at : at + 3 * opponents].reshape((opponents, i(3)))
+    return EncodingTables(
+        points_now, points_obs, np.float64(floats[0]), n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], n[9], n[10], opponent_at, n[11], n[12]
+    )
+
+
+@njit(inline="always", error_model="numpy")
+def faces_key(faces, at, n):
+    """The face keys of the next ``n`` faces of ``faces`` (from ``at[0]``) summed; ``at[0]`` moves past them."""
+    key, i = 0, U(at[0])
+    for d in range(U(n)):
+        key += DIE_KEY[faces[i + d] - 1]
+    at[0] += n
+    return key
+
+
+@njit(inline="always", error_model="numpy")
+def _play(v, sheets, t, faces, at, mask, op, a):
+    """What :func:`play_game` does before the observation."""
+    st = GameState(v[0:1], v[1:2], v[2:3], v[3:4], v[4:5], v[5:6], v[6:7], sheets)  # one game: views of v
+    have = at[1] - at[0]
+    v[G.STATUS] = G.DONE
+    writes = 0  # the sheets decide the writes, and full sheets end the game (they may be written by hand)
+    for p in range(t.num_players):
         for l in range(t.num_lines):
-            masks[j, NUM_MASKS + l] = legal(t, over, pending, rolls_left, roll, locked, NUM_MASKS + l, st.sheets[g, me, l] == OPEN)
+            writes += sheets[0, p, l] != OPEN
+    v[G.WRITES] = writes
+    if sheets_full(t, writes):
+        v[G.OVER] = 1
+    if op == G.RESET:
+        if have < DICE:
+            v[G.STATUS], v[G.NEED] = G.NEED_FACES, DICE
+            return
+        for p in range(t.num_players):
+            for l in range(t.num_lines):
+                sheets[0, p, l] = OPEN
+        v[G.PLAYER], v[G.WRITES], v[G.OVER], v[G.WINNER], v[G.THROW_KEEP] = 0, 0, 0, -1, -1
+        land_game(st, 0, t, EMPTY_KEEP, True, faces_key(faces, at, DICE))
+    elif op == G.LAND:
+        keep = v[G.THROW_KEEP]
+        n = DICE - t.keep_size[keep]
+        if have < n:
+            v[G.STATUS], v[G.NEED] = G.NEED_FACES, n
+            return
+        land_game(st, 0, t, keep, v[G.STARTS_TURN] != 0, faces_key(faces, at, n))
+        v[G.THROW_KEEP] = -1
+    elif op == G.STEP or op == G.DECIDE:
+        mask_game(st, 0, t, mask, 0)
+        if v[G.THROW_KEEP] >= 0 or not 0 <= a < mask.shape[1] or not mask[0, a]:
+            v[G.STATUS] = G.ILLEGAL
+            return
+        n = dice_thrown(t, st.roll[0], a)
+        if op == G.STEP and have < n:
+            v[G.STATUS], v[G.NEED] = G.NEED_FACES, n
+            return
+        v[G.MOVER], v[G.SERVED] = st.player[0], st.rolls_left[0] == FIRST_ROLL
+        p, keep, starts_turn = decide_game(st, 0, t, a)
+        v[G.POINTS], v[G.WON] = p, st.winner[0] >= 0  # the game was on: its winner is this write's
+        if op == G.DECIDE:
+            if keep >= 0:
+                v[G.THROW_KEEP], v[G.STARTS_TURN] = keep, starts_turn
+        elif keep >= 0:
+            land_game(st, 0, t, keep, starts_turn, faces_key(faces, at, n))
+        else:
+            at[0] += n  # a write that ends the game throws the dice all the same (the faces are handed out in order)
+    mask_game(st, 0, t, mask, 0)
+    me, generala = st.player[0], t.generala_line
+    v[G.PENDING] = t.served_win and served_pending(t, st.rolls_left[0], st.roll[0], sheets[0, me, generala])  # the sheet read only where it can win
+    for p in range(t.num_players):
+        total, filled = 0, 0
+        for l in range(t.num_lines):
+            if sheets[0, p, l] != OPEN:
+                total += sheets[0, p, l]
+                filled += 1
+        v[G.TOTALS + p], v[G.TOTALS + t.num_players + p] = total, filled
+
+
+@loop
+def play_game(v, sheets, rules, faces, at, mask, op, action):
+    """One game's step, decision, throw, new game or look (``op``: one of the ops of
+    :data:`generala_env.engine.OneGame`; ``action`` for a step or a decision): what
+    :class:`~generala_env.game.Game` calls. ``v`` holds the game's numbers (its state, then what
+    the call answers), ``sheets`` its ``(1, players, lines)``; the dice come from ``faces``, from
+    ``at[0]`` up to ``at[1]``; ``rules``: the tables packed (:func:`pack_tables`). Returns the status (``v[STATUS]``): an illegal action, or too few
+    faces (``v[NEED]`` says how many), change nothing. After the call ``mask[0]`` is the legal
+    mask of the state, and ``v`` holds the served generala pending and every seat's total and
+    lines filled."""
+    _play(v, sheets, unpack_tables(rules), faces, at, mask, op, action)
+    return v[G.STATUS]
+
+
+@loop
+def play_game_observed(v, sheets, rules, faces, at, mask, op, action, ints, floats, seat, out):
+    """:func:`play_game`, then the observation from ``seat`` into ``out``, the encoding tables
+    packed in ``ints`` and ``floats`` (:func:`pack_encoding`): what the single env's step calls,
+    the game's transition, its mask and its observation in one call."""
+    _play(v, sheets, unpack_tables(rules), faces, at, mask, op, action)
+    if v[G.STATUS] != G.NEED_FACES:
+        _encode_game(out, unpack_encoding(ints, floats), v[G.ROLL], v[G.ROLLS_LEFT], v[G.LOCKED], v[G.PENDING] != 0, sheets[0], seat)
+    return v[G.STATUS]
 
 
 @loop

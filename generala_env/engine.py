@@ -6,16 +6,20 @@ Every rule fact the drivers share has one home here: which actions are legal
 what follows it (:func:`after_write`), when a served generala wins (:func:`served_pending`),
 and who won a finished game (:func:`is_winner`, :func:`outcome_points`).
 
-Two drivers run these same function objects:
+:mod:`generala_env.batched` compiles these same function objects with numba
+(``inline="always"``) into its drivers, with the rule set's :class:`Tables` as NumPy arrays:
 
-* :class:`generala_env.game.Game` runs them as plain Python on ints, with the rule set's
-  :class:`Tables` as lists (a list look-up is cheaper than NumPy indexing of one element):
-  once per rule set to fill the tables of their answers that a step looks up (``held``,
-  ``dice_thrown``, ``landed``, ``start_turn``, ``after_write``; ``legal`` for each kind of
-  mask), and at each write (``write_points``, ``served_pending``);
-* :mod:`generala_env.batched` compiles them with numba (``inline="always"``) into loops over
-  many games, with the same :class:`Tables` as NumPy arrays and the games' state as a
-  :class:`GameState` of arrays, game first.
+* loops over many games, whose state is a :class:`GameState` of arrays, game first (the
+  batched env);
+* one call for one game (``play_game``), whose numbers are one int64 array laid out by
+  :data:`OneGame` (the :class:`GameState` fields first): :class:`generala_env.game.Game`
+  hands each step, decision, throw and new game to it, so the single env is the engine at
+  N = 1.
+
+Without numba the same functions run as plain Python. A game also asks a few of them in
+Python with the tables as lists (``dice_thrown`` and ``served_pending`` before a throw it makes
+itself, ``sheets_full`` when a state is set by hand), and solvers and baselines read the
+rules' tables (:func:`tables`).
 
 So the functions take numbers and tables only (no state object, no array views), index the
 tables flat (``t.hold_keep[roll * NUM_MASKS + mask]``, the same for a list and an array),
@@ -59,8 +63,8 @@ class Tables(NamedTuple):
     keep_size: Any  # [keep]: dice in a keep
     keep_key: Any  # [keep]: base-6 key of a keep's face counts (a die showing face f adds 6 ** (f - 1))
     roll_of_key: Any  # [key]: the roll of five dice with that key
-    keep_contains: Any  # [keep * NUM_KEEPS + locked]: the keep holds every die of locked
-    five_alike: Any  # [roll]
+    keep_contains: Any  # [keep * NUM_KEEPS + locked]: the keep holds every die of locked (bool, or 0 and 1)
+    five_alike: Any  # [roll] (bool, or 0 and 1)
     points: Any  # [(line * NUM_ROLLS + roll) * 2 + served]: points_table (double generala as if generala scored)
     num_players: int
     num_lines: int
@@ -99,6 +103,48 @@ def new_state(num_games: int, num_players: int, num_lines: int) -> GameState:
     )
 
 
+class _OneGame(NamedTuple):
+    """Where one game's numbers sit in its int64 array (``Game``'s, for
+    :func:`generala_env.batched.play_game`): the state first (:class:`GameState`'s fields, then
+    the throw pending after a decision), then what a call answers, then every seat's total and
+    lines filled; and the calls' ops and statuses."""
+
+    ROLL: int = 0
+    ROLLS_LEFT: int = 1
+    LOCKED: int = 2
+    PLAYER: int = 3
+    WRITES: int = 4
+    OVER: int = 5
+    WINNER: int = 6  # the served generala winner's seat, -1: none
+    THROW_KEEP: int = 7  # after a decision: the keep of the dice staying on the table; -1: no throw pending
+    STARTS_TURN: int = 8  # the pending throw is the next player's first roll
+    STATE: int = 9  # the numbers above are the state; what a call answers follows
+    STATUS: int = 9  # DONE, ILLEGAL (nothing changed) or NEED_FACES (nothing changed)
+    NEED: int = 10  # with NEED_FACES: the faces the call needs
+    POINTS: int = 11  # after a STEP or DECIDE: the points written (0 for a hold)
+    WON: int = 12  # ... 1 if the write won by a served generala
+    MOVER: int = 13  # ... the seat that moved
+    SERVED: int = 14  # ... 1 if it moved right after the turn's first roll
+    PENDING: int = 15  # a served generala is pending now
+    TOTALS: int = 16  # every seat's total, then every seat's lines filled
+    STEP: int = 0
+    DECIDE: int = 1
+    LAND: int = 2
+    RESET: int = 3
+    LOOK: int = 4
+    DONE: int = 0
+    ILLEGAL: int = 1
+    NEED_FACES: int = 2
+
+
+OneGame = _OneGame()
+
+
+def one_game_size(num_players: int) -> int:
+    """The length of one game's numbers (:data:`OneGame`)."""
+    return OneGame.TOTALS + 2 * num_players
+
+
 @lru_cache(maxsize=64)
 def tables(rules: RuleSet, num_players: int, lists: bool = False) -> Tables:
     """The :class:`Tables` of a rule set and player count; Python lists with ``lists=True``."""
@@ -134,7 +180,7 @@ def served_pending(t: Tables, rolls_left: int, roll: int, generala_value: int) -
     """A served generala wins now: five alike on the turn's first roll, the mover's generala
     line (``generala_value``) open, in a game where that wins. The mover may then only
     write it on the generala line, which ends the game."""
-    return t.served_win and rolls_left == FIRST_ROLL and t.five_alike[roll] and generala_value == OPEN
+    return t.served_win and rolls_left == FIRST_ROLL and t.five_alike[roll] != 0 and generala_value == OPEN
 
 
 def blocked_line(double_line: int, generala_value: int) -> int:
@@ -170,14 +216,10 @@ def start_turn(t: Tables, thrown_key: int) -> tuple[int, int, int]:
 
 def hold_legal(t: Tables, rolls_left: int, roll: int, locked: int, mask: int) -> bool:
     """A hold mask is legal while rolls are left, except holding all five; under
-    ``locked_holds`` it may not put back a die kept earlier in the turn (``locked``).
-
-    ``Game`` keeps the hold masks it has seen keyed on what this reads: the rolls left, and
-    the roll and ``locked`` only under ``locked_holds`` with dice locked. A change to what it
-    reads goes into that key too (``Game._compute_legal_mask``)."""
+    ``locked_holds`` it may not put back a die kept earlier in the turn (``locked``)."""
     if rolls_left == 0 or mask == ALL_HELD:
         return False
-    return not t.locked_holds or t.keep_contains[held(t, roll, mask) * NUM_KEEPS + locked]
+    return not t.locked_holds or t.keep_contains[held(t, roll, mask) * NUM_KEEPS + locked] != 0
 
 
 def legal(t: Tables, over: bool, pending: bool, rolls_left: int, roll: int, locked: int, action: int, line_open: bool) -> bool:
