@@ -134,6 +134,7 @@ class Encoder:
         numbers = [v for k, v in t._asdict().items() if k not in ("points_now", "points_obs", "total_max", "opponent_at")]
         self._args: tuple = (t.points_now, t.points_obs, t.total_max, np.array(numbers, dtype=np.int64), t.opponent_at)
         self._kernel: Callable[..., None] = batched.encode_game  # plain Python without numba
+        self.observe_tables = batched.pack_encoding(t)  # the tables as Game.step(observe=...) takes them
 
     def encode(self, game: Game, seat: int, pending: bool | None = None) -> np.ndarray:
         """The observation of ``game`` from ``seat`` (:func:`~generala_env.observe.encode_game`, compiled when numba

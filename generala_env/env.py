@@ -288,8 +288,12 @@ class GeneralaEnv(gym.Env):
         if action.__class__ is not int and isinstance(action, np.ndarray) and action.shape == ():
             action = action[()]  # SB3's predict() gives one observation's action as a 0-d array
         roll_before = game.roll
+        observe = None
+        if not self.opponents:  # the state after the agent's move is the one observed: one compiled call makes both
+            obs = np.empty(self.encoder.size, dtype=np.float32)
+            observe = (*self.encoder.observe_tables, self.seat, obs)
         try:
-            outcome = game.step(action, self._dice())
+            outcome = game.step(action, self._dice(), observe)
         except IllegalActionError as err:  # the game changed nothing and says why
             if self.illegal_action == "raise":
                 raise
@@ -305,14 +309,15 @@ class GeneralaEnv(gym.Env):
         if self.opponents:
             self._last_opponent_moves = []
             self._play_opponents()
-        terminated = game.over
+        # what _obs() and _info() make, made here directly: this is the step's hot path
+        info = make_info(game, self.seat, False, self._last_opponent_moves)
+        terminated = info["game_over"]
         if terminated and self.reward_mode == "win":
             reward = self._final_reward()
         if self.render_mode == "human":
             self.render()
-        # what _obs() and _info() make, made here directly: this is the step's hot path
-        info = make_info(game, self.seat, False, self._last_opponent_moves)
-        obs = self.encoder.encode(game, self.seat, info["served_generala_pending"])
+        if observe is None:
+            obs = self.encoder.encode(game, self.seat, info["served_generala_pending"])
         if terminated:
             info["action_mask"] = np.ones(self.action_space.n, dtype=np.int8)
         if self._dict_obs:

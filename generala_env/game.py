@@ -24,27 +24,23 @@ line already filled, it is an ordinary roll.
 from __future__ import annotations
 
 from functools import lru_cache
-from itertools import combinations_with_replacement
 from typing import NamedTuple
 
 import numpy as np
 
-from .dice import ALL_HELD, DICE, EMPTY_KEEP, FACE_KEY, KEEP_SIZE, NUM_MASKS, ROLLS, keep_index, roll_index, throw
+from .dice import ALL_HELD, DICE, KEEP_SIZE, NUM_MASKS, ROLLS, DiceCup, keep_index, roll_index, throw
 from .engine import (
     FIRST_ROLL,
     OPEN,
     ROLLS_PER_TURN,
-    after_write,
+    GameState,
+    OneGame,
     dice_thrown,
-    held,
     is_winner,
-    landed,
-    legal,
+    one_game_size,
     served_pending,
     sheets_full,
-    start_turn,
     tables,
-    write_points,
 )
 from .engine import outcome_points as _outcome_points
 from .rules import RuleSet, load_rules
@@ -52,51 +48,32 @@ from .scoring import blocked_line, generala_scored, points_table, served_bonus
 
 MAX_PLAYERS = 6
 
-# A roll's index is found from the base-6 key of its face counts, FACE_KEY of each die
-# (engine.landed); the rules read the rule set's tables as Python lists (engine.tables).
 _KEEP_SIZE = KEEP_SIZE.tolist()
-_MASK_CACHE_SIZE = 1 << 16  # legal masks kept per rule set and player count
+G = OneGame  # where a game's numbers sit in its array
+_STATE, _OVER, _WINNER, _PLAYER, _TOTALS = G.STATE, G.OVER, G.WINNER, G.PLAYER, G.TOTALS
+_STEP, _DONE, _ILLEGAL, _NEED_FACES = G.STEP, G.DONE, G.ILLEGAL, G.NEED_FACES
 
 
 class _Lookups:
-    """What the games of one rule set and player count look up, made once and shared: the
-    rules' tables (:func:`~generala_env.engine.tables`, as lists), the rules' answers a step
-    reads (:func:`_step_tables`, made here once), facts of the rule set, and the legal masks
-    seen so far.
+    """What the games of one rule set and player count share, made once: the rules' tables as
+    arrays for the compiled step (:func:`generala_env.batched.play_game`) and as lists for the
+    few rules a game asks in Python (:func:`~generala_env.engine.tables`), the compiled step
+    itself, and facts of the rule set. A pickled game names it rather than carrying it."""
 
-    A game holds it as one attribute: CPython keeps an object's attributes in a compact
-    table shared by its class only up to 30 names, and past that every attribute read of
-    the game costs more (``Game`` had 37: its identical code ran about 12% slower).
-    """
-
-    __slots__ = (
-        "key",
-        "t",
-        "held",
-        "thrown",
-        "first_roll",
-        "landed",
-        "after_write",
-        "generala",
-        "double",
-        "served_win",
-        "masks",
-        "mask_parts",
-        "bonus",
-    )
+    __slots__ = ("key", "t", "arrays", "play", "play_observed", "generala", "served_win", "bonus")
 
     def __init__(self, rules: RuleSet, num_players: int):
+        from . import batched  # numba, when it is there (loaded on a first game: importing the package stays light)
+
         self.key = (rules, num_players)
         self.t = tables(rules, num_players, lists=True)
-        self.held, self.thrown, self.first_roll, self.landed, self.after_write = _step_tables(rules, num_players)
+        self.arrays = batched.pack_tables(tables(rules, num_players))
+        self.play, self.play_observed = batched.play_game, batched.play_game_observed
         self.generala = rules.generala_line  # -1 where the sheet lacks the line
-        self.double = rules.double_generala_line
         self.served_win = rules.served_generala_wins(num_players)
-        self.masks: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # legal masks by what they depend on (Game._compute_legal_mask)
-        self.mask_parts: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # their parts without the open lines (Game._new_legal_mask)
         self.bonus = [served_bonus(rules, line, True) for line in rules.lines]  # [line]: a served write's bonus
 
-    def __reduce__(self):  # a pickled game names its rule set's look-ups, rather than carrying them
+    def __reduce__(self):
         return _lookups, self.key
 
 
@@ -105,29 +82,20 @@ def _lookups(rules: RuleSet, num_players: int) -> _Lookups:
     return _Lookups(rules, num_players)
 
 
-def _step_tables(rules: RuleSet, num_players: int) -> tuple[list[int], list[int], dict[int, tuple[int, int, int]], list[dict[int, int]], list]:
-    """What a step looks up, made by the rules over all their inputs once per rule set (a
-    look-up costs a fraction of a Python call): :func:`~generala_env.engine.held` by
-    ``roll * NUM_MASKS + mask``, :func:`~generala_env.engine.dice_thrown` by
-    ``roll * actions + action``, :func:`~generala_env.engine.start_turn` by the face key of
-    every five-dice roll, :func:`~generala_env.engine.landed` by keep, then by the face key of
-    every throw of the other dice, and :func:`~generala_env.engine.after_write` by
-    ``[won][writes][player]``."""
-    t = tables(rules, num_players, lists=True)
-    actions = NUM_MASKS + rules.num_lines
-    keeps = [held(t, r, m) for r in range(len(ROLLS)) for m in range(NUM_MASKS)]
-    thrown = [dice_thrown(t, r, a) for r in range(len(ROLLS)) for a in range(actions)]
-    first = {}
-    for faces in ROLLS.tolist():
-        key = sum(map(FACE_KEY.__getitem__, faces))
-        first[key] = start_turn(t, key)
-    lands = [
-        {sum(map(FACE_KEY.__getitem__, fs)): landed(t, k, sum(map(FACE_KEY.__getitem__, fs))) for fs in combinations_with_replacement(range(1, 7), DICE - size)}
-        for k, size in enumerate(_KEEP_SIZE)
-    ]
-    writes = num_players * rules.num_lines
-    after = [[[after_write(t, won, w, p) for p in range(num_players)] for w in range(writes + 1)] for won in (False, True)]
-    return keeps, thrown, first, lands, after
+_NO_FACES = np.zeros(0, dtype=np.int8)
+
+
+def _field(i: int, doc: str, kind=int) -> property:
+    """A property for number ``i`` of a game's numbers (:data:`~generala_env.engine.OneGame`)."""
+
+    def get(self):
+        return kind(self._v.item(i))
+
+    def put(self, value) -> None:
+        self._v[i] = value
+        self._seen = None  # what the game derives is looked at anew
+
+    return property(get, put, doc=doc)
 
 
 @lru_cache(maxsize=64)
@@ -176,9 +144,9 @@ def _whole_numbers(name: str, values) -> list[int]:
     return [int(v) for v in vs]
 
 
-def _frozen(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mask.flags.writeable = False
-    return mask, mask.view(np.int8)
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 def outcome_points(winners: tuple[int, ...], seat: int) -> float:
@@ -207,74 +175,109 @@ _REROLLED = [[Outcome(player=p, action=a) for a in range(NUM_MASKS)] for p in ra
 
 
 class Game:
-    """A game of Generala for 1–6 players under one rule set.
+    """A game of Generala for 1–6 players under one rule set: the engine's one game.
 
     State: ``sheets`` ``(players, lines)`` int array with :data:`OPEN` for open lines,
     ``roll`` (index into ``ROLLS``), ``rolls_left`` (2 after a turn's first roll, 0 after
     its third), ``player`` (whose move), ``locked`` (keep index of the dice that may not
     go back under ``locked_holds``), ``over``, ``served_generala_winner`` (seat or
-    ``None``). Set a state with :meth:`set_state`, which checks every value and
-    recomputes what the game derives. These attributes may also be assigned directly
-    (a copy of a batched game does): what the game derives follows them, since the
-    legal mask and the sheet facts are recomputed when their inputs change, but nothing
-    checks that the state is one the game could reach. Read-only views of what it
-    derives: :attr:`totals_view`, :attr:`filled_lines`, :attr:`legal_view`,
+    ``None``), ``writes`` (lines filled, all players together). They live in one int64 array
+    and the sheets' array (:attr:`state` names them as a one-game
+    :class:`~generala_env.engine.GameState`), which every step, decision, throw and new game
+    hands to one compiled call of the engine (:func:`generala_env.batched.play_game`, the
+    rules the batched env runs over many games); that call also leaves the legal mask and
+    the sheets' facts. Set a state with :meth:`set_state`, which checks every value and
+    recomputes what the game derives. These attributes may also be assigned directly, and
+    the sheets written in place (a copy of a batched game does): what the game derives
+    follows them, but nothing checks that the state is one the game could reach. Read-only
+    views of what it derives: :attr:`totals_view`, :attr:`filled_lines`, :attr:`legal_view`,
     :attr:`legal_int8_view`, and :meth:`views` for what an observer reads at every step.
     """
 
-    throw_keep = -1  # class defaults for games pickled before the dice model (see __init__)
-    _throw_starts_turn = False
+    roll = _field(G.ROLL, "Index into ``ROLLS`` of the dice (sorted).")
+    rolls_left = _field(G.ROLLS_LEFT, "2 after a turn's first roll, 0 after its third.")
+    locked = _field(G.LOCKED, "Keep index of the dice that may not go back under ``locked_holds``.")
+    player = _field(G.PLAYER, "Whose move.")
+    writes = _field(G.WRITES, "Lines filled, all players together.")
+    over = _field(G.OVER, "Whether the game is over.", bool)
+    throw_keep = _field(G.THROW_KEEP, "After :meth:`decide`: the keep of the dice on the table while the rest are in the cup; -1: no throw pending.")
+    _throw_starts_turn = _field(G.STARTS_TURN, "The pending throw is the next player's first roll.", bool)
 
     def __init__(self, rules="classic", num_players: int = 1):
-        self.rules: RuleSet = load_rules(rules)
+        rules = load_rules(rules)
         if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= MAX_PLAYERS:
             raise ValueError(f"num_players must be an integer from 1 to {MAX_PLAYERS}, got {num_players!r}")
-        self.num_players = int(num_players)
-        self.num_lines = self.rules.num_lines
+        self._setup(rules, int(num_players))
+        self._v[G.OVER] = 1  # not started
+        self._v[G.WINNER] = self._v[G.THROW_KEEP] = -1
+        self._v[G.LOCKED] = keep_index([])
+
+    def _setup(self, rules: RuleSet, num_players: int) -> None:
+        """The game's arrays and facts of its rules (its state all zeros and its sheets open)."""
+        self.rules = rules
+        self.num_players = num_players
+        self.num_lines = rules.num_lines
         self.num_actions = NUM_MASKS + self.num_lines
-        self.points = points_table(self.rules)
-        self._r = r = _lookups(self.rules, self.num_players)
-        self._held, self._thrown, self._landed = r.held, r.thrown, r.landed  # read at every hold: one attribute away
-        self.sheets = np.full((self.num_players, self.num_lines), OPEN, dtype=np.int32)
-        self.roll = 0
-        self.rolls_left = 0
-        self.player = 0
-        self.locked = EMPTY_KEEP
-        self.over = True
-        self.served_generala_winner: int | None = None
-        self.writes = 0
-        self.throw_keep = -1  # after decide(): the keep of the dice on the table while the rest are in the cup; -1: no throw pending
-        self._throw_starts_turn = False  # the pending throw is the next player's first roll
-        # legal_mask() and the sheet sums, kept until the state they were computed from changes
-        # (None keys: nothing computed yet; the empty values stand for nothing)
-        self._legal_key: tuple | None = None
-        self._legal: np.ndarray = np.zeros(0, dtype=bool)
-        self._legal_i8: np.ndarray = np.zeros(0, dtype=np.int8)
-        self._pending = False  # served_generala_pending() of the state _legal_key names
-        self._sheets_key: bytes | None = None
-        self._facts: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] = ((), (), ())
-        self._totals: tuple[tuple | None, np.ndarray] = (None, np.zeros(0, dtype=np.int64))  # (the totals it was made from, the array)
-        self._filled: tuple[tuple | None, np.ndarray] = (None, np.zeros(0, dtype=np.int64))
+        self.points = points_table(rules)
+        self._r = _lookups(rules, num_players)
+        self._v = np.zeros(one_game_size(num_players), dtype=np.int64)  # the game's numbers (engine.OneGame)
+        self._board = np.full((1, num_players, self.num_lines), OPEN, dtype=np.int32)  # one game's sheets, game first
+        self._sheets = self._board[0]
+        self._mask = np.zeros((1, self.num_actions), dtype=bool)  # the legal mask, left by every compiled call
+        self._mask_i8 = self._mask[0].view(np.int8)
+        self._totals_now = self._v[_TOTALS : _TOTALS + num_players]
+        self._at = np.zeros(2, dtype=np.int64)  # given faces: [next, end]
+        self._seen: bytes | None = None  # the numbers' and the sheets' bytes after the last compiled call; None: look anew
+        self._made: tuple | None = None  # read-only views of what the game derives in this state
+
+    # -- the compiled engine ----------------------------------------------------
+    def _run(self, op: int, action: int = 0, faces=_NO_FACES, at=None, observe=None) -> int:
+        """One compiled call of op ``op`` (:data:`~generala_env.engine.OneGame`); its status."""
+        if at is None:
+            at = self._at
+            at[:] = 0, len(faces)
+        r = self._r
+        if observe is None:
+            status = r.play(self._v, self._board, r.arrays, faces, at, self._mask, op, action)
+        else:
+            status = r.play_observed(self._v, self._board, r.arrays, faces, at, self._mask, op, action, *observe)
+        if status == _DONE:
+            self._seen, self._made = self._v.tobytes() + self._sheets.tobytes(), None
+        else:
+            self._seen = None  # an illegal action stops before the facts
+        return status
+
+    def _run_with_dice(self, op: int, action: int, rng, n: int, observe=None) -> int:
+        """A step or a new game whose ``n`` dice come from ``rng``: a cup's faces straight into the
+        compiled call (which asks for a refill when too few are left), others thrown here first."""
+        if rng.__class__ is DiceCup and rng.block:
+            status = self._run(op, action, rng.faces, rng.at, observe)
+            if status == _NEED_FACES:
+                rng.refill()
+                status = self._run(op, action, rng.faces, rng.at, observe)
+            return status
+        fs = throw(rng, n)
+        fs = fs.tolist() if isinstance(fs, np.ndarray) else [int(f) for f in fs]
+        if len(fs) != n or any(not 1 <= f <= 6 for f in fs):
+            raise ValueError(f"the dice thrown must be {n} faces from 1 to 6, got {fs}")
+        return self._run(op, action, np.array(fs, dtype=np.int8), None, observe)
+
+    def _look(self) -> None:
+        """A compiled look at the state when it was set, or written by hand (its numbers, the
+        sheets, :attr:`state`), since the last compiled call: what the game derives follows the
+        state as it is now."""
+        if self._seen != self._v.tobytes() + self._sheets.tobytes():
+            self._run(G.LOOK)
+
+    def _fresh(self) -> list[int]:
+        """The game's numbers as ints, after :meth:`_look`."""
+        self._look()
+        return self._v.tolist()
 
     # -- setting up -------------------------------------------------------------
     def reset(self, rng) -> None:
         """A new game: empty sheets, player 0 rolls all five dice."""
-        self.sheets.fill(OPEN)
-        zeros = (0,) * self.num_players
-        self._facts = (zeros, zeros, ((1 << self.num_lines) - 1,) * self.num_players)
-        self._sheets_key = self.sheets.tobytes()
-        self.player = 0
-        self.over = False
-        self.served_generala_winner = None
-        self.writes = 0
-        self.throw_keep = -1
-        self._start_turn(throw(rng, DICE))
-
-    def _start_turn(self, faces) -> None:
-        fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
-        if not (len(fs) == DICE and min(fs) >= 1 and max(fs) <= 6):
-            roll_index(faces)  # raises the error that names the bad faces
-        self.roll, self.rolls_left, self.locked = self._r.first_roll[sum(map(FACE_KEY.__getitem__, fs))]  # engine.start_turn
+        self._run_with_dice(G.RESET, 0, rng, DICE)
 
     # long: every check of a state, each with its own message, before anything changes
     def set_state(self, *, sheets=None, dice=None, rolls_left=None, player=None, locked=(), served_generala_winner=None) -> None:
@@ -377,19 +380,41 @@ class Game:
                     f"have filled one line more than the others; filled lines per seat: {filled}"
                 )
         # -- set it
-        self.sheets[...] = new_sheets
-        self.roll = roll_index(faces)
-        self.rolls_left = rl
-        self.player = seat
-        self.locked = keep_index(kept)
-        self.served_generala_winner = winner
-        self.throw_keep = -1
-        self.over = full or winner is not None
-        self._sheets_key = None  # recount the facts and writes from the sheets
-        self._legal_key = None
-        self._sheet_facts()
+        self._sheets[...] = new_sheets
+        v = self._v
+        v[G.ROLL], v[G.ROLLS_LEFT], v[G.PLAYER], v[G.LOCKED] = roll_index(faces), rl, seat, keep_index(kept)
+        v[G.WINNER], v[G.THROW_KEEP], v[G.STARTS_TURN] = -1 if winner is None else winner, -1, 0
+        v[G.OVER] = full or winner is not None
+        self._run(G.LOOK)  # recounts the writes and the facts from the sheets
 
     # -- reading ----------------------------------------------------------------
+    @property
+    def state(self) -> GameState:
+        """The state as a one-game :class:`~generala_env.engine.GameState` (views of the game's
+        arrays, ``over`` an int64 there); writes to it are writes to the game."""
+        v = self._v
+        return GameState(v[0:1], v[1:2], v[2:3], v[3:4], v[4:5], v[5:6], v[6:7], self._board)
+
+    @property
+    def sheets(self) -> np.ndarray:
+        """``(players, lines)`` int32, :data:`OPEN` for an open line (may be written in place)."""
+        return self._sheets
+
+    @sheets.setter
+    def sheets(self, value) -> None:
+        self._sheets[...] = value
+
+    @property
+    def served_generala_winner(self) -> int | None:
+        """The seat whose served generala ended the game, or ``None``."""
+        w = self._v.item(G.WINNER)
+        return None if w < 0 else w
+
+    @served_generala_winner.setter
+    def served_generala_winner(self, value: int | None) -> None:
+        self._v[G.WINNER] = -1 if value is None else value
+        self._seen = None
+
     @property
     def dice(self) -> np.ndarray:
         """The five faces, sorted: the order the hold bits refer to."""
@@ -402,80 +427,60 @@ class Game:
     @property
     def turn(self) -> int:
         """The round being played, from 0: lines the current player has filled."""
-        return int(self._sheet_facts()[1][self.player])
+        n = self._fresh()
+        return n[_TOTALS + self.num_players + n[_PLAYER]]
 
     def totals(self) -> np.ndarray:
-        """Each player's total (a new array; the int64 array behind it is made once per write)."""
+        """Each player's total (a new array)."""
         return self.totals_view.copy()
+
+    def _views_now(self) -> tuple:
+        """Read-only arrays of what the game derives in this state, made once per state:
+        the legal mask as booleans and as int8, the totals, the lines filled (an array and a
+        tuple of ints), and whether a served generala is pending."""
+        n = self._fresh()
+        made = self._made
+        if made is None:
+            P = self.num_players
+            legal = _frozen(self._mask[0].copy())
+            totals = _frozen(self._v[_TOTALS : _TOTALS + P].copy())
+            filled = tuple(n[_TOTALS + P : _TOTALS + 2 * P])
+            made = self._made = (legal, legal.view(np.int8), totals, _frozen(np.array(filled)), filled, bool(n[G.PENDING]))
+        return made
 
     @property
     def totals_view(self) -> np.ndarray:
-        """Each player's total, read-only (int64; made once per write)."""
-        totals = self._sheet_facts()[0]
-        of, array = self._totals
-        return array if of is totals else self._totals_array(totals)
+        """Each player's total, read-only (int64; made once per state)."""
+        return self._views_now()[2]
 
     @property
     def filled_lines(self) -> np.ndarray:
-        """Lines each player has filled, read-only (int64; made once per write)."""
-        filled = self._sheet_facts()[1]
-        of, array = self._filled
-        if of is not filled:
-            array = np.array(filled)
-            array.flags.writeable = False
-            self._filled = (filled, array)
-        return array
+        """Lines each player has filled, read-only (int64; made once per state)."""
+        return self._views_now()[3]
 
     @property
     def legal_view(self) -> np.ndarray:
-        """:meth:`legal_mask` without the copy: read-only, computed once per state."""
-        return self._legal_now()
+        """:meth:`legal_mask` without the copy: read-only, made once per state."""
+        return self._views_now()[0]
 
     @property
     def legal_int8_view(self) -> np.ndarray:
-        """:attr:`legal_view` as int8 (what the env's ``info["action_mask"]`` copies)."""
-        self._legal_now()
-        return self._legal_i8
+        """:attr:`legal_view` as int8."""
+        return self._views_now()[1]
 
     def views(self) -> tuple[np.ndarray, np.ndarray, tuple[int, ...], bool]:
         """:attr:`legal_int8_view`, :attr:`totals_view`, the lines each player has filled
-        (a tuple of ints) and :meth:`served_generala_pending`, in one call: what an observer
-        reads at every step (the env's ``info`` and observation), without a call's cost for
-        each."""
-        self._legal_now()
-        if self._sheets_key != self._legal_key[-1]:  # type: ignore[index]  # the facts follow other sheets (written by hand)
-            self._sheet_facts()
-        facts, pending = self._facts, self._pending
-        of, totals = self._totals
-        if of is not facts[0]:
-            totals = self._totals_array(facts[0])
-        return self._legal_i8, totals, facts[1], pending
+        (a tuple of ints) and :meth:`served_generala_pending`, in one call."""
+        made = self._views_now()
+        return made[1], made[2], made[4], made[5]
 
-    def _totals_array(self, totals: tuple[int, ...]) -> np.ndarray:
-        array = np.array(totals)  # int64 (NumPy 2's default integer)
-        array.flags.writeable = False
-        self._totals = (totals, array)
-        return array
-
-    def _sheet_facts(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-        """Each player's total, filled lines and open lines (bit ``l`` set: line ``l`` open).
-
-        Kept up to date by every write; recomputed when the sheets changed any other way
-        (written by hand), together with the other facts the sheets decide: ``writes``
-        (the lines filled, which tell when the game ends) and ``over`` once every line is
-        filled. Use :meth:`set_state` to set a state with every value checked.
-        """
-        key = self.sheets.tobytes()
-        if key != self._sheets_key:
-            is_open = self.sheets == OPEN
-            bits = tuple(int(b) for b in is_open @ (1 << np.arange(self.num_lines, dtype=np.int64)))
-            filled = tuple((~is_open).sum(axis=1).tolist())
-            self._facts = (tuple(np.maximum(self.sheets, 0).sum(axis=1).tolist()), filled, bits)
-            self._sheets_key = key
-            self.writes = sum(filled)
-            if sheets_full(self._r.t, self.writes):
-                self.over = True
-        return self._facts
+    def numbers(self) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """The game's numbers as ints (:data:`~generala_env.engine.OneGame`: the state, then the
+        served generala pending, every seat's total and lines filled), the legal mask as int8 and
+        the totals as int64, for an observer that reads them all at every step (the env's
+        ``info``). The two arrays are the game's own, which its next call overwrites: copy them
+        to keep them."""
+        return self._fresh(), self._mask_i8, self._totals_now
 
     def generala_scored(self, player: int) -> bool:
         """Whether ``player``'s generala line holds points (:func:`~generala_env.scoring.generala_scored`)."""
@@ -486,82 +491,26 @@ class Game:
         r = self._r
         if not r.served_win:  # the sheet need not be read
             return False
-        return served_pending(r.t, self.rolls_left, self.roll, int(self.sheets[self.player, r.generala]))
+        return served_pending(r.t, self.rolls_left, self.roll, int(self._sheets[self.player, r.generala]))
 
     def winners(self) -> tuple[int, ...]:
         """Seats that won (several on a shared win); empty while the game is on. A seat's
         result as points: :func:`outcome_points`."""
-        t = self._sheet_facts()[0]  # first: sheets written by hand may end the game
-        if not self.over:
+        n = self._fresh()  # first: sheets written by hand may end the game
+        if not n[_OVER]:
             return ()
-        best, w = max(t), self.served_generala_winner
-        return tuple(i for i, v in enumerate(t) if is_winner(-1 if w is None else w, i, v, best))
+        t = n[_TOTALS : _TOTALS + self.num_players]
+        best, w = max(t), n[_WINNER]
+        return tuple(i for i, v in enumerate(t) if is_winner(w, i, v, best))
 
     def legal_mask(self) -> np.ndarray:
         """Boolean array over all actions: True where :meth:`apply` accepts the action."""
         return self._legal_now().copy()
 
     def _legal_now(self) -> np.ndarray:
-        """:meth:`legal_mask`, computed once per state (read-only: callers must not modify it).
-
-        The key holds every input of the mask, the sheets' bytes included, so a state
-        set by hand is never served a stale mask.
-        """
-        key = (self.roll, self.rolls_left, self.locked, self.player, self.over, self.sheets.tobytes())
-        if key != self._legal_key:
-            self._legal, self._legal_i8 = self._compute_legal_mask()
-            self._legal_key = key
-        return self._legal
-
-    def _compute_legal_mask(self) -> tuple[np.ndarray, np.ndarray]:
-        """The legal mask (:func:`~generala_env.engine.legal` of every action), read-only, as
-        booleans and as an int8 view of them.
-
-        Looked up by what it depends on: over, a served generala pending, the rolls left, the
-        mover's open lines, and, only under ``locked_holds`` with dice locked and rolls left,
-        the roll and the locked dice (elsewhere :func:`~generala_env.engine.hold_legal` reads
-        neither: what it reads and this key go together, and ``tests/test_vector.py``, whose
-        batched env asks the rule for every action, catches a difference). A mask not seen yet
-        is computed by the rules themselves.
-        """
-        open_bits = self._sheet_facts()[2][self.player]  # first: sheets written by hand may end the game
-        over, rl = self.over, self.rolls_left
-        r = self._r
-        self._pending = r.served_win and self.served_generala_pending()
-        pending = self._pending and not over
-        lock = (self.roll, self.locked) if r.t.locked_holds and rl > 0 and self.locked != EMPTY_KEEP else None
-        key = (over, pending, rl, open_bits, lock)
-        masks = r.masks.get(key)
-        if masks is None:
-            masks = self._new_legal_mask(key)
-        return masks
-
-    def _new_legal_mask(self, key: tuple) -> tuple[np.ndarray, np.ndarray]:
-        """A mask not in the cache yet, from the rules' answers for its key without the open
-        lines (:func:`~generala_env.engine.legal` of every hold, and of every write with its
-        line open and filled), kept too: those are 43 rule calls, the mask itself a choice
-        between them by the open lines."""
-        over, pending, rl, open_bits, lock = key
-        part_key = (over, pending, rl, lock)
-        r = self._r
-        parts = r.mask_parts.get(part_key)
-        if parts is None:
-            t, rl, roll, locked = r.t, self.rolls_left, self.roll, self.locked
-            holds = np.array([legal(t, over, pending, rl, roll, locked, a, False) for a in range(NUM_MASKS)], dtype=bool)
-            writes = range(NUM_MASKS, self.num_actions)
-            if_open = np.array([legal(t, over, pending, rl, roll, locked, a, True) for a in writes], dtype=bool)
-            if_filled = np.array([legal(t, over, pending, rl, roll, locked, a, False) for a in writes], dtype=bool)
-            if len(r.mask_parts) >= _MASK_CACHE_SIZE:
-                r.mask_parts.clear()
-            parts = r.mask_parts[part_key] = (holds, if_open, if_filled)
-        holds, if_open, if_filled = parts
-        is_open = (open_bits >> np.arange(self.num_lines)) & 1 == 1
-        mask = np.concatenate((holds, np.where(is_open, if_open, if_filled)))
-        cache = r.masks
-        if len(cache) >= _MASK_CACHE_SIZE:
-            cache.clear()
-        masks = cache[key] = _frozen(mask)
-        return masks
+        """The legal mask the last compiled call left (the game's own array: read, don't keep)."""
+        self._look()
+        return self._mask[0]
 
     def legal_actions(self) -> list[int]:
         return np.flatnonzero(self._legal_now()).tolist()
@@ -591,22 +540,47 @@ class Game:
         return f"line {self.rules.lines[a - NUM_MASKS]!r} is already filled"
 
     # -- acting -----------------------------------------------------------------
-    def step(self, action: int, rng) -> Outcome:
-        """Apply a legal action, drawing any dice it needs from ``rng``."""
+    def step(self, action: int, rng, observe: tuple | None = None) -> Outcome:
+        """Apply a legal action, drawing any dice it needs from ``rng``.
+
+        ``observe``: ``(*encoding tables, seat, out)`` to have the same compiled call write the
+        observation of the new state from ``seat`` into ``out`` (what the single env does; the
+        tables: :attr:`Encoder.observe_tables <generala_env.encoding.Encoder.observe_tables>`)."""
         a = action
-        if not (a.__class__ is int and 0 <= a < self.num_actions and not self.over and self.throw_keep < 0 and self._legal_now()[a]):
+        if not (a.__class__ is int and 0 <= a < self.num_actions):
             why = self.why_illegal(action)  # the slow path names the problem (or accepts a numpy integer)
             if why is not None:
                 raise IllegalActionError(why)
             a = int(action)
-        n = self._thrown[self.roll * self.num_actions + a]  # engine.dice_thrown
-        faces = throw(rng, n)
-        if a < NUM_MASKS and len(faces) != n:  # _apply's check, without counting the dice a second time
-            raise ValueError(f"hold {a} rerolls {n} dice, got {len(faces)} faces")
-        out = self._decide(a)
-        if self.throw_keep >= 0:
-            self._land(faces)
-        return out
+        if rng.__class__ is DiceCup and rng.block:  # the hot path: _run_with_dice's, spelled out
+            r = self._r
+            if observe is None:
+                status = r.play(self._v, self._board, r.arrays, rng.faces, rng.at, self._mask, _STEP, a)
+            else:
+                status = r.play_observed(self._v, self._board, r.arrays, rng.faces, rng.at, self._mask, _STEP, a, *observe)
+            if status == _DONE:
+                self._seen, self._made = self._v.tobytes() + self._sheets.tobytes(), None
+            else:
+                self._seen = None
+                if status == _NEED_FACES:
+                    rng.refill()
+                    status = self._run(_STEP, a, rng.faces, rng.at, observe)
+        else:  # the dice are asked for only once the action is known to be legal
+            why = self.why_illegal(a)
+            if why is not None:
+                raise IllegalActionError(why)
+            status = self._run_with_dice(_STEP, a, rng, dice_thrown(self._r.t, self.roll, a), observe)
+        if status == _ILLEGAL:
+            raise IllegalActionError(self.why_illegal(a) or f"action {a} is not legal now")
+        return self._outcome(a)
+
+    def _outcome(self, a: int) -> Outcome:
+        v = self._v
+        if a < NUM_MASKS:
+            return _REROLLED[v.item(G.MOVER)][a]
+        pts, served = v.item(G.POINTS), v.item(G.SERVED) == 1
+        bonus = self._r.bonus[a - NUM_MASKS] if served and pts > 0 else 0  # scoring.served_bonus, in the points of a line that qualifies
+        return Outcome(v.item(G.MOVER), a, pts, True, served, bonus, v.item(G.WON) == 1)
 
     def apply(self, action: int, faces) -> Outcome:
         """Apply a legal action with the dice it needs given explicitly.
@@ -623,17 +597,15 @@ class Game:
         # and a short next roll would fail after the line is already written
         if any(not 1 <= f <= 6 for f in faces):
             raise ValueError(f"faces run from 1 to 6, got {faces}")
-        ends = self.served_generala_pending() or sheets_full(self._r.t, sum(self._sheet_facts()[1]) + 1)
+        t = self._r.t
+        if a < NUM_MASKS and len(faces) != dice_thrown(t, self.roll, a):
+            raise ValueError(f"hold {a} rerolls {dice_thrown(t, self.roll, a)} dice, got {len(faces)} faces")
+        ends = self.served_generala_pending() or sheets_full(t, sum(self._views_now()[4]) + 1)
         if a >= NUM_MASKS and not ends and len(faces) != DICE:
             raise ValueError(f"a write needs the next player's five-dice first roll, got {len(faces)} faces")
-        return self._apply(a, faces)
-
-    def _apply(self, a: int, faces) -> Outcome:
-        if a < NUM_MASKS and len(faces) != dice_thrown(self._r.t, self.roll, a):
-            raise ValueError(f"hold {a} rerolls {dice_thrown(self._r.t, self.roll, a)} dice, got {len(faces)} faces")
         out = self._decide(a)
         if self.throw_keep >= 0:
-            self._land(faces)
+            self._run(G.LAND, 0, np.array(faces, dtype=np.int8))
         return out
 
     # -- a decision and its throw apart (the dice model: generala_env.model) ------
@@ -651,6 +623,11 @@ class Game:
             raise IllegalActionError(why)
         return self._decide(int(action))
 
+    def _decide(self, a: int) -> Outcome:
+        if self._run(G.DECIDE, a) == _ILLEGAL:
+            raise IllegalActionError(self.why_illegal(a) or f"action {a} is not legal now")
+        return self._outcome(a)
+
     def land(self, faces) -> None:
         """The faces thrown after :meth:`decide` (as many as were in the cup)."""
         if self.throw_keep < 0:
@@ -658,74 +635,32 @@ class Game:
         fs = [int(f) for f in faces]
         if len(fs) != DICE - _KEEP_SIZE[self.throw_keep] or any(not 1 <= f <= 6 for f in fs):
             raise ValueError(f"the throw is {DICE - _KEEP_SIZE[self.throw_keep]} faces from 1 to 6, got {fs}")
-        self._land(fs)
-
-    def _land(self, faces) -> None:
-        keep, self.throw_keep = self.throw_keep, -1
-        if self._throw_starts_turn:
-            self._start_turn(faces)
-        else:
-            fs = faces.tolist() if isinstance(faces, np.ndarray) else faces
-            self.roll = self._landed[keep][sum(map(FACE_KEY.__getitem__, fs))]  # engine.landed
-
-    def _decide(self, a: int) -> Outcome:
-        me = self.player
-        if a < NUM_MASKS:
-            keep = self._held[self.roll * NUM_MASKS + a]  # engine.held
-            self.rolls_left -= 1
-            self.locked = keep
-            self.throw_keep, self._throw_starts_turn = keep, False
-            return _REROLLED[me][a]
-
-        line = a - NUM_MASKS
-        r, roll, rolls_left = self._r, self.roll, self.rolls_left
-        t = r.t
-        generala_value = int(self.sheets[me, r.generala]) if r.generala >= 0 else OPEN
-        pts = write_points(t, line, roll, rolls_left, generala_value)
-        served_win = r.served_win and served_pending(t, rolls_left, roll, generala_value)  # else never pending
-        if self._sheets_key != self.sheets.tobytes():
-            self._sheet_facts()  # the sheets were written by hand: recount the facts and writes first
-        self.sheets[me, line] = pts
-        self.writes += 1
-        totals, filled, bits = map(list, self._facts)  # bring the sheet facts along
-        totals[me] += pts
-        filled[me] += 1
-        bits[me] &= ~(1 << line)
-        self._facts, self._sheets_key = (tuple(totals), tuple(filled), tuple(bits)), self.sheets.tobytes()
-        served = rolls_left == FIRST_ROLL
-        bonus = r.bonus[line] if served and pts > 0 else 0  # scoring.served_bonus, in the points of a line that qualifies
-        out = Outcome(me, a, pts, True, served, bonus, served_win)
-        self.over, self.player = r.after_write[served_win][self.writes][me]  # engine.after_write
-        if served_win:
-            self.served_generala_winner = me
-        elif not self.over:
-            self.throw_keep, self._throw_starts_turn = EMPTY_KEEP, True
-        return out
+        self._run(G.LAND, 0, np.array(fs, dtype=np.int8))
 
     # -- copying ----------------------------------------------------------------
     def __getstate__(self) -> dict:
-        """Pickling: the state and what the game derived, not the rule set's tables (its
-        ``_Lookups`` pickles as its name; the hold tables and ``points`` come from the rules)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_held", "_thrown", "_landed", "points")}
+        """Pickling: the rules, the players and the state (what the game derives is made anew)."""
+        return {"rules": self.rules, "num_players": self.num_players, "numbers": self._v[:_STATE].tolist(), "sheets": self._sheets.copy()}
 
     def __setstate__(self, state: dict) -> None:
-        """Unpickling. A game pickled before the rule set's look-ups were grouped into one
-        attribute (see ``_Lookups``) gets them anew, its old copies of them dropped."""
-        if "_r" not in state:
-            old = ("_t", "_first_roll", "_after_write", "_generala", "_double", "_served_win", "_reads_generala", "_masks", "_mask_parts")
-            state = {k: v for k, v in state.items() if k not in old and k not in ("_totals_of", "_filled_of", "_totals", "_filled")}
-            empty = np.zeros(0, dtype=np.int64)
-            state.update(_r=_lookups(state["rules"], state["num_players"]), _totals=(None, empty), _filled=(None, empty))
-        for k, v in state.items():
-            setattr(self, k, v)
-        if "_pending" not in state:  # pickled before it was kept with the mask
-            self._legal_key = None
-        r = self._r
-        self._held, self._thrown, self._landed = r.held, r.thrown, r.landed
-        self.points = points_table(self.rules)
+        """Unpickling; a game pickled when its state was attributes of its own (``roll``,
+        ``rolls_left``, ...) is read too."""
+        self._setup(state["rules"], state["num_players"])
+        self._sheets[...] = state["sheets"]
+        if "numbers" in state:
+            self._v[:_STATE] = state["numbers"]
+        else:
+            w = state.get("served_generala_winner")
+            numbers = ("roll", "rolls_left", "locked", "player", "writes", "over")
+            self._v[:_WINNER] = [int(state[k]) for k in numbers]
+            self._v[_WINNER] = -1 if w is None else w
+            self._v[G.THROW_KEEP] = state.get("throw_keep", -1)
+            self._v[G.STARTS_TURN] = bool(state.get("_throw_starts_turn", False))
 
     def clone(self) -> Game:
         g = Game.__new__(Game)
         g.__dict__.update(self.__dict__)
-        g.sheets = self.sheets.copy()
+        g._v, g._board, g._mask = self._v.copy(), self._board.copy(), self._mask.copy()
+        g._sheets, g._mask_i8, g._at = g._board[0], g._mask[0].view(np.int8), np.zeros(2, dtype=np.int64)
+        g._totals_now = g._v[_TOTALS : _TOTALS + g.num_players]
         return g

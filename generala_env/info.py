@@ -9,11 +9,14 @@ from typing import Any
 import numpy as np
 
 from .dice import KEEP_COUNTS, ROLLS
+from .engine import OneGame as G
 from .game import ROLLS_PER_TURN, Game, outcome_points
 
 _ROLL_ROWS = list(ROLLS)  # one array per roll: a list look-up is cheaper than numpy indexing
 _LOCKED_ROWS = list(KEEP_COUNTS)  # the dice of each keep, counted per face
 _NO_MOVES: dict[int, np.ndarray] = {}  # players -> info["opponent_moves"] with no move: -1 rows
+_ROLL, _ROLLS_LEFT, _LOCKED, _PLAYER, _OVER, _WINNER, _PENDING = G.ROLL, G.ROLLS_LEFT, G.LOCKED, G.PLAYER, G.OVER, G.WINNER, G.PENDING
+_TOTALS = G.TOTALS  # then each seat's total, then its lines filled
 
 
 def win_reward(winners: tuple[int, ...], seat: int) -> float:
@@ -40,11 +43,12 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
     store them): ``locked`` counts the locked dice of each face, ``opponent_moves`` is padded
     with ``-1`` rows, ``winners`` flags seats, ``winner`` is ``-1`` unless one seat has won.
     Every array in it is the caller's own copy. An env step builds one of these, so it
-    reads the game's cached mask and sheet facts (:meth:`Game.views`) rather than
-    recomputing them, and makes the dict in one go (a dict grown key by key costs more).
+    reads the game's numbers in one call (:meth:`Game.numbers`: the mask and the sheets'
+    facts its last compiled call left) and makes the dict in one go (a dict grown key by key
+    costs more).
     """
-    player, players = game.player, game.num_players
-    legal, totals, filled, pending = game.views()
+    n, legal, totals = game.numbers()
+    players, player, over = game.num_players, n[_PLAYER], n[_OVER]
     blank = _NO_MOVES.get(players)
     if blank is None:
         blank = _NO_MOVES[players] = np.full((opponent_move_rows(players), 3), -1, dtype=np.int64)
@@ -53,27 +57,26 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
         moves[: len(opponent_moves)] = opponent_moves
     winners = np.zeros(players, dtype=bool)
     winner = -1
-    over = game.over
     if over:
         won = game.winners()
         winners[list(won)] = True
         winner = won[0] if len(won) == 1 else -1
     return {
         "action_mask": legal.copy() if player == seat else np.zeros(game.num_actions, dtype=np.int8),
-        "dice": _ROLL_ROWS[game.roll].copy(),
-        "rolls_left": int(game.rolls_left),
-        "locked": _LOCKED_ROWS[game.locked].copy(),
+        "dice": _ROLL_ROWS[n[_ROLL]].copy(),
+        "rolls_left": n[_ROLLS_LEFT],
+        "locked": _LOCKED_ROWS[n[_LOCKED]].copy(),
         "sheets": game.sheets.copy(),
         "totals": totals.copy(),
-        "turn": filled[player],
-        "player": int(player),
+        "turn": n[_TOTALS + players + player],
+        "player": player,
         "seat": int(seat),
-        "served_generala_pending": pending,
+        "served_generala_pending": n[_PENDING] == 1,
         "illegal_action": illegal,
         "illegal_reason": illegal_reason,
         "opponent_moves": moves,
-        "game_over": bool(over),
+        "game_over": over == 1,
         "winners": winners,
         "winner": int(winner),
-        "served_generala_win": game.served_generala_winner is not None,
+        "served_generala_win": n[_WINNER] >= 0,
     }

@@ -151,8 +151,7 @@ class Model:
         game.throw_keep = state.throw_keep
         game._throw_starts_turn = state.starts_turn
         game.served_generala_winner = None if state.served_generala_winner < 0 else state.served_generala_winner
-        game.over = state.over
-        game._sheet_facts()  # the writes and sheet facts follow the sheets
+        game.over = state.over  # the writes and the sheets' facts follow the sheets at the next look
         return game
 
     def _at(self, state: ModelState) -> Game:

@@ -525,28 +525,109 @@ def test_a_game_and_the_env_keep_their_attributes_few():
         assert len(vars(env.unwrapped)) <= 30, sorted(vars(env.unwrapped))
 
 
-def test_a_game_pickled_before_the_look_ups_were_grouped_plays_on():
+def test_games_pickled_in_earlier_formats_play_on():
+    """A game pickled when its state was attributes of its own (with the rule set's look-ups as
+    one attribute, or as many, from before they were grouped) is read, and plays on as the game
+    it was; a game pickles as its rules, players and state."""
     import pickle
 
     rng = np.random.default_rng(0)
     g = Game("double", 2)
     g.reset(rng)
     g.step(0, rng)
-    state = {k: v for k, v in vars(g).items() if k not in ("_r", "_totals", "_filled")}
-    state["sheets"] = g.sheets.copy()
-    r = g._r
-    state.update(_t=r.t, _first_roll=r.first_roll, _after_write=r.after_write, _generala=r.generala, _double=r.double)
-    state.update(_served_win=r.served_win, _reads_generala=r.generala >= 0, _masks=r.masks, _mask_parts=r.mask_parts)
-    state.update(_totals=np.zeros(0, dtype=np.int64), _totals_of=None, _filled=np.zeros(0, dtype=np.int64), _filled_of=None)
-    old = Game.__new__(Game)
-    old.__setstate__(state)
-    same = pickle.loads(pickle.dumps(g))
-    assert len(pickle.dumps(g)) < 4000  # the look-ups (tables, masks seen) are named, not carried
-    for game in (old, same):
-        assert game._r is r and not hasattr(game, "_t") and len(vars(game)) <= 30
+    attrs = dict(rules=g.rules, num_players=2, num_lines=g.num_lines, num_actions=g.num_actions, sheets=g.sheets.copy(), roll=g.roll)
+    attrs.update(rolls_left=g.rolls_left, player=g.player, locked=g.locked, over=False, served_generala_winner=None, writes=g.writes)
+    attrs.update(throw_keep=-1, _throw_starts_turn=False, _legal_key=None, _sheets_key=None, _pending=False)
+    grouped = dict(attrs, _r=None, _totals=(None, np.zeros(0)), _filled=(None, np.zeros(0)))
+    ungrouped = dict(attrs, _t=None, _first_roll={}, _after_write=[], _generala=5, _masks={}, _totals_of=None, _filled_of=None)
+    before_the_dice_model = {k: v for k, v in attrs.items() if k not in ("throw_keep", "_throw_starts_turn")}
+    assert len(pickle.dumps(g)) < 2000  # the look-ups (tables, compiled step) are named, not carried
+    for state in (grouped, ungrouped, before_the_dice_model, pickle.loads(pickle.dumps(g)).__getstate__()):
+        game = Game.__new__(Game)
+        game.__setstate__(state)
+        assert len(vars(game)) <= 30 and (game.roll, game.rolls_left, game.locked) == (g.roll, g.rolls_left, g.locked)
         a, b = np.random.default_rng(1), np.random.default_rng(1)
         twin = g.clone()
         while not twin.over:
             action = twin.legal_actions()[-1]
             assert twin.step(action, a) == game.step(action, b)
             assert np.array_equal(twin.sheets, game.sheets) and twin.views()[2] == game.views()[2]
+
+
+# -- the engine's one game ----------------------------------------------------------------------
+@pytest.mark.parametrize("rules", ["classic", "double", {"base": "classic", "locked_holds": True}])
+def test_a_cup_refilled_inside_the_compiled_step_deals_the_faces_in_order(rules):
+    """A cup's faces go straight into the compiled step, which asks for a refill when too few
+    are left; a block of 7 faces makes that happen mid-turn. The game is the one the same faces
+    make when thrown one by one in Python."""
+    cup = DiceCup(np.random.default_rng(3), block=7)
+    draws = np.random.default_rng(3)
+    script = ScriptedDice(*[f for _ in range(200) for f in draws.integers(1, 7, size=7, dtype=np.int8).tolist()])
+    a, b = Game(rules, 2), Game(rules, 2)
+    a.reset(cup)
+    b.reset(script)
+    pick = np.random.default_rng(0)
+    while not a.over:
+        legal = a.legal_actions()
+        assert legal == b.legal_actions()
+        action = legal[int(pick.integers(len(legal)))]
+        assert a.step(action, cup) == b.step(action, script)
+        assert np.array_equal(a.sheets, b.sheets) and a.roll == b.roll and a.views()[2:] == b.views()[2:]
+    assert a.winners() == b.winners() and b.over
+
+
+@pytest.mark.parametrize("rules,players", [("classic", 1), ("double", 3), ({"base": "classic", "served_generala": "win"}, 2)])
+def test_a_step_that_observes_writes_the_encoders_observation(rules, players):
+    from generala_env.encoding import Encoder
+
+    g = Game(rules, players)
+    enc = Encoder(g.rules, players)
+    cup = DiceCup(np.random.default_rng(1))
+    g.reset(cup)
+    pick = np.random.default_rng(2)
+    for _ in range(3 * g.num_lines * players):
+        if g.over:
+            g.reset(cup)
+        legal = g.legal_actions()
+        seat = int(pick.integers(players))
+        out = np.full(enc.size, np.nan, dtype=np.float32)
+        g.step(legal[int(pick.integers(len(legal)))], cup, (*enc.observe_tables, seat, out))
+        assert out.tobytes() == enc.encode(g, seat).tobytes()
+
+
+def test_the_state_is_a_one_game_game_state_of_views():
+    from generala_env.engine import GameState
+
+    g = Game("classic", 2)
+    g.reset(np.random.default_rng(0))
+    s = g.state
+    assert isinstance(s, GameState) and s.sheets.shape == (1, 2, 10) and s.roll.shape == (1,)
+    assert g.legal_view[:NUM_MASKS].sum() == NUM_MASKS - 1
+    s.rolls_left[0] = 0  # a write to the state is a write to the game, and what it derives follows
+    assert g.rolls_left == 0 and not g.legal_view[:NUM_MASKS].any()
+    s.sheets[0, 1, 0] = 3
+    assert g.sheets[1, 0] == 3 and g.totals().tolist() == [0, 3]
+
+
+def test_the_packed_tables_read_back_as_the_tables():
+    from generala_env import batched
+    from generala_env.engine import Tables, tables
+    from generala_env.rules import load_rules
+
+    for name in ("classic", "double"):
+        t = tables(load_rules(name), 3)
+        back = batched.unpack_tables(batched.pack_tables(t))
+        assert len(Tables._fields) == len(back)
+        for field, a, b in zip(Tables._fields, t, back, strict=True):
+            assert np.array_equal(np.asarray(a).ravel(), np.asarray(b).ravel()), field
+
+
+def test_a_cup_pickled_with_its_faces_as_a_list_deals_on():
+    import copy
+
+    cup = DiceCup(np.random.default_rng(0), block=8)
+    cup.throw(3)
+    state = {"rng": copy.deepcopy(cup.rng), "block": 8, "_faces": cup.faces.tolist(), "_next": int(cup.at[0])}
+    old = DiceCup.__new__(DiceCup)
+    old.__setstate__(state)
+    assert [old.throw(2) for _ in range(6)] == [cup.throw(2) for _ in range(6)]
