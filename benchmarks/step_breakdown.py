@@ -5,10 +5,11 @@ from the legal mask as ``env_speed.py`` does, and does a little more of a step t
 one before it:
 
 * ``choice``: the choice of a legal action alone (what every variant also pays);
-* ``game``: ``Game.step`` and the next legal mask (``legal_int8_view``);
-* ``+views``: and ``Game.views()``, what an observer reads at every step;
-* ``+info``: ``make_info`` instead (which reads the views), the ``info`` dict;
-* ``+obs``: and the observation (``Encoder.encode``);
+* ``game``: ``Game.step``, one compiled call of the engine, and the next legal mask
+  (``Game.numbers()``);
+* ``+obs``: the same call writing the observation too (``Game.step(..., observe=...)``, as the
+  env's step does);
+* ``+info``: and ``make_info``, the ``info`` dict;
 * ``env.step``: ``GeneralaEnv.step`` itself (its checks and bookkeeping on top);
 * ``gym.make``: through ``gym.make``'s wrappers;
 * ``pyhtzee``: a pyhtzee decision, for scale (if pyhtzee is installed).
@@ -48,15 +49,14 @@ def variant(kind: str, seed: int):
 
     def part(a: int):
         """The part of a step that ``kind`` does; the next legal mask (int8)."""
-        game.step(a, cup)
         if kind == "game":
-            return game.legal_int8_view
-        if kind == "+views":
-            return game.views()[0]
-        i = make_info(game, 0)
+            game.step(a, cup)
+            return game.numbers()[1]
+        obs = np.empty(u.encoder.size, dtype=np.float32)
+        game.step(a, cup, (*u.encoder.observe_tables, 0, obs))
         if kind == "+obs":
-            u.encoder.encode(game, 0, i["served_generala_pending"])
-        return i["action_mask"]
+            return game.numbers()[1]
+        return make_info(game, 0)["action_mask"]
 
     def play() -> None:
         mask = state["mask"]
@@ -95,7 +95,7 @@ def main(argv=None) -> None:
     rounds = args.rounds or (2 if args.quick else 20)
     seconds = args.seconds or (0.1 if args.quick else 0.3)
     warnings.filterwarnings("ignore", module="gymnasium")
-    kinds = ["choice", "game", "+views", "+info", "+obs", "env.step", "gym.make"]
+    kinds = ["choice", "game", "+obs", "+info", "env.step", "gym.make"]
     plays = {k: variant(k, args.seed) for k in kinds}
     try:
         plays["pyhtzee"] = env_speed.pyhtzee_runner(args.seed)
