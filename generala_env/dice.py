@@ -141,8 +141,10 @@ class DiceCup:
     """
 
     def __init__(self, rng, block: int = 1024):
+        if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < DICE:
+            raise ValueError(f"block must be a whole number of faces, at least {DICE} (a throw), got {block!r}")
         self.rng = rng
-        self.block = block if isinstance(rng, np.random.Generator) else 0
+        self.block = int(block) if isinstance(rng, np.random.Generator) else 0
         self.faces = np.zeros(0, dtype=np.int8)  # drawn so far; at[0] is the next to hand out
         self.at = np.zeros(2, dtype=np.int64)  # [next, len(faces)]: what a compiled game step reads and moves
 
