@@ -40,7 +40,7 @@ import numpy as np
 
 from . import dice, engine, observe
 from .cache import cache_dir
-from .dice import DICE, EMPTY_KEEP, NUM_MASKS
+from .dice import DICE, EMPTY_KEEP, NUM_KEEPS, NUM_MASKS, NUM_ROLLS
 from .engine import FIRST_ROLL, OPEN, GameState, Tables
 from .engine import OneGame as G
 from .observe import EncodingTables
@@ -297,13 +297,15 @@ def legal_masks(games, masks, state, rules):
 # rules' tables), one array fast: a one-game call takes the tables packed, each packed array a
 # header of numbers (where each table starts, or its shape) and the tables after it.
 _TABLES = 7  # Tables' array fields, in order
-_TABLES_AT = 6  # header: the six numbers of Tables, then where each of its arrays starts and where the last ends
+MOST = 6  # header: the six numbers of Tables, the most points a line holds, then where each of its arrays starts and where the last ends
+_TABLES_AT = MOST + 1
 
 
 def pack_tables(t: Tables) -> np.ndarray:
-    """A rule set's :class:`~generala_env.engine.Tables` (arrays) as one int32 array, for :func:`play_game`."""
+    """A rule set's :class:`~generala_env.engine.Tables` (arrays) as one int32 array, for :func:`play_game`
+    (which also reads the most points a line holds, ``p[MOST]``, to check a state set by hand)."""
     arrays = [np.asarray(a).astype(np.int32).ravel() for a in t[:_TABLES]]
-    head = [t.num_players, t.num_lines, t.generala_line, t.double_line, int(t.served_win), int(t.locked_holds)]
+    head = [t.num_players, t.num_lines, t.generala_line, t.double_line, int(t.served_win), int(t.locked_holds), int(np.max(t.points))]
     at = _TABLES_AT + _TABLES + 1 + np.cumsum([0] + [len(a) for a in arrays])
     return np.concatenate([np.array(head + at.tolist(), dtype=np.int32), *arrays])
 
@@ -369,15 +371,32 @@ def faces_key(faces, at, n):
 
 
 @njit(inline="always", error_model="numpy")
-def _play(v, sheets, t, faces, at, mask, op, a):
+def _fits(v, sheets, t, most):
+    """Whether every number of a game's state that the rules index by is in range (a state may
+    be set by hand: one out of range is never read), and the lines its sheets have filled."""
+    P = t.num_players
+    fits = 0 <= v[G.ROLL] < NUM_ROLLS and 0 <= v[G.ROLLS_LEFT] <= FIRST_ROLL and 0 <= v[G.LOCKED] < NUM_KEEPS
+    fits = fits and 0 <= v[G.PLAYER] < P and -1 <= v[G.WINNER] < P and -1 <= v[G.THROW_KEEP] < NUM_KEEPS
+    writes = 0
+    for p in range(P):
+        for l in range(t.num_lines):
+            x = sheets[0, p, l]
+            if x != OPEN:
+                writes += 1
+                fits = fits and 0 <= x <= most
+    return fits, writes
+
+
+@njit(inline="always", error_model="numpy")
+def _play(v, sheets, t, most, faces, at, mask, op, a):
     """What :func:`play_game` does before the observation."""
     st = GameState(v[0:1], v[1:2], v[2:3], v[3:4], v[4:5], v[5:6], v[6:7], sheets)  # one game: views of v
     have = at[1] - at[0]
     v[G.STATUS] = G.DONE
-    writes = 0  # the sheets decide the writes, and full sheets end the game (they may be written by hand)
-    for p in range(t.num_players):
-        for l in range(t.num_lines):
-            writes += sheets[0, p, l] != OPEN
+    fits, writes = _fits(v, sheets, t, most)  # the sheets decide the writes, and end the game when full
+    if not fits and op != G.RESET:
+        v[G.STATUS] = G.BAD_STATE
+        return
     v[G.WRITES] = writes
     if sheets_full(t, writes):
         v[G.OVER] = 1
@@ -434,12 +453,15 @@ def play_game(v, sheets, rules, faces, at, mask, op, action):
     """One game's step, decision, throw, new game or look (``op``: one of the ops of
     :data:`generala_env.engine.OneGame`; ``action`` for a step or a decision): what
     :class:`~generala_env.game.Game` calls. ``v`` holds the game's numbers (its state, then what
-    the call answers), ``sheets`` its ``(1, players, lines)``; the dice come from ``faces``, from
-    ``at[0]`` up to ``at[1]``; ``rules``: the tables packed (:func:`pack_tables`). Returns the status (``v[STATUS]``): an illegal action, or too few
-    faces (``v[NEED]`` says how many), change nothing. After the call ``mask[0]`` is the legal
+    the call answers), ``sheets`` its ``(1, players, lines)``, ``rules`` the tables packed
+    (:func:`pack_tables`); the dice come from ``faces``, from ``at[0]`` up to ``at[1]``.
+
+    Returns the status (``v[STATUS]``). An illegal action, too few faces (``v[NEED]`` says how
+    many) or a number of the state out of range (``BAD_STATE``: a state set by hand) change no
+    number of the state but those the sheets decide. After the call ``mask[0]`` is the legal
     mask of the state, and ``v`` holds the served generala pending and every seat's total and
     lines filled."""
-    _play(v, sheets, unpack_tables(rules), faces, at, mask, op, action)
+    _play(v, sheets, unpack_tables(rules), rules[MOST], faces, at, mask, op, action)
     return v[G.STATUS]
 
 
@@ -448,8 +470,8 @@ def play_game_observed(v, sheets, rules, faces, at, mask, op, action, ints, floa
     """:func:`play_game`, then the observation from ``seat`` into ``out``, the encoding tables
     packed in ``ints`` and ``floats`` (:func:`pack_encoding`): what the single env's step calls,
     the game's transition, its mask and its observation in one call."""
-    _play(v, sheets, unpack_tables(rules), faces, at, mask, op, action)
-    if v[G.STATUS] != G.NEED_FACES:
+    _play(v, sheets, unpack_tables(rules), rules[MOST], faces, at, mask, op, action)
+    if v[G.STATUS] == G.DONE or v[G.STATUS] == G.ILLEGAL:
         _encode_game(out, unpack_encoding(ints, floats), v[G.ROLL], v[G.ROLLS_LEFT], v[G.LOCKED], v[G.PENDING] != 0, sheets[0], seat)
     return v[G.STATUS]
 

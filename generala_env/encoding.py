@@ -35,10 +35,13 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .engine import OneGame
 from .game import Game
 from .observe import EncodingTables
 from .rules import RuleSet
 from .scoring import line_max, points_table
+
+_ROLL, _ROLLS_LEFT, _LOCKED, _PENDING = OneGame.ROLL, OneGame.ROLLS_LEFT, OneGame.LOCKED, OneGame.PENDING
 
 LAYOUT_VERSION = 1
 
@@ -138,9 +141,19 @@ class Encoder:
 
     def encode(self, game: Game, seat: int, pending: bool | None = None) -> np.ndarray:
         """The observation of ``game`` from ``seat`` (:func:`~generala_env.observe.encode_game`, compiled when numba
-        is there); ``pending``: :meth:`Game.served_generala_pending`, if the caller has it."""
+        is there); ``pending``: :meth:`Game.served_generala_pending`, if the caller has it. The
+        game's numbers are read at once (:meth:`Game.numbers`, which checks a state set by hand)."""
         out = np.empty(self.size, dtype=np.float32)
+        n = game.numbers()[0]
         if pending is None:
-            pending = game.served_generala_pending()
-        self._kernel(out, *self._args, game.roll, game.rolls_left, game.locked, pending, game.sheets, seat)
+            pending = n[_PENDING] == 1
+        self._kernel(out, *self._args, n[_ROLL], n[_ROLLS_LEFT], n[_LOCKED], pending, game.sheets, seat)
         return out
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling; an encoder pickled before it kept its tables packed for ``Game.step`` packs them now."""
+        self.__dict__.update(state)
+        if "observe_tables" not in state:
+            from . import batched
+
+            self.observe_tables = batched.pack_encoding(self.tables)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .dice import ALL_HELD, DICE, KEEP_SIZE, NUM_MASKS, ROLLS, DiceCup, keep_index, roll_index, throw
+from .dice import ALL_HELD, DICE, KEEP_SIZE, NUM_KEEPS, NUM_MASKS, NUM_ROLLS, ROLLS, DiceCup, keep_index, roll_index, throw
 from .engine import (
     FIRST_ROLL,
     OPEN,
@@ -51,7 +51,7 @@ MAX_PLAYERS = 6
 _KEEP_SIZE = KEEP_SIZE.tolist()
 G = OneGame  # where a game's numbers sit in its array
 _STATE, _OVER, _WINNER, _PLAYER, _TOTALS = G.STATE, G.OVER, G.WINNER, G.PLAYER, G.TOTALS
-_STEP, _DONE, _ILLEGAL, _NEED_FACES = G.STEP, G.DONE, G.ILLEGAL, G.NEED_FACES
+_STEP, _DONE, _ILLEGAL, _NEED_FACES, _BAD_STATE = G.STEP, G.DONE, G.ILLEGAL, G.NEED_FACES, G.BAD_STATE
 
 
 class _Lookups:
@@ -189,7 +189,9 @@ class Game:
     the sheets' facts. Set a state with :meth:`set_state`, which checks every value and
     recomputes what the game derives. These attributes may also be assigned directly, and
     the sheets written in place (a copy of a batched game does): what the game derives
-    follows them, but nothing checks that the state is one the game could reach. Read-only
+    follows them (``writes`` is counted from the sheets, and full sheets end the game), a
+    number out of range raises ``ValueError`` at the next look, but nothing checks that the
+    state is one the game could reach. Read-only
     views of what it derives: :attr:`totals_view`, :attr:`filled_lines`, :attr:`legal_view`,
     :attr:`legal_int8_view`, and :meth:`views` for what an observer reads at every step.
     """
@@ -198,7 +200,16 @@ class Game:
     rolls_left = _field(G.ROLLS_LEFT, "2 after a turn's first roll, 0 after its third.")
     locked = _field(G.LOCKED, "Keep index of the dice that may not go back under ``locked_holds``.")
     player = _field(G.PLAYER, "Whose move.")
-    writes = _field(G.WRITES, "Lines filled, all players together.")
+
+    @property
+    def writes(self) -> int:
+        """Lines filled, all players together (counted from the sheets)."""
+        return self._fresh()[G.WRITES]
+
+    @writes.setter
+    def writes(self, value: int) -> None:  # a copy of a batched game sets it; the sheets decide it all the same
+        self._v[G.WRITES] = value
+
     over = _field(G.OVER, "Whether the game is over.", bool)
     throw_keep = _field(G.THROW_KEEP, "After :meth:`decide`: the keep of the dice on the table while the rest are in the cup; -1: no throw pending.")
     _throw_starts_turn = _field(G.STARTS_TURN, "The pending throw is the next player's first roll.", bool)
@@ -244,15 +255,40 @@ class Game:
         if status == _DONE:
             self._seen, self._made = self._v.tobytes() + self._sheets.tobytes(), None
         else:
-            self._seen = None  # an illegal action stops before the facts
+            self._failed(status)
         return status
+
+    def _failed(self, status: int) -> None:
+        """After a compiled call that did not go through: what the game derives is looked at
+        anew, and a state out of range (set by hand) raises ``ValueError`` naming the number."""
+        self._seen = None
+        if status != _BAD_STATE:
+            return
+        v, P = self._v.tolist(), self.num_players
+        for name, i, low, high in (
+            ("roll", G.ROLL, 0, NUM_ROLLS - 1),
+            ("rolls_left", G.ROLLS_LEFT, 0, FIRST_ROLL),
+            ("locked", G.LOCKED, 0, NUM_KEEPS - 1),
+            ("player", G.PLAYER, 0, P - 1),
+            ("served_generala_winner", G.WINNER, -1, P - 1),
+            ("throw_keep", G.THROW_KEEP, -1, NUM_KEEPS - 1),
+        ):
+            if not low <= v[i] <= high:
+                raise ValueError(f"the game's {name} is {v[i]}, outside {low}..{high} (a state set by hand; set_state() checks one)")
+        allowed = _line_values(self.rules)
+        for (p, l), x in np.ndenumerate(self._sheets):
+            if x != OPEN and int(x) not in allowed[l]:
+                raise ValueError(
+                    f"sheets[{p}, {l}] ({self.rules.lines[l]}) is {int(x)}, not points the line can hold (a state set by hand; set_state() checks one)"
+                )
+        raise ValueError("the game's state is out of range (a state set by hand; set_state() checks one)")
 
     def _run_with_dice(self, op: int, action: int, rng, n: int, observe=None) -> int:
         """A step or a new game whose ``n`` dice come from ``rng``: a cup's faces straight into the
         compiled call (which asks for a refill when too few are left), others thrown here first."""
         if rng.__class__ is DiceCup and rng.block:
             status = self._run(op, action, rng.faces, rng.at, observe)
-            if status == _NEED_FACES:
+            if status == _NEED_FACES:  # a refill holds a throw (DiceCup's block is at least five)
                 rng.refill()
                 status = self._run(op, action, rng.faces, rng.at, observe)
             return status
@@ -397,7 +433,8 @@ class Game:
 
     @property
     def sheets(self) -> np.ndarray:
-        """``(players, lines)`` int32, :data:`OPEN` for an open line (may be written in place)."""
+        """``(players, lines)`` int32, :data:`OPEN` for an open line: the game's own array (may be
+        written in place; assigning copies into it)."""
         return self._sheets
 
     @sheets.setter
@@ -561,7 +598,7 @@ class Game:
             if status == _DONE:
                 self._seen, self._made = self._v.tobytes() + self._sheets.tobytes(), None
             else:
-                self._seen = None
+                self._failed(status)
                 if status == _NEED_FACES:
                     rng.refill()
                     status = self._run(_STEP, a, rng.faces, rng.at, observe)

@@ -151,7 +151,7 @@ class Model:
         game.throw_keep = state.throw_keep
         game._throw_starts_turn = state.starts_turn
         game.served_generala_winner = None if state.served_generala_winner < 0 else state.served_generala_winner
-        game.over = state.over  # the writes and the sheets' facts follow the sheets at the next look
+        game.over = state.over  # the writes and the sheets' facts follow the sheets (a look of the game's)
         return game
 
     def _at(self, state: ModelState) -> Game:

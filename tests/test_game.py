@@ -631,3 +631,68 @@ def test_a_cup_pickled_with_its_faces_as_a_list_deals_on():
     old = DiceCup.__new__(DiceCup)
     old.__setstate__(state)
     assert [old.throw(2) for _ in range(6)] == [cup.throw(2) for _ in range(6)]
+
+
+@pytest.mark.parametrize(
+    "attr,value,named",
+    [("roll", 10**8, "roll"), ("player", 2, "player"), ("player", 50_000_000, "player"), ("locked", -5, "locked"), ("rolls_left", 3, "rolls_left")],
+)
+def test_a_number_set_by_hand_out_of_range_is_named_not_read(attr, value, named):
+    """The compiled call indexes the rules' tables by the game's numbers: one out of range, set
+    by hand, is never read (it would read past a table), and the game says which it is."""
+    g = Game("classic", 2)
+    g.reset(np.random.default_rng(0))
+    setattr(g, attr, value)
+    for ask in (g.legal_mask, lambda: g.step(0, DiceCup(np.random.default_rng(1))), g.views):
+        with pytest.raises(ValueError, match=f"the game's {named} is {value}, outside"):
+            ask()
+
+
+def test_a_sheet_or_state_view_set_by_hand_out_of_range_is_named():
+    g = Game("classic", 2)
+    g.reset(np.random.default_rng(0))
+    g.sheets[1, 0] = 10**6
+    with pytest.raises(ValueError, match=r"sheets\[1, 0\] \(ones\) is 1000000, not points the line can hold"):
+        g.step(32, np.random.default_rng(0))
+    g.sheets[1, 0] = OPEN
+    g.state.roll[0] = 999
+    with pytest.raises(ValueError, match="the game's roll is 999"):
+        g.legal_actions()
+    from generala_env.model import Model
+
+    m = Model("classic", 2)
+    with pytest.raises(ValueError, match="the game's roll is 100000000"):
+        m.legal_mask(m.initial_state()._replace(roll=10**8, throw_keep=-1, starts_turn=False, rolls_left=2))
+
+
+def test_a_cup_holds_at_least_a_throw():
+    for block in (0, 4, 2.5, True):
+        with pytest.raises(ValueError, match="block must be a whole number of faces, at least 5"):
+            DiceCup(np.random.default_rng(0), block=block)
+    assert DiceCup(np.random.default_rng(0), block=5).throw(5) == np.random.default_rng(0).integers(1, 7, size=5, dtype=np.int8).tolist()
+
+
+def test_a_loaded_model_state_counts_its_writes():
+    from generala_env.model import Model
+
+    g, rng = Game("classic", 2), np.random.default_rng(0)
+    g.reset(rng)
+    for _ in range(6):
+        g.step(g.legal_actions()[-1], rng)
+    m = Model("classic", 2)
+    assert m.load(Game("classic", 2), m.state_of(g)).writes == g.writes == 6
+
+
+def test_an_env_pickled_before_its_encoder_packed_its_tables_steps_on():
+    import pickle
+
+    from generala_env.env import GeneralaEnv
+
+    env = GeneralaEnv("classic")
+    env.reset(seed=3)
+    twin = pickle.loads(pickle.dumps(env))
+    del env.encoder.__dict__["observe_tables"]  # as an encoder pickled before it had them
+    old = pickle.loads(pickle.dumps(env))
+    for a in (0, 1, 33):
+        a1, a2 = old.step(a), twin.step(a)
+        assert a1[0].tobytes() == a2[0].tobytes() and a1[1] == a2[1]
