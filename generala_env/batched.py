@@ -334,14 +334,18 @@ def unpack_tables(p):
 _NUMBERS = 13  # EncodingTables' int fields, dice_at ... lead_at, then generala_line and double_line
 
 
-def pack_encoding(e: EncodingTables) -> tuple[np.ndarray, np.ndarray]:
-    """:class:`~generala_env.observe.EncodingTables` as an int32 array (its numbers, the shapes
-    of its tables, then ``opponent_at``) and a float32 one (``total_max``, then ``points_now``
-    and ``points_obs``), for :func:`play_game_observed`."""
+def pack_encoding(e: EncodingTables, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """:class:`~generala_env.observe.EncodingTables` of observations of ``size`` values as an
+    int32 array (its numbers, the shapes of its tables, ``size``, then ``opponent_at``) and a
+    float32 one (``total_max``, then ``points_now`` and ``points_obs``), for
+    :func:`play_game_observed`: read them, never write them."""
     numbers = [v for k, v in e._asdict().items() if k not in ("points_now", "points_obs", "total_max", "opponent_at")]
-    shapes = [*e.points_now.shape, *e.points_obs.shape, e.opponent_at.shape[0]]
+    shapes = [*e.points_now.shape, *e.points_obs.shape, e.opponent_at.shape[0], size]
     ints = np.array(numbers + shapes + e.opponent_at.ravel().tolist(), dtype=np.int32)
     floats = np.concatenate([np.array([e.total_max], dtype=np.float32), e.points_now.ravel(), e.points_obs.ravel()]).astype(np.float32)
+    # where the call writes into out: read-only (a read-only argument costs numba a few
+    # hundredths of a µs a call, so only this one is)
+    ints.flags.writeable = False
     return ints, floats
 
 
@@ -353,11 +357,23 @@ def unpack_encoding(ints, floats):
     now = 1 + r * f * lines
     points_now = floats[1:now].reshape((r, f, lines))
     points_obs = floats[now : now + ol * ow].reshape((ol, ow))
-    at = _NUMBERS + 6
+    at = _NUMBERS + 7
     opponent_at = n[at : at + 3 * opponents].reshape((opponents, i(3)))
     return EncodingTables(
         points_now, points_obs, np.float64(floats[0]), n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], n[9], n[10], opponent_at, n[11], n[12]
     )
+
+
+@njit(inline="always", error_model="numpy")
+def faces_fit(faces, at, n):
+    """Whether the next ``n`` faces of ``faces`` (from ``at[0]``) are there and each is 1 to 6."""
+    if at[1] - at[0] < n:
+        return False
+    i = U(at[0])
+    for d in range(U(n)):  # noqa: SIM110  # a loop, not all() of a generator: compiled by numba
+        if not 1 <= faces[i + d] <= 6:
+            return False
+    return True
 
 
 @njit(inline="always", error_model="numpy")
@@ -388,11 +404,61 @@ def _fits(v, sheets, t, most):
 
 
 @njit(inline="always", error_model="numpy")
+def _act(v, st, t, faces, at, mask, op, a, have):
+    """A step or a decision of ``_play``: the action checked against the mask, then decided, and
+    for a step its dice landed."""
+    mask_game(st, 0, t, mask, 0)
+    if v[G.THROW_KEEP] >= 0 or not 0 <= a < mask.shape[1] or not mask[0, a]:
+        v[G.STATUS] = G.ILLEGAL
+        return
+    n = dice_thrown(t, st.roll[0], a)
+    if op == G.STEP and have < n:
+        v[G.STATUS], v[G.NEED] = G.NEED_FACES, n
+        return
+    if op == G.STEP and not faces_fit(faces, at, n):
+        v[G.STATUS] = G.BAD_FACES
+        return
+    v[G.MOVER], v[G.SERVED] = st.player[0], st.rolls_left[0] == FIRST_ROLL
+    p, keep, starts_turn = decide_game(st, 0, t, a)
+    v[G.POINTS], v[G.WON] = p, st.winner[0] >= 0  # the game was on: its winner is this write's
+    if op == G.DECIDE:
+        if keep >= 0:
+            v[G.THROW_KEEP], v[G.STARTS_TURN] = keep, starts_turn
+    elif keep >= 0:
+        land_game(st, 0, t, keep, starts_turn, faces_key(faces, at, n))
+    else:
+        at[0] += n  # a write that ends the game throws the dice all the same (the faces are handed out in order)
+
+
+@njit(inline="always", error_model="numpy")
+def _throw(v, st, t, faces, at, op, have):
+    """A new game or the throw pending after a decision, of ``_play``."""
+    n = DICE if op == G.RESET else DICE - t.keep_size[v[G.THROW_KEEP]]
+    if have < n:
+        v[G.STATUS], v[G.NEED] = G.NEED_FACES, n
+        return
+    if not faces_fit(faces, at, n):
+        v[G.STATUS] = G.BAD_FACES
+        return
+    if op == G.RESET:
+        for p in range(t.num_players):
+            for l in range(t.num_lines):
+                st.sheets[0, p, l] = OPEN
+        v[G.PLAYER], v[G.WRITES], v[G.OVER], v[G.WINNER], v[G.THROW_KEEP] = 0, 0, 0, -1, -1
+        land_game(st, 0, t, EMPTY_KEEP, True, faces_key(faces, at, DICE))
+    else:
+        land_game(st, 0, t, v[G.THROW_KEEP], v[G.STARTS_TURN] != 0, faces_key(faces, at, n))
+        v[G.THROW_KEEP] = -1
+
+
+@njit(inline="always", error_model="numpy")
 def _play(v, sheets, t, most, faces, at, mask, op, a):
     """What :func:`play_game` does before the observation."""
     st = GameState(v[0:1], v[1:2], v[2:3], v[3:4], v[4:5], v[5:6], v[6:7], sheets)  # one game: views of v
-    have = at[1] - at[0]
     v[G.STATUS] = G.DONE
+    if not 0 <= at[0] <= at[1] <= len(faces):
+        v[G.STATUS] = G.BAD_FACES
+        return
     fits, writes = _fits(v, sheets, t, most)  # the sheets decide the writes, and end the game when full
     if not fits and op != G.RESET:
         v[G.STATUS] = G.BAD_STATE
@@ -400,42 +466,12 @@ def _play(v, sheets, t, most, faces, at, mask, op, a):
     v[G.WRITES] = writes
     if sheets_full(t, writes):
         v[G.OVER] = 1
-    if op == G.RESET:
-        if have < DICE:
-            v[G.STATUS], v[G.NEED] = G.NEED_FACES, DICE
-            return
-        for p in range(t.num_players):
-            for l in range(t.num_lines):
-                sheets[0, p, l] = OPEN
-        v[G.PLAYER], v[G.WRITES], v[G.OVER], v[G.WINNER], v[G.THROW_KEEP] = 0, 0, 0, -1, -1
-        land_game(st, 0, t, EMPTY_KEEP, True, faces_key(faces, at, DICE))
-    elif op == G.LAND:
-        keep = v[G.THROW_KEEP]
-        n = DICE - t.keep_size[keep]
-        if have < n:
-            v[G.STATUS], v[G.NEED] = G.NEED_FACES, n
-            return
-        land_game(st, 0, t, keep, v[G.STARTS_TURN] != 0, faces_key(faces, at, n))
-        v[G.THROW_KEEP] = -1
+    if op == G.RESET or op == G.LAND:
+        _throw(v, st, t, faces, at, op, at[1] - at[0])
     elif op == G.STEP or op == G.DECIDE:
-        mask_game(st, 0, t, mask, 0)
-        if v[G.THROW_KEEP] >= 0 or not 0 <= a < mask.shape[1] or not mask[0, a]:
-            v[G.STATUS] = G.ILLEGAL
-            return
-        n = dice_thrown(t, st.roll[0], a)
-        if op == G.STEP and have < n:
-            v[G.STATUS], v[G.NEED] = G.NEED_FACES, n
-            return
-        v[G.MOVER], v[G.SERVED] = st.player[0], st.rolls_left[0] == FIRST_ROLL
-        p, keep, starts_turn = decide_game(st, 0, t, a)
-        v[G.POINTS], v[G.WON] = p, st.winner[0] >= 0  # the game was on: its winner is this write's
-        if op == G.DECIDE:
-            if keep >= 0:
-                v[G.THROW_KEEP], v[G.STARTS_TURN] = keep, starts_turn
-        elif keep >= 0:
-            land_game(st, 0, t, keep, starts_turn, faces_key(faces, at, n))
-        else:
-            at[0] += n  # a write that ends the game throws the dice all the same (the faces are handed out in order)
+        _act(v, st, t, faces, at, mask, op, a, at[1] - at[0])
+    if v[G.STATUS] == G.NEED_FACES or v[G.STATUS] == G.BAD_FACES:
+        return
     mask_game(st, 0, t, mask, 0)
     me, generala = st.player[0], t.generala_line
     v[G.PENDING] = t.served_win and served_pending(t, st.rolls_left[0], st.roll[0], sheets[0, me, generala])  # the sheet read only where it can win
@@ -457,8 +493,9 @@ def play_game(v, sheets, rules, faces, at, mask, op, action):
     (:func:`pack_tables`); the dice come from ``faces``, from ``at[0]`` up to ``at[1]``.
 
     Returns the status (``v[STATUS]``). An illegal action, too few faces (``v[NEED]`` says how
-    many) or a number of the state out of range (``BAD_STATE``: a state set by hand) change no
-    number of the state but those the sheets decide. After the call ``mask[0]`` is the legal
+    many), a number of the state out of range (``BAD_STATE``: a state set by hand) or faces
+    that are not 1 to 6 (``BAD_FACES``) change no number of the state but those the sheets
+    decide. After the call ``mask[0]`` is the legal
     mask of the state, and ``v`` holds the served generala pending and every seat's total and
     lines filled."""
     _play(v, sheets, unpack_tables(rules), rules[MOST], faces, at, mask, op, action)
@@ -469,7 +506,13 @@ def play_game(v, sheets, rules, faces, at, mask, op, action):
 def play_game_observed(v, sheets, rules, faces, at, mask, op, action, ints, floats, seat, out):
     """:func:`play_game`, then the observation from ``seat`` into ``out``, the encoding tables
     packed in ``ints`` and ``floats`` (:func:`pack_encoding`): what the single env's step calls,
-    the game's transition, its mask and its observation in one call."""
+    the game's transition, its mask and its observation in one call. An encoding of other
+    players or lines, a seat out of range or an ``out`` of another size change nothing
+    (``BAD_OBSERVE``)."""
+    n = ints  # the encoding must be of this game's players and lines, seen from a seat, into out
+    if not (0 <= seat < rules[0] and n[_NUMBERS + 5] + 1 == rules[0] and n[_NUMBERS + 2] == rules[1] and len(out) == n[_NUMBERS + 6]):
+        v[G.STATUS] = G.BAD_OBSERVE
+        return v[G.STATUS]
     _play(v, sheets, unpack_tables(rules), rules[MOST], faces, at, mask, op, action)
     if v[G.STATUS] == G.DONE or v[G.STATUS] == G.ILLEGAL:
         _encode_game(out, unpack_encoding(ints, floats), v[G.ROLL], v[G.ROLLS_LEFT], v[G.LOCKED], v[G.PENDING] != 0, sheets[0], seat)

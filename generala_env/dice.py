@@ -145,7 +145,7 @@ class DiceCup:
             raise ValueError(f"block must be a whole number of faces, at least {DICE} (a throw), got {block!r}")
         self.rng = rng
         self.block = int(block) if isinstance(rng, np.random.Generator) else 0
-        self.faces = np.zeros(0, dtype=np.int8)  # drawn so far; at[0] is the next to hand out
+        self.faces = np.zeros(0, dtype=np.int8)  # drawn so far; at[0] is the next to hand out (a compiled step checks both)
         self.at = np.zeros(2, dtype=np.int64)  # [next, len(faces)]: what a compiled game step reads and moves
 
     def throw(self, n: int) -> list[int]:

@@ -137,12 +137,20 @@ class Encoder:
         numbers = [v for k, v in t._asdict().items() if k not in ("points_now", "points_obs", "total_max", "opponent_at")]
         self._args: tuple = (t.points_now, t.points_obs, t.total_max, np.array(numbers, dtype=np.int64), t.opponent_at)
         self._kernel: Callable[..., None] = batched.encode_game  # plain Python without numba
-        self.observe_tables = batched.pack_encoding(t)  # the tables as Game.step(observe=...) takes them
+        self.observe_tables = batched.pack_encoding(t, self.size)  # the tables as Game.step(observe=...) takes them
+        for table in (self.points_now, self.points_obs, self.opponent_starts, self._args[3]):
+            table.flags.writeable = False  # the compiled encoding indexes by them
 
     def encode(self, game: Game, seat: int, pending: bool | None = None) -> np.ndarray:
         """The observation of ``game`` from ``seat`` (:func:`~generala_env.observe.encode_game`, compiled when numba
         is there); ``pending``: :meth:`Game.served_generala_pending`, if the caller has it. The
         game's numbers are read at once (:meth:`Game.numbers`, which checks a state set by hand)."""
+        if game.num_players != self.num_players or game.num_lines != len(self.line_max):
+            raise ValueError(
+                f"this encoder is for {self.num_players} player(s) and {len(self.line_max)} lines; the game has {game.num_players} and {game.num_lines}"
+            )
+        if isinstance(seat, (bool, np.bool_)) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < self.num_players:
+            raise ValueError(f"seat must be a seat from 0 to {self.num_players - 1}, got {seat!r}")
         out = np.empty(self.size, dtype=np.float32)
         n = game.numbers()[0]
         if pending is None:
@@ -156,4 +164,4 @@ class Encoder:
         if "observe_tables" not in state:
             from . import batched
 
-            self.observe_tables = batched.pack_encoding(self.tables)
+            self.observe_tables = batched.pack_encoding(self.tables, self.size)

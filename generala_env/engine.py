@@ -119,7 +119,7 @@ class _OneGame(NamedTuple):
     THROW_KEEP: int = 7  # after a decision: the keep of the dice staying on the table; -1: no throw pending
     STARTS_TURN: int = 8  # the pending throw is the next player's first roll
     STATE: int = 9  # the numbers above are the state; what a call answers follows
-    STATUS: int = 9  # DONE, or ILLEGAL, NEED_FACES, BAD_STATE (a number out of range): the state unchanged but for the writes and over the sheets decide
+    STATUS: int = 9  # DONE, or ILLEGAL, NEED_FACES, BAD_STATE, BAD_FACES, BAD_OBSERVE: the state unchanged but for the writes and over the sheets decide
     NEED: int = 10  # with NEED_FACES: the faces the call needs
     POINTS: int = 11  # after a STEP or DECIDE: the points written (0 for a hold)
     WON: int = 12  # ... 1 if the write won by a served generala
@@ -136,6 +136,8 @@ class _OneGame(NamedTuple):
     ILLEGAL: int = 1
     NEED_FACES: int = 2
     BAD_STATE: int = 3
+    BAD_FACES: int = 4  # the faces given are not 1 to 6, or their position is off
+    BAD_OBSERVE: int = 5  # the observation asked for does not fit the game
 
 
 OneGame = _OneGame()

@@ -51,7 +51,7 @@ MAX_PLAYERS = 6
 _KEEP_SIZE = KEEP_SIZE.tolist()
 G = OneGame  # where a game's numbers sit in its array
 _STATE, _OVER, _WINNER, _PLAYER, _TOTALS = G.STATE, G.OVER, G.WINNER, G.PLAYER, G.TOTALS
-_STEP, _DONE, _ILLEGAL, _NEED_FACES, _BAD_STATE = G.STEP, G.DONE, G.ILLEGAL, G.NEED_FACES, G.BAD_STATE
+_STEP, _DONE, _ILLEGAL, _NEED_FACES, _BAD_STATE, _BAD_FACES, _BAD_OBSERVE = G.STEP, G.DONE, G.ILLEGAL, G.NEED_FACES, G.BAD_STATE, G.BAD_FACES, G.BAD_OBSERVE
 
 
 class _Lookups:
@@ -85,14 +85,20 @@ def _lookups(rules: RuleSet, num_players: int) -> _Lookups:
 _NO_FACES = np.zeros(0, dtype=np.int8)
 
 
-def _field(i: int, doc: str, kind=int) -> property:
-    """A property for number ``i`` of a game's numbers (:data:`~generala_env.engine.OneGame`)."""
+def _field(i: int, name: str, doc: str, kind=int) -> property:
+    """A property for number ``i`` of a game's numbers (:data:`~generala_env.engine.OneGame`): a
+    whole number (``kind=bool``: true or false), set as given or refused with ``TypeError``."""
 
     def get(self):
         return kind(self._v.item(i))
 
     def put(self, value) -> None:
-        self._v[i] = value
+        if kind is bool:
+            if not isinstance(value, (bool, np.bool_, int, np.integer)):
+                raise TypeError(f"{name} must be true or false, got {value!r}")
+            self._v[i] = 1 if value else 0
+        else:
+            self._v[i] = _whole_number(name, value)
         self._seen = None  # what the game derives is looked at anew
 
     return property(get, put, doc=doc)
@@ -196,10 +202,10 @@ class Game:
     :attr:`legal_int8_view`, and :meth:`views` for what an observer reads at every step.
     """
 
-    roll = _field(G.ROLL, "Index into ``ROLLS`` of the dice (sorted).")
-    rolls_left = _field(G.ROLLS_LEFT, "2 after a turn's first roll, 0 after its third.")
-    locked = _field(G.LOCKED, "Keep index of the dice that may not go back under ``locked_holds``.")
-    player = _field(G.PLAYER, "Whose move.")
+    roll = _field(G.ROLL, "roll", "Index into ``ROLLS`` of the dice (sorted).")
+    rolls_left = _field(G.ROLLS_LEFT, "rolls_left", "2 after a turn's first roll, 0 after its third.")
+    locked = _field(G.LOCKED, "locked", "Keep index of the dice that may not go back under ``locked_holds``.")
+    player = _field(G.PLAYER, "player", "Whose move.")
 
     @property
     def writes(self) -> int:
@@ -208,11 +214,13 @@ class Game:
 
     @writes.setter
     def writes(self, value: int) -> None:  # a copy of a batched game sets it; the sheets decide it all the same
-        self._v[G.WRITES] = value
+        self._v[G.WRITES] = _whole_number("writes", value)
 
-    over = _field(G.OVER, "Whether the game is over.", bool)
-    throw_keep = _field(G.THROW_KEEP, "After :meth:`decide`: the keep of the dice on the table while the rest are in the cup; -1: no throw pending.")
-    _throw_starts_turn = _field(G.STARTS_TURN, "The pending throw is the next player's first roll.", bool)
+    over = _field(G.OVER, "over", "Whether the game is over.", bool)
+    throw_keep = _field(
+        G.THROW_KEEP, "throw_keep", "After :meth:`decide`: the keep of the dice on the table while the rest are in the cup; -1: no throw pending."
+    )
+    _throw_starts_turn = _field(G.STARTS_TURN, "_throw_starts_turn", "The pending throw is the next player's first roll.", bool)
 
     def __init__(self, rules="classic", num_players: int = 1):
         rules = load_rules(rules)
@@ -235,8 +243,8 @@ class Game:
         self._board = np.full((1, num_players, self.num_lines), OPEN, dtype=np.int32)  # one game's sheets, game first
         self._sheets = self._board[0]
         self._mask = np.zeros((1, self.num_actions), dtype=bool)  # the legal mask, left by every compiled call
-        self._mask_i8 = self._mask[0].view(np.int8)
-        self._totals_now = self._v[_TOTALS : _TOTALS + num_players]
+        self._mask_i8 = _frozen(self._mask[0].view(np.int8))  # read-only views: numbers() hands them out
+        self._totals_now = _frozen(self._v[_TOTALS : _TOTALS + num_players])
         self._at = np.zeros(2, dtype=np.int64)  # given faces: [next, end]
         self._seen: bytes | None = None  # the numbers' and the sheets' bytes after the last compiled call; None: look anew
         self._made: tuple | None = None  # read-only views of what the game derives in this state
@@ -262,6 +270,13 @@ class Game:
         """After a compiled call that did not go through: what the game derives is looked at
         anew, and a state out of range (set by hand) raises ``ValueError`` naming the number."""
         self._seen = None
+        if status == _BAD_FACES:
+            raise ValueError("the dice given to the game are not faces 1 to 6 (or the cup's position is outside its faces)")
+        if status == _BAD_OBSERVE:
+            raise ValueError(
+                f"observe must be (*Encoder.observe_tables, seat, out) of an encoder of this game's {self.num_players} player(s) and "
+                f"{self.num_lines} lines, a seat from 0 to {self.num_players - 1} and out of the encoder's size"
+            )
         if status != _BAD_STATE:
             return
         v, P = self._v.tolist(), self.num_players
@@ -288,15 +303,21 @@ class Game:
         compiled call (which asks for a refill when too few are left), others thrown here first."""
         if rng.__class__ is DiceCup and rng.block:
             status = self._run(op, action, rng.faces, rng.at, observe)
-            if status == _NEED_FACES:  # a refill holds a throw (DiceCup's block is at least five)
-                rng.refill()
-                status = self._run(op, action, rng.faces, rng.at, observe)
+            if status == _NEED_FACES:
+                status = self._refilled(op, action, rng, observe)
             return status
-        fs = throw(rng, n)
-        fs = fs.tolist() if isinstance(fs, np.ndarray) else [int(f) for f in fs]
+        fs = _whole_numbers("the dice thrown", throw(rng, n))
         if len(fs) != n or any(not 1 <= f <= 6 for f in fs):
             raise ValueError(f"the dice thrown must be {n} faces from 1 to 6, got {fs}")
         return self._run(op, action, np.array(fs, dtype=np.int8), None, observe)
+
+    def _refilled(self, op: int, action: int, cup: DiceCup, observe) -> int:
+        """The call again after the cup drew a new block of faces (its block holds a throw)."""
+        cup.refill()
+        status = self._run(op, action, cup.faces, cup.at, observe)
+        if status == _NEED_FACES:
+            raise ValueError(f"the cup's block of {cup.block} faces does not hold a throw of {self._v.item(G.NEED)}")
+        return status
 
     def _look(self) -> None:
         """A compiled look at the state when it was set, or written by hand (its numbers, the
@@ -439,7 +460,13 @@ class Game:
 
     @sheets.setter
     def sheets(self, value) -> None:
-        self._sheets[...] = value
+        a = np.asarray(value)
+        if a.shape != self._sheets.shape or a.dtype.kind not in "iu":
+            raise TypeError(f"sheets must be whole numbers of shape {self._sheets.shape}, got {a.dtype} of shape {a.shape}")
+        if a.size and not (a.min() >= OPEN and a.max() <= np.iinfo(np.int32).max):
+            raise ValueError(f"sheets hold {OPEN} (open) or points, got values from {a.min()} to {a.max()}")
+        self._sheets[...] = a
+        self._seen = None
 
     @property
     def served_generala_winner(self) -> int | None:
@@ -515,8 +542,8 @@ class Game:
         """The game's numbers as ints (:data:`~generala_env.engine.OneGame`: the state, then the
         served generala pending, every seat's total and lines filled), the legal mask as int8 and
         the totals as int64, for an observer that reads them all at every step (the env's
-        ``info``). The two arrays are the game's own, which its next call overwrites: copy them
-        to keep them."""
+        ``info``). The two arrays are read-only views of the game's own, which its next call
+        overwrites: copy them to keep them."""
         return self._fresh(), self._mask_i8, self._totals_now
 
     def generala_scored(self, player: int) -> bool:
@@ -600,8 +627,7 @@ class Game:
             else:
                 self._failed(status)
                 if status == _NEED_FACES:
-                    rng.refill()
-                    status = self._run(_STEP, a, rng.faces, rng.at, observe)
+                    status = self._refilled(_STEP, a, rng, observe)
         else:  # the dice are asked for only once the action is known to be legal
             why = self.why_illegal(a)
             if why is not None:
@@ -667,6 +693,7 @@ class Game:
 
     def land(self, faces) -> None:
         """The faces thrown after :meth:`decide` (as many as were in the cup)."""
+        self._look()  # first: a state set by hand is checked
         if self.throw_keep < 0:
             raise IllegalActionError("no throw is pending: land follows decide")
         fs = [int(f) for f in faces]
@@ -698,6 +725,6 @@ class Game:
         g = Game.__new__(Game)
         g.__dict__.update(self.__dict__)
         g._v, g._board, g._mask = self._v.copy(), self._board.copy(), self._mask.copy()
-        g._sheets, g._mask_i8, g._at = g._board[0], g._mask[0].view(np.int8), np.zeros(2, dtype=np.int64)
-        g._totals_now = g._v[_TOTALS : _TOTALS + g.num_players]
+        g._sheets, g._mask_i8, g._at = g._board[0], _frozen(g._mask[0].view(np.int8)), np.zeros(2, dtype=np.int64)
+        g._totals_now = _frozen(g._v[_TOTALS : _TOTALS + g.num_players])
         return g

@@ -75,7 +75,7 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
         "illegal_action": illegal,
         "illegal_reason": illegal_reason,
         "opponent_moves": moves,
-        "game_over": over == 1,
+        "game_over": over != 0,
         "winners": winners,
         "winner": int(winner),
         "served_generala_win": n[_WINNER] >= 0,

@@ -696,3 +696,72 @@ def test_an_env_pickled_before_its_encoder_packed_its_tables_steps_on():
     for a in (0, 1, 33):
         a1, a2 = old.step(a), twin.step(a)
         assert a1[0].tobytes() == a2[0].tobytes() and a1[1] == a2[1]
+
+
+def test_an_observation_that_does_not_fit_the_game_is_refused_and_changes_nothing():
+    from generala_env.encoding import Encoder
+
+    g = Game("classic", 2)
+    cup = DiceCup(np.random.default_rng(1))
+    g.reset(cup)
+    two, one = Encoder(g.rules, 2), Encoder(g.rules, 1)
+    before = (g.roll, g.rolls_left, g.sheets.copy(), cup.at.copy())
+    for observe in (
+        (*two.observe_tables, 2, np.empty(two.size, dtype=np.float32)),  # no seat 2
+        (*two.observe_tables, -1, np.empty(two.size, dtype=np.float32)),
+        (*two.observe_tables, 0, np.empty(3, dtype=np.float32)),  # too short
+        (*one.observe_tables, 0, np.empty(one.size, dtype=np.float32)),  # another game's encoding
+    ):
+        with pytest.raises(ValueError, match="observe must be"):
+            g.step(0, cup, observe)
+        assert (g.roll, g.rolls_left) == before[:2] and np.array_equal(g.sheets, before[2]) and np.array_equal(cup.at, before[3])
+    with pytest.raises(ValueError, match="seat must be a seat from 0 to 1"):
+        two.encode(g, 5)
+    with pytest.raises(ValueError, match="this encoder is for 1 player"):
+        one.encode(g, 0)
+    assert not two.observe_tables[0].flags.writeable and not two.tables.opponent_at.flags.writeable
+
+
+def test_a_cup_tampered_with_is_refused_not_read():
+    g = Game("classic")
+    cup = DiceCup(np.random.default_rng(1))
+    g.reset(cup)
+    cup.at[0] = -(10**6)
+    with pytest.raises(ValueError, match="not faces 1 to 6"):
+        g.step(0, cup)
+    cup.at[:] = 0, len(cup.faces)
+    cup.faces = np.full(len(cup.faces), 7, dtype=np.int8)
+    with pytest.raises(ValueError, match="not faces 1 to 6"):
+        g.step(0, cup)
+    small = DiceCup(np.random.default_rng(1))
+    small.block = 2  # set after it was made (or a cup pickled with a small block)
+    with pytest.raises(ValueError, match="block of 2 faces does not hold a throw of 5"):
+        Game("classic").reset(small)
+
+
+def test_numbers_set_by_hand_are_whole_numbers():
+    g = Game("classic")
+    g.reset(np.random.default_rng(0))
+    with pytest.raises(TypeError, match="roll must be a whole number"):
+        g.roll = 3.7
+    with pytest.raises(TypeError, match="player must be a whole number"):
+        g.player = "0"
+    with pytest.raises(TypeError, match="sheets must be whole numbers of shape"):
+        g.sheets = np.zeros((1, 10))
+    with pytest.raises(ValueError, match="sheets hold -1"):
+        g.sheets = np.full((1, 10), 2**32 + 5, dtype=np.int64)
+    g.state.over[0] = 2  # a write to the state view: any non-zero is over
+    from generala_env.info import make_info
+
+    assert g.over and make_info(g, 0)["game_over"] is True
+    _, mask, totals = g.numbers()
+    assert not mask.flags.writeable and not totals.flags.writeable
+
+
+def test_a_throw_keep_out_of_range_is_named_at_land():
+    g = Game("classic")
+    g.reset(np.random.default_rng(0))
+    g.decide(0)
+    g.throw_keep = 462
+    with pytest.raises(ValueError, match="the game's throw_keep is 462"):
+        g.land([1, 2, 3, 4, 5])
