@@ -1,8 +1,9 @@
 """What numba charges to read a call's arguments: a no-op compiled function given what
 ``batched.play_game`` and ``play_game_observed`` are given, with the rules' and the encoding's
 tables as tuples of their fields (as the batched loops take them) or packed into one array each
-(``batched.pack_tables``, ``batched.pack_encoding``, as the one-game call takes them). The
-variants alternate, for several rounds; the figure is the median of the µs a call took.
+(``batched.pack_tables``, ``batched.pack_encoding``, as the one-game call takes them), and the
+packed tables read-only (what a read-only argument costs). The variants alternate, for several
+rounds; the figure is the median of the µs a call took.
 
     python benchmarks/kernel_args.py            # about ten seconds
     python benchmarks/kernel_args.py --quick
@@ -50,11 +51,14 @@ def main(argv=None) -> None:
     t, enc = tables(rules, 1), Encoder(rules, 1)
     v, sheets = np.zeros(one_game_size(1), dtype=np.int64), np.full((1, 1, rules.num_lines), -1, dtype=np.int32)
     faces, at, mask = np.ones(1024, dtype=np.int8), np.zeros(2, dtype=np.int64), np.zeros((1, 32 + rules.num_lines), dtype=bool)
-    out, packed, ints, floats = np.zeros(enc.size, dtype=np.float32), batched.pack_tables(t), *batched.pack_encoding(enc.tables)
+    out, packed, ints, floats = np.zeros(enc.size, dtype=np.float32), batched.pack_tables(t), *batched.pack_encoding(enc.tables, enc.size)
     rt, et = tuple(t), tuple(enc.tables)  # made once: the figure is the call's, not tuple()'s
+    frozen = packed.copy()
+    frozen.flags.writeable = False
     calls = {
         "tables as a tuple": lambda: noop(v, sheets, rt, faces, at, mask, 0, 0),
         "tables packed": lambda: noop(v, sheets, packed, faces, at, mask, 0, 0),
+        "packed, read-only": lambda: noop(v, sheets, frozen, faces, at, mask, 0, 0),
         "observed, tuples": lambda: noop_observed_tuple(v, sheets, rt, faces, at, mask, 0, 0, et, 0, out),
         "observed, packed": lambda: noop_observed(v, sheets, packed, faces, at, mask, 0, 0, ints, floats, 0, out),
     }
