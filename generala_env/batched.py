@@ -542,14 +542,12 @@ def encode(games, seat, out, sheet_obs, sheets_seen, state, rules, enc):
 
 
 @loop
-def encode_game(out, points_now, points_obs, total_max, numbers, opponent_at, roll, rolls_left, locked, pending, sheets, seat):
-    """:func:`generala_env.observe.encode_game` compiled: what the single env calls. The
-    tables' numbers come as one array (``numbers``: the ``EncodingTables`` fields that are
-    ints, in order): numba takes a few arrays faster than a tuple of many values, and this
-    call's cost is mostly numba's reading of its arguments."""
-    n = numbers
-    e = EncodingTables(points_now, points_obs, total_max, n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], n[9], n[10], opponent_at, n[11], n[12])
-    _encode_game(out, e, roll, rolls_left, locked, pending, sheets, seat)
+def encode_game(out, ints, floats, roll, rolls_left, locked, pending, sheets, seat):
+    """:func:`generala_env.observe.encode_game` compiled, with the encoding's tables packed as
+    :func:`play_game_observed` takes them (:func:`pack_encoding`): what
+    :meth:`Encoder.encode <generala_env.encoding.Encoder.encode>` calls. Numba reads a few arrays
+    faster than a tuple of many values, and this call's cost is mostly that reading."""
+    _encode_game(out, unpack_encoding(ints, floats), roll, rolls_left, locked, pending, sheets, seat)
 
 
 @loop

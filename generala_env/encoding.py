@@ -133,12 +133,9 @@ class Encoder:
         )
         from . import batched  # numba, when it is there (loaded on first use: importing the package stays light)
 
-        t = self.tables
-        numbers = [v for k, v in t._asdict().items() if k not in ("points_now", "points_obs", "total_max", "opponent_at")]
-        self._args: tuple = (t.points_now, t.points_obs, t.total_max, np.array(numbers, dtype=np.int64), t.opponent_at)
         self._kernel: Callable[..., None] = batched.encode_game  # plain Python without numba
-        self.observe_tables = batched.pack_encoding(t, self.size)  # the tables as Game.step(observe=...) takes them
-        for table in (self.points_now, self.points_obs, self.opponent_starts, self._args[3]):
+        self.observe_tables = batched.pack_encoding(self.tables, self.size)  # the tables as encode() and Game.step(observe=...) take them
+        for table in (self.points_now, self.points_obs, self.opponent_starts):
             table.flags.writeable = False  # the compiled encoding indexes by them
 
     def encode(self, game: Game, seat: int, pending: bool | None = None) -> np.ndarray:
@@ -155,11 +152,12 @@ class Encoder:
         n = game.numbers()[0]
         if pending is None:
             pending = n[_PENDING] == 1
-        self._kernel(out, *self._args, n[_ROLL], n[_ROLLS_LEFT], n[_LOCKED], pending, game.sheets, seat)
+        self._kernel(out, *self.observe_tables, n[_ROLL], n[_ROLLS_LEFT], n[_LOCKED], pending, game.sheets, seat)
         return out
 
     def __setstate__(self, state: dict) -> None:
         """Unpickling; an encoder pickled before it kept its tables packed for ``Game.step`` packs them now."""
+        state.pop("_args", None)  # the tables as an older encode() took them
         self.__dict__.update(state)
         if "observe_tables" not in state:
             from . import batched
