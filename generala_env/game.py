@@ -38,7 +38,6 @@ from .engine import (
     dice_thrown,
     is_winner,
     one_game_size,
-    served_pending,
     sheets_full,
     tables,
 )
@@ -60,7 +59,7 @@ class _Lookups:
     few rules a game asks in Python (:func:`~generala_env.engine.tables`), the compiled step
     itself, and facts of the rule set. A pickled game names it rather than carrying it."""
 
-    __slots__ = ("key", "t", "arrays", "play", "play_observed", "generala", "served_win", "bonus")
+    __slots__ = ("key", "t", "arrays", "play", "play_observed", "bonus")
 
     def __init__(self, rules: RuleSet, num_players: int):
         from . import batched  # numba, when it is there (loaded on a first game: importing the package stays light)
@@ -69,8 +68,6 @@ class _Lookups:
         self.t = tables(rules, num_players, lists=True)
         self.arrays = batched.pack_tables(tables(rules, num_players))
         self.play, self.play_observed = batched.play_game, batched.play_game_observed
-        self.generala = rules.generala_line  # -1 where the sheet lacks the line
-        self.served_win = rules.served_generala_wins(num_players)
         self.bonus = [served_bonus(rules, line, True) for line in rules.lines]  # [line]: a served write's bonus
 
     def __reduce__(self):
@@ -108,6 +105,16 @@ def _field(i: int, name: str, doc: str, kind=int) -> property:
 def _line_values(rules: RuleSet) -> tuple[frozenset, ...]:
     """The points each line can hold (0, crossed out, included)."""
     return tuple(frozenset(np.unique(t).tolist()) | {0} for t in points_table(rules))
+
+
+def _off_sheet(rules: RuleSet, sheets) -> tuple[int, int, int] | None:
+    """The first ``(seat, line, value)`` of ``sheets`` that is neither :data:`OPEN` nor points
+    the line can hold, or ``None``."""
+    allowed = _line_values(rules)
+    for (p, l), v in np.ndenumerate(sheets):
+        if v != OPEN and int(v) not in allowed[l]:
+            return p, l, int(v)
+    return None
 
 
 def prefilled_sheets(rules: RuleSet, num_players: int, rng) -> np.ndarray:
@@ -290,12 +297,10 @@ class Game:
         ):
             if not low <= v[i] <= high:
                 raise ValueError(f"the game's {name} is {v[i]}, outside {low}..{high} (a state set by hand; set_state() checks one)")
-        allowed = _line_values(self.rules)
-        for (p, l), x in np.ndenumerate(self._sheets):
-            if x != OPEN and int(x) not in allowed[l]:
-                raise ValueError(
-                    f"sheets[{p}, {l}] ({self.rules.lines[l]}) is {int(x)}, not points the line can hold (a state set by hand; set_state() checks one)"
-                )
+        bad = _off_sheet(self.rules, self._sheets)
+        if bad is not None:
+            p, l, x = bad
+            raise ValueError(f"sheets[{p}, {l}] ({self.rules.lines[l]}) is {x}, not points the line can hold (a state set by hand; set_state() checks one)")
         raise ValueError("the game's state is out of range (a state set by hand; set_state() checks one)")
 
     def _run_with_dice(self, op: int, action: int, rng, n: int, observe=None) -> int:
@@ -369,13 +374,13 @@ class Game:
                     arr = arr.astype(np.int64)
                 else:
                     raise TypeError(f"sheets must hold whole numbers ({OPEN} for an open line), got dtype {arr.dtype}")
-            allowed = _line_values(self.rules)
-            for (p, l), v in np.ndenumerate(arr):
-                if v != OPEN and int(v) not in allowed[l]:
-                    raise ValueError(
-                        f"sheets[{p}, {l}] ({self.rules.lines[l]}) must be {OPEN} (open) or points the line can hold "
-                        f"({', '.join(map(str, sorted(allowed[l])))}), got {int(v)}"
-                    )
+            bad = _off_sheet(self.rules, arr)
+            if bad is not None:
+                p, l, value = bad
+                raise ValueError(
+                    f"sheets[{p}, {l}] ({self.rules.lines[l]}) must be {OPEN} (open) or points the line can hold "
+                    f"({', '.join(map(str, sorted(_line_values(self.rules)[l])))}), got {value}"
+                )
             new_sheets = arr.astype(np.int32)
         for p in range(P):
             blocked = blocked_line(self.rules, generala_scored(self.rules, new_sheets[p]))
@@ -395,14 +400,14 @@ class Game:
         winner = served_generala_winner
         if winner is not None:
             winner = _whole_number("served_generala_winner", winner)
-            if not self._r.served_win:
+            if not self._r.t.served_win:
                 raise ValueError(
                     "served_generala_winner needs served_generala: win, two or more players and a generala line; "
                     f"this game has served_generala: {self.rules.served_generala} and {P} player(s)"
                 )
             if not 0 <= winner < P:
                 raise ValueError(f"served_generala_winner must be None or a seat from 0 to {P - 1}, got {winner}")
-            if not new_sheets[winner, self._r.generala] > 0:
+            if not new_sheets[winner, self._r.t.generala_line] > 0:
                 raise ValueError(f"served_generala_winner {winner} must have points on its generala line")
         if player is None:
             seat = winner if winner is not None else self.player
@@ -476,7 +481,7 @@ class Game:
 
     @served_generala_winner.setter
     def served_generala_winner(self, value: int | None) -> None:
-        self._v[G.WINNER] = -1 if value is None else value
+        self._v[G.WINNER] = -1 if value is None else _whole_number("served_generala_winner", value)
         self._seen = None
 
     @property
@@ -507,7 +512,7 @@ class Game:
         if made is None:
             P = self.num_players
             legal = _frozen(self._mask[0].copy())
-            totals = _frozen(self._v[_TOTALS : _TOTALS + P].copy())
+            totals = _frozen(self._totals_now.copy())
             filled = tuple(n[_TOTALS + P : _TOTALS + 2 * P])
             made = self._made = (legal, legal.view(np.int8), totals, _frozen(np.array(filled)), filled, bool(n[G.PENDING]))
         return made
@@ -551,11 +556,9 @@ class Game:
         return bool(generala_scored(self.rules, self.sheets[player]))
 
     def served_generala_pending(self) -> bool:
-        """Five alike on the first roll with the generala line open, in a game where it wins."""
-        r = self._r
-        if not r.served_win:  # the sheet need not be read
-            return False
-        return served_pending(r.t, self.rolls_left, self.roll, int(self._sheets[self.player, r.generala]))
+        """Five alike on the first roll with the generala line open, in a game where it wins
+        (:func:`~generala_env.engine.served_pending`, as the last compiled call found it)."""
+        return self._fresh()[G.PENDING] == 1
 
     def winners(self) -> tuple[int, ...]:
         """Seats that won (several on a shared win); empty while the game is on. A seat's
@@ -663,7 +666,7 @@ class Game:
         t = self._r.t
         if a < NUM_MASKS and len(faces) != dice_thrown(t, self.roll, a):
             raise ValueError(f"hold {a} rerolls {dice_thrown(t, self.roll, a)} dice, got {len(faces)} faces")
-        ends = self.served_generala_pending() or sheets_full(t, sum(self._views_now()[4]) + 1)
+        ends = self.served_generala_pending() or sheets_full(t, self.writes + 1)
         if a >= NUM_MASKS and not ends and len(faces) != DICE:
             raise ValueError(f"a write needs the next player's five-dice first roll, got {len(faces)} faces")
         out = self._decide(a)
