@@ -17,9 +17,9 @@ and who won a finished game (:func:`is_winner`, :func:`outcome_points`).
   N = 1.
 
 Without numba the same functions run as plain Python. A game also asks a few of them in
-Python with the tables as lists (``dice_thrown`` and ``served_pending`` before a throw it makes
-itself, ``sheets_full`` when a state is set by hand), and solvers and baselines read the
-rules' tables (:func:`tables`).
+Python with the tables as lists (``dice_thrown`` before a throw it makes or is given itself,
+``sheets_full`` when a state is set or dice given, ``is_winner`` for its winners), and solvers
+and baselines read the rules' tables (:func:`tables`).
 
 So the functions take numbers and tables only (no state object, no array views), index the
 tables flat (``t.hold_keep[roll * NUM_MASKS + mask]``, the same for a list and an array),
