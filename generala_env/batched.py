@@ -260,10 +260,24 @@ def land_game(st, g, t, keep, starts_turn, key):
 
 
 @njit(inline="always", error_model="numpy")
+def pending_in_game(st, g, t):
+    """Whether a served generala is pending in game ``g`` (:func:`~generala_env.engine.served_pending`
+    of its mover; the sheet is read only where a served generala can win)."""
+    return t.served_win and served_pending(t, st.rolls_left[g], st.roll[g], st.sheets[g, st.player[g], t.generala_line])
+
+
+@njit(inline="always", error_model="numpy")
+def legal_in_game(st, g, t, a):
+    """Whether action ``a`` (in range) is legal in game ``g``: one entry of :func:`mask_game`."""
+    line_open = a >= NUM_MASKS and st.sheets[g, st.player[g], a - NUM_MASKS] == OPEN
+    return legal(t, st.over[g], pending_in_game(st, g, t), st.rolls_left[g], st.roll[g], st.locked[g], a, line_open)
+
+
+@njit(inline="always", error_model="numpy")
 def mask_game(st, g, t, masks, j):
     """The legal mask of game ``g`` into ``masks[j]`` (every entry written)."""
     me, roll, rolls_left, locked, over = st.player[g], st.roll[g], st.rolls_left[g], st.locked[g], st.over[g]
-    pending = t.served_win and served_pending(t, rolls_left, roll, st.sheets[g, me, t.generala_line])  # the sheet read only where it can win
+    pending = pending_in_game(st, g, t)
     for a in range(NUM_MASKS):
         masks[j, a] = legal(t, over, pending, rolls_left, roll, locked, a, False)
     for l in range(t.num_lines):
@@ -405,10 +419,9 @@ def _fits(v, sheets, t, most):
 
 @njit(inline="always", error_model="numpy")
 def _act(v, st, t, faces, at, mask, op, a, have):
-    """A step or a decision of ``_play``: the action checked against the mask, then decided, and
-    for a step its dice landed."""
-    mask_game(st, 0, t, mask, 0)
-    if v[G.THROW_KEEP] >= 0 or not 0 <= a < mask.shape[1] or not mask[0, a]:
+    """A step or a decision of ``_play``: the action checked, then decided, and for a step its
+    dice landed."""
+    if v[G.THROW_KEEP] >= 0 or not 0 <= a < mask.shape[1] or not legal_in_game(st, 0, t, a):
         v[G.STATUS] = G.ILLEGAL
         return
     n = dice_thrown(t, st.roll[0], a)
@@ -473,8 +486,7 @@ def _play(v, sheets, t, most, faces, at, mask, op, a):
     if v[G.STATUS] == G.NEED_FACES or v[G.STATUS] == G.BAD_FACES:
         return
     mask_game(st, 0, t, mask, 0)
-    me, generala = st.player[0], t.generala_line
-    v[G.PENDING] = t.served_win and served_pending(t, st.rolls_left[0], st.roll[0], sheets[0, me, generala])  # the sheet read only where it can win
+    v[G.PENDING] = pending_in_game(st, 0, t)
     for p in range(t.num_players):
         total, filled = 0, 0
         for l in range(t.num_lines):
@@ -532,8 +544,7 @@ def encode(games, seat, out, sheet_obs, sheets_seen, state, rules, enc):
     for j in range(U(len(games))):  # unsigned: see U
         g = U(games[j])
         me, roll, rolls_left = seat[g], st.roll[g], st.rolls_left[g]
-        pending = t.served_win and served_pending(t, rolls_left, roll, st.sheets[g, st.player[g], t.generala_line])  # the sheet read only where it can win
-        encode_turn(out, j, e, roll, rolls_left, st.locked[g], pending, st.sheets, g, me)
+        encode_turn(out, j, e, roll, rolls_left, st.locked[g], pending_in_game(st, g, t), st.sheets, g, me)
         if st.writes[g] != sheets_seen[g]:  # a line was written since: the sheet slices anew
             sheets_seen[g] = st.writes[g]
             encode_sheets(sheet_obs, g, e, st.sheets, g, me)
