@@ -37,6 +37,7 @@ from .engine import (
     OneGame,
     dice_thrown,
     is_winner,
+    new_state,
     one_game_size,
     sheets_full,
     tables,
@@ -234,9 +235,9 @@ class Game:
         if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= MAX_PLAYERS:
             raise ValueError(f"num_players must be an integer from 1 to {MAX_PLAYERS}, got {num_players!r}")
         self._setup(rules, int(num_players))
-        self._v[G.OVER] = 1  # not started
-        self._v[G.WINNER] = self._v[G.THROW_KEEP] = -1
-        self._v[G.LOCKED] = keep_index([])
+        blank = new_state(1, self.num_players, self.num_lines)  # a game not started, as the batched env's are
+        self._v[: G.WINNER + 1] = [int(field[0]) for field in blank[: G.WINNER + 1]]
+        self._v[G.THROW_KEEP] = -1
 
     def _setup(self, rules: RuleSet, num_players: int) -> None:
         """The game's arrays and facts of its rules (its state all zeros and its sheets open)."""
