@@ -272,6 +272,10 @@ def _main(argv=None) -> int:
     except (RulesError, ValueError, MissingExtra) as e:
         print(f"generala {command}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a full disk, a folder that cannot be read: one line naming the file
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"generala {command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:  # SIGINT while a program loads or solves: one line, the shell's status
         print(f"\ngenerala {command}: interrupted", file=sys.stderr)
         return 130

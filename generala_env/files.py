@@ -1,0 +1,411 @@
+"""Every file the project writes or reads back, through one set of rules.
+
+- **Writes are atomic and never follow a link.** :func:`write_atomic` writes a temporary file
+  made with ``O_EXCL`` in the target's folder and renames it over the target: a cut write leaves
+  the old file whole, and a symbolic link at the target (or at the temporary name) is never
+  written through.
+- **Nothing a user owns is overwritten.** An :class:`OutputFolder` records in
+  ``.generala-outputs.json`` the name and SHA-256 of every file it writes. A file already there
+  is replaced only if the record says the project wrote it and its bytes are still those
+  written; any other file (the user's own ``aggregates.png``, a link, a folder) is refused with
+  one line naming it.
+- **Appends are whole lines** (:func:`append_line`): one ``write`` of an ``O_APPEND`` file opened
+  with ``O_NOFOLLOW``; :func:`read_json_lines` reads them back, skipping a torn last line with
+  a warning that names the file and line, and refusing a bad line elsewhere with one line.
+- **Reads of files a user names are bounded** (:func:`read_regular`): regular files only (a FIFO,
+  a device or a link to one is refused without opening it for reading), at most ``limit`` bytes.
+- **A folder two processes could share is locked** (:func:`lock_folder`): ``flock`` on a
+  ``.lock`` file opened without following links and never truncated; a second process gets one
+  line naming the folder.
+- **A cache is trusted only when it is private** (:func:`private_folder`): owned by this user
+  and not writable by group or others, as ssh and pip demand of their folders, since a cache
+  of pickles or compiled code is code.
+
+Every failure is a :class:`FileProblem` (a ``ValueError``) of one line that names the path; the
+programs print it as their one error line. No framework imports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import stat
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+MANIFEST = ".generala-outputs.json"
+LOCK = ".lock"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+class FileProblem(ValueError):
+    """A file that cannot be read or written as asked: one line naming it."""
+
+
+def _why(e: OSError) -> str:
+    return e.strerror or type(e).__name__
+
+
+def _kind(st: os.stat_result) -> str:
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(st.st_mode):
+        return "a folder"
+    if stat.S_ISFIFO(st.st_mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(st.st_mode):
+        return "a socket"
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        return "a device"
+    return "not a regular file"
+
+
+def lstat_or_none(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise FileProblem(f"{path}: cannot be examined: {_why(e)}") from None
+
+
+def check_target(path: Path) -> None:
+    """Refuse a target that is a link or anything but a regular file (an absent one is fine)."""
+    st = lstat_or_none(path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise FileProblem(f"{path} is {_kind(st)}: nothing is written through or over it; move it or choose another place")
+
+
+# -- writing -----------------------------------------------------------------------------------
+def write_atomic(path: str | os.PathLike, data: bytes | str | Callable[[IO[bytes]], None], *, mode: int = 0o644) -> Path:
+    """Write ``data`` (bytes, text, or a function that writes to a binary file) to ``path``
+    atomically: a temporary file beside it, made with ``O_EXCL``, renamed over it. ``path``
+    must not be a link or other non-regular file; its folder must exist. Returns ``path``."""
+    path = Path(path)
+    check_target(path)
+    folder = path.parent
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if callable(data):
+                data(f)
+            else:
+                f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        check_target(path)  # checked again just before the rename: a link made meanwhile is not replaced
+        os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+        raise
+    return path
+
+
+def write_json(path: str | os.PathLike, value: Any, *, indent: int = 2) -> Path:
+    """``value`` as JSON and a newline, through :func:`write_atomic`; numbers must be finite."""
+    return write_atomic(path, json.dumps(value, indent=indent, allow_nan=False) + "\n")
+
+
+def append_line(path: str | os.PathLike, line: str) -> None:
+    """Append ``line`` and a newline to ``path`` in one write, never through a link."""
+    path = Path(path)
+    if "\n" in line:
+        raise ValueError("append_line takes one line without a newline")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FileProblem(f"{path} is a symbolic link: nothing is appended through it; move it") from None
+        raise FileProblem(f"cannot append to {path}: {_why(e)}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileProblem(f"{path} is {_kind(st)}: nothing is appended to it; move it")
+        data = (line + "\n").encode()
+        written = os.write(fd, data)
+        if written != len(data):
+            raise FileProblem(f"cannot append to {path}: only {written} of {len(data)} bytes were written")
+    except OSError as e:
+        raise FileProblem(f"cannot append to {path}: {_why(e)}") from None
+    finally:
+        os.close(fd)
+
+
+# -- reading -----------------------------------------------------------------------------------
+def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:
+    """The bytes of ``path``, a regular file (no link, FIFO or device) of at most ``limit`` bytes."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+    except FileNotFoundError:
+        raise FileProblem(f"{what} {path} does not exist") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FileProblem(f"{what} {path} is a symbolic link: only regular files are read") from None
+        raise FileProblem(f"{what} {path} cannot be read: {_why(e)}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileProblem(f"{what} {path} is {_kind(st)}: only regular files are read")
+        if st.st_size > limit:
+            raise FileProblem(f"{what} {path} has {st.st_size:,} bytes, more than the {limit:,} read")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise FileProblem(f"{what} {path} grew past the {limit:,} bytes read")
+        return b"".join(chunks)
+    except OSError as e:
+        raise FileProblem(f"{what} {path} cannot be read: {_why(e)}") from None
+    finally:
+        os.close(fd)
+
+
+def read_json(path: str | os.PathLike, limit: int = 16 << 20, what: str = "file") -> Any:
+    """JSON from a regular file of at most ``limit`` bytes; one line naming the file if it is not."""
+    raw = read_regular(path, limit, what)
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise FileProblem(f"{what} {path} is nested too deeply to be read") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise FileProblem(f"{what} {path} is not JSON: {e}") from None
+
+
+def read_json_lines(path: str | os.PathLike, limit: int = 64 << 20, what: str = "file") -> list[Any]:
+    """The records of a file of JSON lines. A torn last line (a write cut short) is skipped with a
+    warning naming the file and line; a bad line before the last is a :class:`FileProblem`."""
+    raw = read_regular(path, limit, what)
+    lines = raw.split(b"\n")
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            last = all(not rest.strip() for rest in lines[number:])
+            if last and not raw.endswith(b"\n"):
+                warnings.warn(f"{path}, line {number}: a torn last record (a write cut short) is skipped", stacklevel=2)
+                continue
+            raise FileProblem(f"{what} {path}, line {number}: not a JSON record ({e}); fix or remove that line") from None
+    return records
+
+
+# -- folders -------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def lock_folder(folder: str | os.PathLike, who: str = "another process") -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (``flock`` of its ``.lock``) while the block runs; a
+    second process is refused at once with one line. The ``.lock`` is never a link and never truncated."""
+    import fcntl
+
+    folder = Path(folder)
+    path = folder / LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FileProblem(f"{path} is a symbolic link: the folder cannot be locked; remove the link") from None
+        raise FileProblem(f"cannot lock {folder}: {_why(e)}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileProblem(f"{path} is not a regular file: the folder cannot be locked; remove it")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FileProblem(f"{folder} is in use by {who}: wait for it to finish, or use another folder") from None
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def private_folder(folder: str | os.PathLike) -> str | None:
+    """``None`` if ``folder`` may hold code this process runs (a cache of pickles or compiled
+    code): a real folder (not a link) owned by this user and not writable by group or others.
+    Otherwise the reason, in a few words. An absent folder is fine (:func:`make_private_folder`
+    makes it)."""
+    folder = Path(folder)
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"it cannot be examined ({_why(e)})"
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a folder"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"it belongs to user id {st.st_uid}, not to you ({os.geteuid()})"
+    if st.st_mode & 0o022:
+        return f"group or others can write to it (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def make_private_folder(folder: str | os.PathLike) -> Path:
+    """Make ``folder`` (and the folders above it that are missing) readable by this user only."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder
+
+
+# -- output folders ------------------------------------------------------------------------------
+def sha256_of(path: Path) -> str | None:
+    """The SHA-256 of a regular file, or ``None`` for anything else (absent, a link, a FIFO)."""
+    st = lstat_or_none(path)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return None
+    h = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+class OutputFolder:
+    """A folder a program writes its outputs into, never over what it did not write.
+
+    ``.generala-outputs.json`` holds the name and SHA-256 of each file written here through
+    :meth:`write`. A name already present is replaced only when that record says the project
+    wrote it and the file still has those bytes; anything else is a :class:`FileProblem` naming
+    it. :meth:`claim` checks a list of names before any work starts.
+    """
+
+    def __init__(self, folder: str | os.PathLike, program: str = "generala", *, create: bool = True):
+        self.folder = Path(folder)
+        self.program = program
+        st = lstat_or_none(self.folder)
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise FileProblem(f"{self.folder} is a symbolic link: {program} writes its outputs only into a real folder; choose another")
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            raise FileProblem(f"{self.folder} is {_kind(st)}, not a folder: choose another place for {program}'s outputs")
+        if st is None and create:
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise FileProblem(f"cannot make the folder {self.folder}: {_why(e)}") from None
+
+    # the record of what was written
+    def written(self) -> dict[str, str]:
+        path = self.folder / MANIFEST
+        if lstat_or_none(path) is None:
+            return {}
+        try:
+            record = read_json(path, 1 << 20, "the record of outputs")
+        except FileProblem:
+            return {}  # an unreadable record claims nothing: every file there counts as the user's
+        files = record.get("files") if isinstance(record, dict) else None
+        return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(files, dict) else {}
+
+    def _record(self, name: str, digest: str | None) -> None:
+        files = self.written()
+        if digest is None:
+            files.pop(name, None)
+        else:
+            files[name] = digest
+        write_json(self.folder / MANIFEST, {"written_by": "generala-rl", "files": dict(sorted(files.items()))})
+
+    def ours(self, name: str) -> bool:
+        """Whether ``name`` is absent, or a regular file this project wrote here and nobody changed."""
+        path = self.folder / name
+        if lstat_or_none(path) is None:
+            return True
+        digest = sha256_of(path)
+        return digest is not None and self.written().get(name) == digest
+
+    def check(self, name: str) -> Path:
+        """The path of ``name`` in the folder, refused if something not ours is there."""
+        if not name or "/" in name or name in (".", "..", MANIFEST, LOCK):
+            raise FileProblem(f"{name!r} is not a file name an output can have")
+        path = self.folder / name
+        st = lstat_or_none(path)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise FileProblem(f"{path} is {_kind(st)}: {self.program} writes nothing through or over it; move it or choose another folder")
+        if not self.ours(name):
+            raise FileProblem(f"{path} was not written by {self.program} here (or was changed since): it is not replaced; move it or choose another folder")
+        return path
+
+    def claim(self, names) -> None:
+        """Check, before any work, that every one of ``names`` may be written here."""
+        for name in names:
+            self.check(name)
+
+    def write(self, name: str, data: bytes | str | Callable[[IO[bytes]], None]) -> Path:
+        """Write the file ``name`` atomically and record it as ours."""
+        path = self.check(name)
+        write_atomic(path, data)
+        self._record(name, sha256_of(path))
+        return path
+
+    def write_json(self, name: str, value: Any) -> Path:
+        return self.write(name, json.dumps(value, indent=2, allow_nan=False) + "\n")
+
+    def adopt(self, name: str) -> Path:
+        """Record as ours a file written in this folder by another route (an encoder, a library's
+        ``save``) into a temporary name of ours and renamed here; see :meth:`temporary`."""
+        path = self.folder / name
+        self._record(name, sha256_of(path))
+        return path
+
+    @contextlib.contextmanager
+    def temporary(self, name: str) -> Iterator[Path]:
+        """A fresh temporary path beside ``name`` for a library that writes only to a path
+        (matplotlib, an encoder, SB3's ``save``); renamed over ``name`` and recorded when the
+        block ends without an error, removed otherwise."""
+        final = self.check(name)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp" + Path(name).suffix, dir=self.folder)
+        os.close(fd)
+        try:
+            yield Path(tmp)
+            os.chmod(tmp, 0o644)
+            self.check(name)
+            os.replace(tmp, final)
+        except BaseException as e:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(e, OSError):
+                raise FileProblem(f"cannot write {final}: {_why(e)}") from None
+            raise
+        self._record(name, sha256_of(final))
+
+
+__all__ = [
+    "LOCK",
+    "MANIFEST",
+    "FileProblem",
+    "OutputFolder",
+    "append_line",
+    "check_target",
+    "lock_folder",
+    "make_private_folder",
+    "private_folder",
+    "read_json",
+    "read_json_lines",
+    "read_regular",
+    "sha256_of",
+    "write_atomic",
+    "write_json",
+]
