@@ -126,6 +126,9 @@ def append_line(path: str | os.PathLike, line: str) -> None:
     path = Path(path)
     if "\n" in line:
         raise ValueError("append_line takes one line without a newline")
+    st = lstat_or_none(path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise FileProblem(f"{path} is {_kind(st)}: nothing is appended to it; move it")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o644)
     except OSError as e:

@@ -195,6 +195,9 @@ def test_a_ctrl_c_inside_a_c_callback_is_raised_again_not_lost(capfd):
         raise KeyboardInterrupt
 
     from_c = ctypes.CFUNCTYPE(None)(callback)
+    # the hook hands the interrupt back as a SIGINT of the main thread: under `nohup` (or cron) the
+    # process starts with SIGINT ignored, and Python then drops it, so the test sets Python's own handler
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     old, sys.unraisablehook = sys.unraisablehook, _interrupt_again
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -204,4 +207,5 @@ def test_a_ctrl_c_inside_a_c_callback_is_raised_again_not_lost(capfd):
                 time.sleep(0.001)
     finally:
         sys.unraisablehook = old
+        signal.signal(signal.SIGINT, handler)
     assert "Traceback" not in capfd.readouterr().err
