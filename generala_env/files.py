@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import hashlib
 import json
 import os
@@ -271,6 +272,25 @@ def make_private_folder(folder: str | os.PathLike) -> Path:
     return folder
 
 
+def remove_temporaries(folder: str | os.PathLike, names) -> list[Path]:
+    """Remove what a write of one of ``names`` into ``folder`` left when it was cut (a killed
+    process): the temporary files :func:`write_atomic` and :meth:`OutputFolder.temporary` make,
+    ``.NAME.*.tmp`` and ``.NAME.*.tmp.SUFFIX``, regular files only. Call it where no other process
+    writes into the folder (under :func:`lock_folder`). The paths removed."""
+    folder = Path(folder)
+    removed = []
+    for name in names:
+        for path in folder.glob(f".{glob.escape(name)}.*.tmp*"):
+            if not (path.name.endswith(".tmp") or path.name.endswith(".tmp" + Path(name).suffix)):
+                continue
+            st = lstat_or_none(path)
+            if st is not None and stat.S_ISREG(st.st_mode):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                    removed.append(path)
+    return removed
+
+
 # -- output folders ------------------------------------------------------------------------------
 def sha256_of(path: Path) -> str | None:
     """The SHA-256 of a regular file, or ``None`` for anything else (absent, a link, a FIFO)."""
@@ -379,7 +399,10 @@ class OutputFolder:
         (matplotlib, an encoder, SB3's ``save``); renamed over ``name`` and recorded when the
         block ends without an error, removed otherwise."""
         final = self.check(name)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp" + Path(name).suffix, dir=self.folder)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp" + Path(name).suffix, dir=self.folder)
+        except OSError as e:
+            raise FileProblem(f"cannot write {final}: {_why(e)}") from None
         os.close(fd)
         try:
             yield Path(tmp)
@@ -408,6 +431,7 @@ __all__ = [
     "read_json",
     "read_json_lines",
     "read_regular",
+    "remove_temporaries",
     "sha256_of",
     "write_atomic",
     "write_json",

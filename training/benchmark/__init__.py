@@ -33,11 +33,27 @@ import os
 import shlex
 import sys
 import time
+import warnings
 from pathlib import Path
 
-from ..options import MissingExtra, claim_out, parser, positive_int, require_extra
-from .run import check_hyperparams_build
+from generala_env.files import (
+    MANIFEST,
+    FileProblem,
+    OutputFolder,
+    append_line,
+    lock_folder,
+    lstat_or_none,
+    read_json_lines,
+    read_regular,
+    remove_temporaries,
+    write_atomic,
+)
+
+from ..options import MissingExtra, parser, positive_int, require_extra
+from .report import OUTPUTS, claim_outputs, one_line
+from .run import STATE_FILE, check_hyperparams_build
 from .scoring import score_policy
+from .submission import MAX_POINTS, MAX_SECONDS, MAX_STEPS, number_field, score_field, share_field, whole_field
 from .suite import (
     ALGOS,
     BenchmarkError,
@@ -53,6 +69,7 @@ TRAIN_MODULES = ("torch", "stable_baselines3", "sb3_contrib")
 REPORT_MODULES = ("rliable", "matplotlib")
 DEFAULT_ALGOS = tuple(ALGOS)
 CALLS_FILE = "calls.jsonl"
+CALLS_LIMIT = 64 << 20  # bytes of OUT/calls.jsonl read: a few hundred bytes a call
 
 
 def _ids(text: str, known, what: str) -> list[str]:
@@ -72,6 +89,12 @@ def plan(algos: list[str], tasks: list[str], seeds: int, steps: int, out: Path, 
     spec, before anything is written or trained (a :class:`BenchmarkError` says what is wrong)."""
     if out.exists() and not out.is_dir():
         raise BenchmarkError(f"--out {out} is a file, not a folder")
+    try:
+        OutputFolder(out, "generala benchmark", create=False)  # not a link, nor anything but a folder
+    except FileProblem as e:
+        raise BenchmarkError(f"--out {e}") from None
+    if steps > MAX_STEPS:
+        raise BenchmarkError(f"--steps {steps:,} is more than {MAX_STEPS:,}, more than a run can train")
     suite = load_suite(config_dir)
     tasks_known = list(suite.tasks)
     for t in tasks:
@@ -111,16 +134,27 @@ def plan(algos: list[str], tasks: list[str], seeds: int, steps: int, out: Path, 
 
 @contextlib.contextmanager
 def _lock(out: Path):
-    """Hold ``OUT/.lock``: two benchmarks writing the same runs would spoil both."""
-    import fcntl
+    """Hold ``OUT/.lock`` (:func:`generala_env.files.lock_folder`: never a link, never truncated):
+    two benchmarks writing the same runs would spoil both."""
+    try:
+        with lock_folder(out, "another generala benchmark"):
+            yield
+    except FileProblem as e:
+        raise BenchmarkError(str(e)) from None
 
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".lock", "w") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BenchmarkError(f"another generala benchmark is using {out}") from None
-        yield
+
+def _end_torn_call(log: Path) -> None:
+    """Cut from ``OUT/calls.jsonl`` a torn last line (a call whose logging was cut short), so that
+    the next call is logged on a line of its own; a warning names the file and the line."""
+    if lstat_or_none(log) is None:
+        return
+    raw = read_regular(log, CALLS_LIMIT, "the grid's log of calls")
+    if not raw or raw.endswith(b"\n"):
+        return
+    keep = raw[: raw.rfind(b"\n") + 1]
+    line = keep.count(b"\n") + 1
+    warnings.warn(f"{log}, line {line}: a torn last record (a write cut short) is removed", stacklevel=2)
+    write_atomic(log, keep)
 
 
 @contextlib.contextmanager
@@ -138,8 +172,8 @@ def _logged_call(out: Path, command: str, runs: int, folders: list[str] | None =
         raise
     finally:
         call["seconds"] = round(time.perf_counter() - t0, 1)
-        with open(out / CALLS_FILE, "a") as f:
-            f.write(json.dumps(call) + "\n")
+        _end_torn_call(out / CALLS_FILE)
+        append_line(out / CALLS_FILE, json.dumps(call, allow_nan=False))
 
 
 def _line(spec: RunSpec, state: dict) -> str:
@@ -246,7 +280,7 @@ def collect(specs: list[RunSpec], out: Path) -> tuple[list[dict], dict]:
     for s in specs:
         state = run_state(Path(s.folder))
         assert state is not None  # only finished runs are collected
-        f = state["final"]
+        f = _checked_state(state, Path(s.folder) / STATE_FILE)
         runs.append(
             {
                 "algo": s.algo,
@@ -275,15 +309,63 @@ def collect(specs: list[RunSpec], out: Path) -> tuple[list[dict], dict]:
     return runs, result
 
 
+def _checked_state(state: dict, path: Path) -> dict:
+    """A finished run's ``state.json`` held to the ranges of a submission (finite numbers, steps,
+    seconds, shares and normalised scores within bounds); its final figures."""
+    where = str(path)
+    f = state.get("final")
+    if not isinstance(f, dict):
+        raise BenchmarkError(f"{where}: final must be the run's final figures, got {type(f).__name__}; remove the run folder to run it again")
+    whole_field(f.get("step"), f"{where}: final.step", 0, MAX_STEPS)
+    score_field(f.get("normalized_score"), f"{where}: final.normalized_score")
+    number_field(f.get("score"), f"{where}: final.score", 0.0, MAX_POINTS)
+    number_field(f.get("mean_total"), f"{where}: final.mean_total", 0.0, MAX_POINTS)
+    share_field(f.get("illegal_stops"), f"{where}: final.illegal_stops")
+    number_field(state.get("train_seconds"), f"{where}: train_seconds")
+    number_field(state.get("eval_seconds"), f"{where}: eval_seconds")
+    evaluations = state.get("evaluations")
+    if not isinstance(evaluations, list) or not evaluations:
+        raise BenchmarkError(f"{where}: evaluations must be the run's list of evaluations; remove the run folder to run it again")
+    for i, e in enumerate(evaluations):
+        whole_field(e.get("step"), f"{where}: evaluations[{i}].step", 0, MAX_STEPS)
+        score_field(e.get("normalized_score"), f"{where}: evaluations[{i}].normalized_score")
+    return f
+
+
 def _folder_key(spec: RunSpec, out: Path) -> str:
     return os.path.relpath(spec.folder, out)
 
 
+def _ready(out: Path, specs: list[RunSpec]) -> None:
+    """Under the grid's lock, before anything is trained: what a killed call was writing in
+    ``out`` removed, and the log of calls checked (it can be read and appended to)."""
+    remove_temporaries(out, (*OUTPUTS, MANIFEST, CALLS_FILE))
+    with warnings.catch_warnings():  # a torn last call is named once, when the results read the log
+        warnings.simplefilter("ignore")
+        calls_of(out, specs)
+
+
+def _check_call(call, log: Path, n: int) -> dict:
+    where = f"{log}, call {n}"
+    if not isinstance(call, dict):
+        raise BenchmarkError(f"{where}: a call is a JSON object, got {type(call).__name__}; fix or remove that line")
+    number_field(call.get("seconds"), f"{where}: seconds", 0.0, MAX_SECONDS)
+    runs = call.get("runs")
+    if runs is not None and (not isinstance(runs, list) or not all(isinstance(r, str) for r in runs)):
+        raise BenchmarkError(f"{where}: runs must be a list of run folders, got {type(runs).__name__}; fix or remove that line")
+    return call
+
+
 def calls_of(out: Path, specs: list[RunSpec]) -> list[dict]:
     """The calls in ``OUT/calls.jsonl`` that trained runs of this grid (another grid trained in
-    the same ``--out`` is not counted); a line from before calls named their runs is kept."""
+    the same ``--out`` is not counted); a line from before calls named their runs is kept. A torn
+    last line is skipped with a warning; any other line that is not a call is one error line."""
     log = out / CALLS_FILE
-    calls = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
+    try:
+        calls = read_json_lines(log, CALLS_LIMIT, "the grid's log of calls") if lstat_or_none(log) is not None else []
+    except FileProblem as e:
+        raise BenchmarkError(str(e)) from None
+    calls = [_check_call(c, log, n) for n, c in enumerate(calls, 1)]
     mine = {_folder_key(s, out) for s in specs}
     return [c for c in calls if not isinstance(c.get("runs"), list) or mine.intersection(c["runs"])]
 
@@ -365,13 +447,12 @@ def main(argv=None) -> int:
         tasks = _ids(args.tasks, list(load_suite(config_dir).tasks), "tasks")
         out = Path(args.out)
         specs = plan(algos, tasks, args.seeds, args.steps, out, config_dir)
-        try:
-            claim_out(out, "generala benchmark", command, ("results.json", "results.md"), args.force)
-        except ValueError as e:
-            raise BenchmarkError(str(e)) from None
+        claim_outputs(out, "generala benchmark", command, args.force)
+        folder = OutputFolder(out, "generala benchmark")  # made here, once every input is checked
         with _lock(out):
             from .run import check_folder
 
+            _ready(out, specs)
             pending = [s for s in specs if check_folder(s) != "done"]
             print(
                 f"{len(specs)} runs ({len(algos)} algorithm(s) x {len(tasks)} task(s) x {args.seeds} seed(s)); {len(specs) - len(pending)} already done; output in {out}"
@@ -393,10 +474,10 @@ def main(argv=None) -> int:
             res = results(specs, out, algos, tasks, args.seeds, args.steps, args.reps, command)
             from .report import write
 
-            for path in write(res, out):
+            for path in write(res, folder):
                 print(f"wrote {path}")
-    except (BenchmarkError, MissingExtra) as e:
-        print(f"generala benchmark: error: {e}", file=sys.stderr)
+    except (BenchmarkError, FileProblem, MissingExtra, OSError) as e:
+        print(f"generala benchmark: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: finished runs are kept, cut ones resume from their last evaluation; run the same command again", file=sys.stderr)

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..options import MissingExtra, claim_out, parser, positive_int, require_extra
-from .suite import BenchmarkError, default_config_dir, load_suite
+from generala_env.files import FileProblem, OutputFolder
 
-REPORT_FILES = ("results.json", "results.md", "learning_curves.png", "aggregates.png", "performance_profile.png")
+from ..options import MissingExtra, parser, positive_int, require_extra
+from .suite import BenchmarkError, default_config_dir, load_suite
 
 
 # long: a third of it is the results.json mapping it returns, one key a line
@@ -146,18 +146,16 @@ def report_main(argv: list[str]) -> int:
         require_extra("benchmark", ("rliable", "matplotlib"), "generala benchmark report")
         if out.exists() and not out.is_dir():
             raise BenchmarkError(f"--out {out} is a file, not a folder")
-        try:
-            claim_out(out, "generala benchmark report", command, REPORT_FILES, args.force)
-        except ValueError as e:
-            raise BenchmarkError(str(e)) from None
-        res = report_runs(args.runs, args.reps, Path(args.configs) if args.configs else None, command)
-        out.mkdir(parents=True, exist_ok=True)
-        from .report import write
+        from .report import claim_outputs, write
 
-        for path in write(res, out):
+        claim_outputs(out, "generala benchmark report", command, args.force)
+        res = report_runs(args.runs, args.reps, Path(args.configs) if args.configs else None, command)
+        for path in write(res, OutputFolder(out, "generala benchmark report")):
             print(f"wrote {path}")
-    except (BenchmarkError, MissingExtra) as e:
-        print(f"generala benchmark report: error: {e}", file=sys.stderr)
+    except (BenchmarkError, FileProblem, MissingExtra, OSError) as e:
+        from .report import one_line
+
+        print(f"generala benchmark report: error: {one_line(e)}", file=sys.stderr)
         return 2
     return 0
 

@@ -12,12 +12,19 @@ the same file.
 from __future__ import annotations
 
 import itertools
+import json
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
 import numpy as np
+
+from generala_env.files import OutputFolder
+
+from ..options import claim_out
+from .suite import BenchmarkError
 
 METRICS = ("IQM", "Mean", "Median", "Optimality gap")
 BOOTSTRAP_SEED = 0
@@ -130,26 +137,51 @@ def aggregate(runs: list[dict], curves: dict, algos: list[str], tasks: list[str]
     }
 
 
+_MARKDOWN = str.maketrans({"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]", "&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " "})
+
+
+def md(value) -> str:
+    """``value`` as text that Markdown shows as it is, in a table cell or a line: ``|``,
+    backticks, backslashes and link brackets escaped, ``&``, ``<`` and ``>`` as HTML entities
+    (no tag gets through), a line break as a space."""
+    return str(value).translate(_MARKDOWN)
+
+
+def md_code(value) -> str:
+    """``value`` as one inline code span, shown as it is: fenced with more backticks than its
+    longest run of them (Markdown escapes nothing inside a code span), a line break as a space."""
+    text = str(value).replace("\r", " ").replace("\n", " ")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _ci(x: dict, pct: bool = True) -> str:
     f = (lambda v: f"{100 * v:.1f}") if pct else (lambda v: f"{v:.3f}")
     return f"{f(x['value'])} [{f(x['ci'][0])}–{f(x['ci'][1])}]"
+
+
+def seeds_per_algorithm(results: dict) -> str:
+    """How many seeds each algorithm ran: "1 seed", "5 seeds", or "3–5 seeds" where they differ."""
+    algos = results["algos"]
+    per_algo = sorted({len({r["seed"] for r in results["runs"] if r["algo"] == a}) for a in algos})
+    n = str(per_algo[0]) if len(per_algo) == 1 else f"{per_algo[0]}–{per_algo[-1]}"
+    return f"{n} seed" if n == "1" else f"{n} seeds"
 
 
 # long: the page's tables in order, one row a line
 def markdown(results: dict) -> str:
     """``results.md``: the tables of ``results.json``."""
     agg, algos, tasks = results["aggregates"], results["algos"], results["tasks"]
-    per_algo = sorted({len({r["seed"] for r in results["runs"] if r["algo"] == a}) for a in algos})
-    n = str(per_algo[0]) if len(per_algo) == 1 else f"{per_algo[0]}–{per_algo[-1]}"  # seeds a run of each algorithm
     lines = [
-        f"# Benchmark results: {results['suite']['name']} v{results['suite']['version']}"
+        f"# Benchmark results: {md(results['suite']['name'])} v{md(results['suite']['version'])}"
         + (" — the track that uses the dice model" if results.get("uses_dice_model") else ""),
         "",
-        f"{len(algos)} algorithm(s) x {len(tasks)} task(s) x {n} seed(s), {results['steps']:,} steps a run. "
+        f"{len(algos)} algorithm(s) x {len(tasks)} task(s) x {seeds_per_algorithm(results)}, {results['steps']:,} steps a run. "
         "Normalised score, in % (one player: mean final total / exact optimum; with opponents: win rate). "
         f"IQM and 95% stratified-bootstrap intervals ({agg['bootstrap']['reps']:,} resamples, rliable).",
         "",
-        f"Command: `{results['command']}`",
+        f"Command: {md_code(results['command'])}",
         "",
         (
             f"Time: {results['run_seconds_total']:,.0f} s of training and evaluation over all runs, as each run states it "
@@ -162,21 +194,21 @@ def markdown(results: dict) -> str:
     ]
     order = sorted(algos, key=lambda a: -agg["overall"][a]["iqm"]["value"])
     if len(tasks) > 1:
-        lines += [f"## All tasks ({', '.join(tasks)})", "", "| algorithm | IQM % | mean % | median % | optimality gap % |", "|---|---|---|---|---|"]
+        lines += [f"## All tasks ({', '.join(map(md, tasks))})", "", "| algorithm | IQM % | mean % | median % | optimality gap % |", "|---|---|---|---|---|"]
         for a in order:
             o = agg["overall"][a]
-            lines.append(f"| {a} | {_ci(o['iqm'])} | {_ci(o['mean'])} | {_ci(o['median'])} | {_ci(o['optimality_gap'])} |")
+            lines.append(f"| {md(a)} | {_ci(o['iqm'])} | {_ci(o['mean'])} | {_ci(o['median'])} | {_ci(o['optimality_gap'])} |")
         lines.append("")
     for t in tasks:
         opt = results["optimum"].get(t)
         what = f"optimum {opt:.2f}" if results["num_players"][t] == 1 else "win rate"
-        lines += [f"## {t} ({what})", "", "| algorithm | IQM % | mean % | score per seed | illegal stops | train s per run |", "|---|---|---|---|---|---:|"]
+        lines += [f"## {md(t)} ({what})", "", "| algorithm | IQM % | mean % | score per seed | illegal stops | train s per run |", "|---|---|---|---|---|---:|"]
         for a in sorted(algos, key=lambda a: -agg["per_task"][t][a]["iqm"]["value"]):
             rs = sorted((r for r in results["runs"] if r["algo"] == a and r["task"] == t), key=lambda r: r["seed"])
             scores = ", ".join(f"{r['score']:.3f}" if results["num_players"][t] > 1 else f"{r['score']:.1f}" for r in rs)
             stops = max(r["illegal_stops"] for r in rs)
             secs = np.mean([r["train_seconds"] for r in rs])
-            lines.append(f"| {a} | {_ci(agg['per_task'][t][a]['iqm'])} | {_ci(agg['per_task'][t][a]['mean'])} | {scores} | {stops:.1%} max | {secs:,.0f} |")
+            lines.append(f"| {md(a)} | {_ci(agg['per_task'][t][a]['iqm'])} | {_ci(agg['per_task'][t][a]['mean'])} | {scores} | {stops:.1%} max | {secs:,.0f} |")
         lines.append("")
     if agg["probability_of_improvement"]:
         lines += [
@@ -193,7 +225,7 @@ def markdown(results: dict) -> str:
             lo, hi = p["ci"]
             if order.index(x) > order.index(y):  # the one of higher IQM first
                 x, y, prob, lo, hi = y, x, 1 - prob, 1 - hi, 1 - lo
-            rows.append((order.index(x), order.index(y), f"| {x} | {y} | {prob:.2f} [{lo:.2f}–{hi:.2f}] |"))
+            rows.append((order.index(x), order.index(y), f"| {md(x)} | {md(y)} | {prob:.2f} [{lo:.2f}–{hi:.2f}] |"))
         lines += [r[2] for r in sorted(rows)]
         lines.append("")
     if results.get("kind") == "report":
@@ -201,15 +233,47 @@ def markdown(results: dict) -> str:
         for a in algos:
             rs = [r for r in results["runs"] if r["algo"] == a]
             seeds = ", ".join(str(x) for x in sorted({r["seed"] for r in rs}))
-            hw = "; ".join(sorted({r["hardware"] for r in rs}))
-            lines.append(f"| {a} | {rs[0]['library']} | {seeds} | {hw} | {np.mean([r['train_seconds'] for r in rs]):,.0f} |")
+            hw = "; ".join(sorted({md(r["hardware"]) for r in rs}))
+            lines.append(f"| {md(a)} | {md(rs[0]['library'])} | {seeds} | {hw} | {np.mean([r['train_seconds'] for r in rs]):,.0f} |")
         lines.append("")
     lines += ["Illegal stops: the share of evaluation games an illegal action ended (unmasked algorithms only).", ""]
     return "\n".join(lines)
 
 
-def plot(results: dict, out: Path) -> list[Path]:
-    """The learning curves, the aggregate intervals and the performance profiles, as PNG files."""
+OUTPUTS = ("results.json", "results.md", "learning_curves.png", "aggregates.png", "performance_profile.png")
+
+
+def _aggregates_figure(results: dict, colors: dict):
+    """rliable's interval plot of the four aggregates, laid out so that nothing overlaps: one
+    axis label below the panels, the title above them, ticks small enough to stay apart."""
+    from rliable import plot_utils
+
+    agg, algos = results["aggregates"], results["algos"]
+    point = {a: np.array([agg["overall"][a][m.lower().replace(" ", "_")]["value"] for m in METRICS]) for a in algos}
+    interval = {a: np.array([[agg["overall"][a][m.lower().replace(" ", "_")]["ci"][k] for m in METRICS] for k in (0, 1)]) for a in algos}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fig, axes = plot_utils.plot_interval_estimates(
+            point, interval, metric_names=list(METRICS), algorithms=algos, colors=colors, xlabel="", row_height=0.45, subfigure_width=3.2
+        )
+    for text in list(fig.texts):  # rliable's x label, placed at a fixed height that the ticks run into
+        text.remove()
+    for ax in np.ravel(axes):
+        ax.tick_params(labelsize="medium")
+        ax.title.set_fontsize("large")
+    np.ravel(axes)[0].tick_params(axis="y", labelsize="large")
+    height = 1.5 + 0.4 * len(algos)  # inches: 0.75 above the panels for the titles, 0.75 below for ticks and label
+    fig.set_size_inches(3.2 * len(METRICS), height)
+    fig.subplots_adjust(left=0.0, wspace=0.25, top=1 - 0.75 / height, bottom=0.75 / height)
+    fig.supxlabel("normalised score (optimality gap: how far below 1, the optimum, on average)", fontsize="medium", y=0.02)
+    tasks = ", ".join(results["tasks"])
+    fig.suptitle(f"{tasks}: {results['steps']:,} steps a run, {seeds_per_algorithm(results)} an algorithm, 95% intervals", fontsize="large", y=0.99)
+    return fig
+
+
+def plot(results: dict, folder: OutputFolder) -> list[Path]:
+    """The learning curves, the aggregate intervals and the performance profiles, as PNG files
+    written into ``folder`` (each through a temporary file, never over a file it did not write)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -224,6 +288,14 @@ def plot(results: dict, out: Path) -> list[Path]:
     colors = dict(zip(algos, palette, strict=False))  # ten colours for at most ten algorithms
     written = []
 
+    def save(fig, name: str, **kwargs) -> None:
+        try:
+            with folder.temporary(name) as tmp:
+                fig.savefig(tmp, dpi=110, format="png", **kwargs)
+        finally:
+            plt.close(fig)
+        written.append(folder.folder / name)
+
     fig, axes = plt.subplots(1, len(tasks), figsize=(4.5 * len(tasks), 3.6), squeeze=False)
     for ax, t in zip(axes[0], tasks, strict=True):
         for a in algos:
@@ -236,19 +308,9 @@ def plot(results: dict, out: Path) -> list[Path]:
         ax.grid(alpha=0.3)
     axes[0][-1].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    written.append(out / "learning_curves.png")
-    fig.savefig(written[-1], dpi=110)
-    plt.close(fig)
+    save(fig, "learning_curves.png")
 
-    point = {a: np.array([agg["overall"][a][m.lower().replace(" ", "_")]["value"] for m in METRICS]) for a in algos}
-    interval = {a: np.array([[agg["overall"][a][m.lower().replace(" ", "_")]["ci"][k] for m in METRICS] for k in (0, 1)]) for a in algos}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fig, _ = plot_utils.plot_interval_estimates(point, interval, metric_names=list(METRICS), algorithms=algos, colors=colors, xlabel="normalised score")
-    fig.suptitle(f"{', '.join(tasks)}: {results['steps']:,} steps, {len(results['seeds'])} seeds", y=1.08, fontsize=10)
-    written.append(out / "aggregates.png")
-    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    save(_aggregates_figure(results, colors), "aggregates.png", bbox_inches="tight")
 
     pp = agg["performance_profile"]
     fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -264,16 +326,36 @@ def plot(results: dict, out: Path) -> list[Path]:
         )
     ax.legend([plt.Line2D([0], [0], color=colors[a]) for a in algos], algos, fontsize=8, loc="lower left")
     fig.tight_layout()
-    written.append(out / "performance_profile.png")
-    fig.savefig(written[-1], dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    save(fig, "performance_profile.png", bbox_inches="tight")
     return written
 
 
-def write(results: dict, out: Path) -> list[Path]:
-    """``results.json``, ``results.md`` and the plots in ``out``; the paths written."""
-    from ..runs import write_json
+def one_line(e: Exception) -> str:
+    """A program's error line: the message of a refusal, or for an error of the system the file it names and what went wrong."""
+    if not isinstance(e, OSError):
+        return str(e)
+    what = e.strerror or type(e).__name__
+    return f"{e.filename}: {what}" if e.filename else what
 
-    write_json(out / "results.json", results, indent=1)
-    (out / "results.md").write_text(markdown(results))
-    return [out / "results.json", out / "results.md", *plot(results, out)]
+
+def claim_outputs(out: Path, program: str, command: str, force: bool) -> None:
+    """Check, before any work, that ``program`` may write :data:`OUTPUTS` into the folder ``out``
+    (which need not exist yet): each absent, or a regular file that ``program`` wrote there and
+    nobody changed since (never the user's own, a link or a FIFO), by the same ``command``
+    unless ``force``."""
+    OutputFolder(out, program, create=False).claim(OUTPUTS)
+    try:
+        claim_out(out, program, command, OUTPUTS, force)
+    except ValueError as e:
+        raise BenchmarkError(str(e)) from None
+
+
+def write(results: dict, folder: OutputFolder) -> list[Path]:
+    """``results.json``, ``results.md`` and the plots in ``folder`` (see :data:`OUTPUTS`), each
+    atomic and never over a file the benchmark did not write there; the paths written."""
+    try:
+        text = json.dumps(results, indent=1, allow_nan=False) + "\n"
+    except ValueError:
+        raise BenchmarkError("the results hold a number that is not finite: nothing was written") from None
+    paths = [folder.write("results.json", text), folder.write("results.md", markdown(results))]
+    return paths + plot(results, folder)

@@ -9,21 +9,26 @@ on exactly as an uninterrupted one: both start each chunk from the same file and
 
 A run folder holds ``spec.json`` (what decides its results), ``state.json`` (steps,
 evaluations, times; ``done`` once finished), ``curve.csv`` (the learning curve), the current
-checkpoint in ``ckpt_STEPS/`` while it trains, and ``final_model.zip`` once done.
+checkpoint in ``ckpt_STEPS/`` while it trains, and ``final_model.zip`` once done. A folder is
+a run's when its ``spec.json`` is the run's spec; every file is written into it atomically and
+never through a link (:mod:`generala_env.files`), and its spec and state are read only from
+regular files (a link, a FIFO or a folder of that name is refused).
 """
 
 from __future__ import annotations
 
-import json
-import os
+import contextlib
 import shutil
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from ..runs import Evaluator, Played, build_model, read_state, write_json
+from generala_env.files import FileProblem, lstat_or_none, read_json, remove_temporaries, write_atomic, write_json
+
+from ..runs import Evaluator, Played, build_model, read_state
 from .suite import ALGOS, AlgoConfig, BenchmarkError, RunSpec, Task, algo_class
 
 SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL = "spec.json", "state.json", "curve.csv", "final_model.zip"
@@ -152,25 +157,50 @@ def check_hyperparams_build(algo: str, cfg: AlgoConfig, task: Task) -> None:
 
 
 # -- the run folder --------------------------------------------------------------------------
+def _regular_or_absent(path: Path) -> bool:
+    """Whether ``path`` is a regular file (``False``: absent); a link, a FIFO or a folder there is
+    a :class:`BenchmarkError`, so that nothing is read through it or waits on it."""
+    try:
+        st = lstat_or_none(path)
+    except FileProblem as e:
+        raise BenchmarkError(str(e)) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        raise BenchmarkError(f"{path} is {what}: a run folder holds only the files the benchmark wrote; remove it, or the run folder to start the run again")
+    return st is not None
+
+
 def run_state(folder: Path) -> dict | None:
     """The run's ``state.json`` (:func:`training.runs.read_state`); ``None`` if it has none yet."""
+    if not _regular_or_absent(folder / STATE_FILE):
+        return None
     return read_state(folder / STATE_FILE, BenchmarkError, "remove the run folder to start the run again", required=False)
+
+
+def _no_links_below(folder: Path) -> None:
+    """Refuse a run folder ``OUT/runs/TASK/ALGO/seedN`` reached through a link below ``OUT``: a
+    run writes only inside the grid's own folders."""
+    for here in (folder, *list(folder.parents)[:3]):
+        st = lstat_or_none(here)
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise BenchmarkError(f"{here} is a symbolic link: a run writes only into folders of the grid; remove the link or use another --out")
 
 
 def check_folder(spec: RunSpec) -> str:
     """What the run folder holds for ``spec``: ``"new"``, ``"partial"`` or ``"done"``; a
     :class:`BenchmarkError` if it holds something else (another spec, a file)."""
     folder = Path(spec.folder)
+    _no_links_below(folder)
     if folder.exists() and not folder.is_dir():
         raise BenchmarkError(f"run folder {folder} is a file")
-    if not (folder / SPEC_FILE).is_file():
+    if not _regular_or_absent(folder / SPEC_FILE):
         if folder.is_dir() and any(folder.iterdir()):
             raise BenchmarkError(f"run folder {folder} holds files but no {SPEC_FILE}: not a benchmark run; move it away or use another --out")
         return "new"
     try:
-        held = json.loads((folder / SPEC_FILE).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise BenchmarkError(f"run folder {folder}: cannot read {SPEC_FILE}: {e}") from None
+        held = read_json(folder / SPEC_FILE, 1 << 20, "the run's spec")
+    except FileProblem as e:
+        raise BenchmarkError(f"run folder {folder}: {e}") from None
     want = spec.identity()
     if isinstance(held, dict) and held.get("suite_version") != want["suite_version"]:
         raise BenchmarkError(
@@ -198,30 +228,49 @@ def _targets(steps: int, points: int) -> list[int]:
     return sorted({max(1, round(k * steps / points)) for k in range(1, points + 1)})
 
 
+def _remove_checkpoint(path: Path) -> None:
+    """Remove a checkpoint folder of the run; a link of that name is removed, never followed."""
+    st = lstat_or_none(path)
+    if st is None:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)  # rmtree removes links inside a folder, never what they point to
+    else:
+        path.unlink()
+
+
 def _save_checkpoint(model, folder: Path, off_policy: bool) -> str:
     name = f"ckpt_{model.num_timesteps}"
     ck = folder / name
-    if ck.exists():
-        shutil.rmtree(ck)
+    _remove_checkpoint(ck)  # one a cut save left behind
     ck.mkdir()
-    model.save(ck / "model.zip")
+    write_atomic(ck / "model.zip", model.save)  # SB3 saves into an open file as into a path
     if off_policy:
-        model.save_replay_buffer(ck / "replay_buffer.pkl")
+        write_atomic(ck / "replay_buffer.pkl", model.save_replay_buffer)
     return name
 
 
 def _drop_checkpoints(folder: Path, keep: str | None) -> None:
     for p in folder.glob("ckpt_*"):
         if p.name != keep:
-            shutil.rmtree(p, ignore_errors=True)
+            with contextlib.suppress(OSError, FileProblem):  # one that cannot be removed is left; the run goes on from its own
+                _remove_checkpoint(p)
 
 
 def _write_curve(folder: Path, evaluations: list[dict]) -> None:
     keys = ["step", "score", "normalized_score", "illegal_stops", "train_seconds"]
     lines = [",".join(keys)] + [",".join(f"{e[k]:.6g}" if isinstance(e[k], float) else str(e[k]) for k in keys) for e in evaluations]
-    tmp = folder / (CURVE_FILE + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, folder / CURVE_FILE)
+    write_atomic(folder / CURVE_FILE, "\n".join(lines) + "\n")
+
+
+def _copy_into(source: Path):
+    """A writer for :func:`write_atomic` that copies the regular file ``source``."""
+
+    def copy(f) -> None:
+        with open(source, "rb") as src:
+            shutil.copyfileobj(src, f)
+
+    return copy
 
 
 # long: one run's life in order (start, a chunk per evaluation point, the final evaluation), as the module docstring tells it
@@ -244,6 +293,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     ev = spec.evaluation
     evaluator = task_evaluator(task, ev["seed"], ev["games"])
     folder.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(folder, (SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL))  # what a killed run was writing
     state = run_state(folder) if status == "partial" else None
     if state is None:  # a new run: the untrained policy is the curve's first point
         write_json(folder / SPEC_FILE, spec.identity())
@@ -300,8 +350,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     t0 = time.perf_counter()
     state["final"] = {"step": state["steps"], **task_evaluator(task, ev["seed"], ev["final_games"])(policy_actions(model, algo.masked))}
     state["eval_seconds"] += time.perf_counter() - t0
-    shutil.copyfile(ck / "model.zip", folder / (FINAL_MODEL + ".tmp"))
-    os.replace(folder / (FINAL_MODEL + ".tmp"), folder / FINAL_MODEL)
+    write_atomic(folder / FINAL_MODEL, _copy_into(ck / "model.zip"))
     state["done"], state["checkpoint"] = True, None
     write_json(folder / STATE_FILE, state)
     _drop_checkpoints(folder, None)
