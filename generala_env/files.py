@@ -332,7 +332,9 @@ class OutputFolder:
                 raise FileProblem(f"cannot make the folder {self.folder}: {_why(e)}") from None
 
     # the record of what was written
-    def written(self) -> dict[str, str]:
+    def written(self) -> dict[str, list[str]]:
+        """Each recorded name with the SHA-256 digests its file may have (two while a write is
+        being renamed into place, so that a kill at that moment leaves either version ours)."""
         path = self.folder / MANIFEST
         if lstat_or_none(path) is None:
             return {}
@@ -341,14 +343,21 @@ class OutputFolder:
         except FileProblem:
             return {}  # an unreadable record claims nothing: every file there counts as the user's
         files = record.get("files") if isinstance(record, dict) else None
-        return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(files, dict) else {}
+        if not isinstance(files, dict):
+            return {}
+        out = {}
+        for k, v in files.items():
+            digests = [v] if isinstance(v, str) else v
+            if isinstance(k, str) and isinstance(digests, list) and all(isinstance(d, str) for d in digests):
+                out[k] = digests
+        return out
 
-    def _record(self, name: str, digest: str | None) -> None:
-        files = self.written()
-        if digest is None:
-            files.pop(name, None)
+    def _record(self, name: str, digests: list[str]) -> None:
+        files: dict[str, str | list[str]] = {k: v[0] if len(v) == 1 else v for k, v in self.written().items()}
+        if digests:
+            files[name] = digests[0] if len(digests) == 1 else digests
         else:
-            files[name] = digest
+            files.pop(name, None)
         write_json(self.folder / MANIFEST, {"written_by": "generala-rl", "files": dict(sorted(files.items()))})
 
     def ours(self, name: str) -> bool:
@@ -357,7 +366,7 @@ class OutputFolder:
         if lstat_or_none(path) is None:
             return True
         digest = sha256_of(path)
-        return digest is not None and self.written().get(name) == digest
+        return digest is not None and digest in self.written().get(name, [])
 
     def check(self, name: str) -> Path:
         """The path of ``name`` in the folder, refused if something not ours is there."""
@@ -378,26 +387,29 @@ class OutputFolder:
 
     def write(self, name: str, data: bytes | str | Callable[[IO[bytes]], None]) -> Path:
         """Write the file ``name`` atomically and record it as ours."""
-        path = self.check(name)
-        write_atomic(path, data)
-        self._record(name, sha256_of(path))
-        return path
+        with self.temporary(name) as tmp:
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | _NOFOLLOW | _CLOEXEC)
+            except OSError as e:
+                raise FileProblem(f"cannot write {self.folder / name}: {_why(e)}") from None
+            with os.fdopen(fd, "wb") as f:
+                if callable(data):
+                    data(f)
+                else:
+                    f.write(data.encode() if isinstance(data, str) else data)
+                f.flush()
+                os.fsync(f.fileno())
+        return self.folder / name
 
     def write_json(self, name: str, value: Any) -> Path:
         return self.write(name, json.dumps(value, indent=2, allow_nan=False) + "\n")
-
-    def adopt(self, name: str) -> Path:
-        """Record as ours a file written in this folder by another route (an encoder, a library's
-        ``save``) into a temporary name of ours and renamed here; see :meth:`temporary`."""
-        path = self.folder / name
-        self._record(name, sha256_of(path))
-        return path
 
     @contextlib.contextmanager
     def temporary(self, name: str) -> Iterator[Path]:
         """A fresh temporary path beside ``name`` for a library that writes only to a path
         (matplotlib, an encoder, SB3's ``save``); renamed over ``name`` and recorded when the
-        block ends without an error, removed otherwise."""
+        block ends without an error, removed otherwise. The new file's digest is recorded
+        beside the old one before the rename and alone after it."""
         final = self.check(name)
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp" + Path(name).suffix, dir=self.folder)
@@ -407,7 +419,12 @@ class OutputFolder:
         try:
             yield Path(tmp)
             os.chmod(tmp, 0o644)
+            digest = sha256_of(Path(tmp))
+            if digest is None:
+                raise FileProblem(f"cannot write {final}: its temporary file {tmp} was replaced")
             self.check(name)
+            current = sha256_of(final)
+            self._record(name, [current, digest] if current else [digest])
             os.replace(tmp, final)
         except BaseException as e:
             with contextlib.suppress(OSError):
@@ -415,7 +432,7 @@ class OutputFolder:
             if isinstance(e, OSError):
                 raise FileProblem(f"cannot write {final}: {_why(e)}") from None
             raise
-        self._record(name, sha256_of(final))
+        self._record(name, [digest])
 
 
 __all__ = [

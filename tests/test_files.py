@@ -117,6 +117,26 @@ def test_output_folder_replaces_only_what_it_wrote(tmp_path, victim):
     assert (tmp_path / "out" / "results.md").read_text() == "edited by the user"
 
 
+def test_output_folder_a_kill_between_rename_and_record_leaves_the_file_ours(tmp_path, monkeypatch):
+    out = OutputFolder(tmp_path)
+    out.write("results.md", "first")
+    record = OutputFolder._record
+
+    def killed_after_rename(self, name, digests):
+        if len(digests) == 1 and (tmp_path / name).read_text() == "second":
+            raise KeyboardInterrupt  # the process dies after the rename, before the final record
+        record(self, name, digests)
+
+    monkeypatch.setattr(OutputFolder, "_record", killed_after_rename)
+    with pytest.raises(KeyboardInterrupt):
+        out.write("results.md", "second")
+    monkeypatch.undo()
+    assert (tmp_path / "results.md").read_text() == "second"
+    out.write("results.md", "third")  # the next run still knows the file as its own
+    assert (tmp_path / "results.md").read_text() == "third"
+    assert out.written()["results.md"] == [files.sha256_of(tmp_path / "results.md")]
+
+
 def test_output_folder_refuses_a_linked_folder_and_names_outside_it(tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "linked").symlink_to(tmp_path / "real")
