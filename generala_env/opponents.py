@@ -155,6 +155,11 @@ def unregister_prefix(prefix: str) -> None:
     _prefixes.pop(prefix, None)
 
 
+def unregister_resolver(resolver: Callable[..., Callable[..., Any] | None]) -> None:
+    """Forget ``resolver`` (nothing happens if it is not registered)."""
+    _resolvers[:] = [(r, t) for r, t in _resolvers if r is not resolver]
+
+
 def load_entry_points() -> None:
     """Load the ``generala.agents`` entry points of the installed packages, once.
 
@@ -289,4 +294,5 @@ __all__ = [
     "register_resolver",
     "unregister",
     "unregister_prefix",
+    "unregister_resolver",
 ]
