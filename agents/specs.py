@@ -60,6 +60,16 @@ def zip_refused(spec: str) -> AgentError:
     )
 
 
+def require_trusted_zip(path, trust: Trust) -> None:
+    """Refuse, in one line naming ``--trust-zip``, to unpickle the SB3 zip ``path`` unless
+    ``trust`` allows the zips of its folder (what every route that opens a zip asks first;
+    ``Trust(zip=flag, zip_folders=(a run's own folder,))`` for a program's own zips)."""
+    if not os.path.isfile(path):
+        raise AgentError(f"agent {os.fspath(path)!r}: there is no file {os.fspath(path)}")
+    if not trust.trusts_zips_in(os.path.dirname(os.path.abspath(path))):
+        raise zip_refused(os.fspath(path))
+
+
 def split(spec: str) -> tuple[str, str] | None:
     """``(module or file, attr)`` of a ``module:attr`` or ``file.py:attr`` spec, else ``None``."""
     if not isinstance(spec, str) or ":" not in spec:
@@ -200,10 +210,7 @@ def resolver(spec: str, trust: Trust = Trust.PROGRAM):
     if is_zip(spec):
         if not trust.paths:
             return None
-        if not os.path.isfile(spec):
-            raise AgentError(f"agent {spec!r}: there is no file {spec}")
-        if not trust.trusts_zips_in(os.path.dirname(os.path.abspath(spec))):
-            raise zip_refused(spec)
+        require_trusted_zip(spec, trust)
 
         def open_zip(rules="classic", seed: int | None = None, **kwargs):
             from .sb3_zip import SB3ZipAgent

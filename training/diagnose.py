@@ -114,13 +114,10 @@ def load_agent(spec: str, rules, trust_zip: bool = False):
     loading one unpickles it); the zip's policy is read into a :class:`agents.ppo.PolicyAgent`
     so that its entropy can be measured."""
     import agents
-    from agents.specs import is_zip, zip_refused
+    from agents.specs import is_zip, require_trusted_zip
 
     if is_zip(spec):
-        if not Path(spec).is_file():
-            raise agents.AgentError(f"agent {spec!r}: there is no file {spec}")
-        if not trust_zip:
-            raise zip_refused(spec)
+        require_trusted_zip(spec, agents.Trust.PROGRAM.with_zip(trust_zip))
         from sb3_contrib import MaskablePPO
 
         from agents.ppo import PolicyAgent, PolicyNet
@@ -235,13 +232,13 @@ def over_training(run: Path, rules="classic", games: int = 300, seed: int = 0, t
     the diagnosis and the training scalars then."""
     import re
 
-    from agents.specs import zip_refused
+    from agents import Trust
+    from agents.specs import require_trusted_zip
 
     steps = sorted((int(m.group(1)), p) for p in (run / "checkpoints").glob("step_*.zip") if (m := re.fullmatch(r"step_(\d+)\.zip", p.name)))
     if not steps:
         raise SystemExit(f"{run / 'checkpoints'} holds no step_N.zip")
-    if not trust_zip:
-        raise zip_refused(str(steps[0][1]))
+    require_trusted_zip(steps[0][1], Trust.PROGRAM.with_zip(trust_zip))
     scalars = tensorboard_scalars(run)
     rows = []
     for step, path in steps:
