@@ -1,6 +1,10 @@
 """Agents by name or spec: :func:`load`, and the names it knows (the registry in
 :mod:`generala_env.opponents`, which this package fills when it is imported).
 
+:func:`load` is the one door from a string to an agent: every program, the env's
+``opponents=``, the self-play pool and the browser game come through it or through the
+registry it fills, each with the :class:`Trust` of who asked.
+
 Its own module so that agents which load others (the self-play pool's fallback) need not
 import the package that registers them.
 """
@@ -10,6 +14,8 @@ from __future__ import annotations
 import os
 
 from generala_env import opponents
+from generala_env.opponents import Trust
+from generala_env.safe_yaml import short_repr
 
 from . import specs
 from .base import Agent, AgentError
@@ -26,30 +32,27 @@ def describe() -> dict[str, str]:
     return opponents.describe()
 
 
-def load(name, rules="classic", seed: int | None = None, *, trust_zip: bool = False, **kwargs) -> Agent:
+def load(name, rules="classic", seed: int | None = None, *, trust_zip: bool = False, trust: Trust | None = None, **kwargs) -> Agent:
     """An agent from a spec (see :mod:`agents.specs`): a registered name (:func:`names`), a
     checkpoint folder, ``pool:DIR``, ``module:attr``, ``path/to/file.py:attr``, or an SB3
     ``.zip`` with ``trust_zip=True`` (loading a zip runs the code inside it). An object
     with ``act(observation, info)``, or a factory, is taken as it is.
 
-    Every wrong spec is an :class:`AgentError` of one line."""
+    ``trust`` is who asks (default ``Trust.PROGRAM``: code and folders, no zip);
+    ``trust_zip=True`` adds the zips to it, for this call only. ``Trust.WEB`` takes registered
+    names only. Every wrong spec is an :class:`AgentError` of one line."""
+    policy = (Trust.PROGRAM if trust is None else trust).with_zip(trust_zip)
     if isinstance(name, os.PathLike):
         name = os.fspath(name)
     if not isinstance(name, str):
         if name is None or isinstance(name, (bytes, int, float)):
-            raise AgentError(f"an agent is given by a non-empty name or spec, got {name!r}; known agents: {', '.join(names())}")
+            raise AgentError(f"an agent is given by a non-empty name or spec, got {short_repr(name, 80)}; known agents: {', '.join(names())}")
         return specs.as_agent(name, rules=rules, seed=seed, **kwargs)
     if not name:
         raise AgentError(f"an agent is given by a non-empty name or spec; known agents: {', '.join(names())}")
-    if specs.is_zip(name):
-        if not os.path.isfile(name):
-            raise AgentError(f"agent {name!r}: there is no file {name}")
-        if not trust_zip:
-            raise specs.zip_refused(name)
-        from .sb3_zip import SB3ZipAgent
-
-        return SB3ZipAgent(name, rules=rules, seed=seed, **kwargs)
     try:
-        return opponents.make(name, rules=rules, seed=seed, **kwargs)
+        return opponents.make(name, rules=rules, seed=seed, trust=policy, **kwargs)
     except opponents.UnknownAgentError as e:
+        if not (policy.code or policy.paths):
+            raise AgentError(str(e)) from None
         raise AgentError(f"{e}; or a spec: {specs.HELP}") from None

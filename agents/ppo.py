@@ -17,7 +17,7 @@ computed in NumPy (no torch needed to play).
 SB3's own ``model.zip`` files are pickles: loading one runs whatever code it holds. They are
 used only for what needs the optimizer state (``generala train --resume``, ``init_from``, the
 self-play pool of a run's own ``step_N.zip`` files), never by :func:`agents.load` on a
-checkpoint folder.
+checkpoint folder; a pool opens them only where it is trusted to (``trust_zip``).
 """
 
 from __future__ import annotations
@@ -101,6 +101,27 @@ def checkpoint_line(name: str) -> str:
         f"{m.get('algorithm', 'PPO')}, {m.get('num_players', '?')} player(s), rules {m.get('rules_name', '?')}, reward {m.get('reward', '?')}, "
         f"{m.get('training_steps', 0):,} steps" + (f"; {how}" if how else "")
     )
+
+
+def checkpoint_fits(path, rules, num_players: int) -> str | None:
+    """Why the checkpoint folder ``path`` cannot play ``num_players``-player games of ``rules``
+    (one line, read from its metadata alone), or ``None``."""
+    path = Path(path)
+    try:
+        m = read_metadata(path)
+        missing = [k for k in REQUIRED_METADATA if k not in m]
+        if missing:
+            return f"checkpoint {path.name}: {METADATA_FILE} lacks {', '.join(map(repr, missing))}"
+        players, trained = m["num_players"], recorded_rules(m["rules"], f"checkpoint {path.name}")
+    except AgentError as e:
+        return str(e)
+    if players != num_players:
+        return f"checkpoint {path.name} plays {short_repr(players, 20)}-player games, not {num_players}-player ones"
+    if trained.fingerprint() != load_rules(rules).fingerprint():
+        return f"checkpoint {path.name} was trained for rules {short_repr(m.get('rules_name'), 40)}, not for {load_rules(rules).name!r}"
+    if m.get("layout_version") != LAYOUT_VERSION:
+        return f"checkpoint {path.name} uses observation layout version {short_repr(m.get('layout_version'), 20)}, this code encodes version {LAYOUT_VERSION}"
+    return None
 
 
 def find_checkpoint(name: str) -> Path | None:
@@ -438,14 +459,20 @@ class PoolAgent(Agent):
     files there are ignored). At each reset it picks one of the ``newest`` checkpoints at
     random (its own generator, seeded by ``reset(seed=...)``); while the folder holds none it
     plays ``fallback``, and says so with a warning when the folder does not exist yet. The
-    ``step_N.zip`` files are SB3 pickles written by the run itself: point a pool only at
-    runs you made.
+    ``step_N.zip`` files are SB3 pickles, and unpickling one runs any code it holds: a pool is
+    built only with ``trust_zip=True`` (``--trust-zip``; ``generala train`` trusts its own
+    run's folder), else refused in one line.
     """
 
     name = "pool"
 
-    def __init__(self, pool_dir, rules="classic", seed: int | None = None, newest: int = 5, fallback: str = "rules-of-thumb"):
+    def __init__(self, pool_dir, rules="classic", seed: int | None = None, newest: int = 5, fallback: str = "rules-of-thumb", *, trust_zip: bool = False):
         super().__init__(rules, seed)
+        if not trust_zip:
+            raise AgentError(
+                f"pool {pool_dir} plays the step_N.zip files of a training run, and loading one unpickles it, which runs any code inside it: "
+                "pass --trust-zip (Python: trust_zip=True) if you trust the run that wrote them"
+            )
         self.pool_dir = Path(pool_dir)
         if self.pool_dir.exists() and not self.pool_dir.is_dir():
             raise AgentError(f"pool {self.pool_dir} is not a folder")

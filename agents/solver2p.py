@@ -29,6 +29,7 @@ one-player table (rule-set fingerprint, solver version and a checksum).
 from __future__ import annotations
 
 import json
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -379,15 +380,20 @@ class TwoPlayerSolver:
         return vals
 
     def _turn_cached(self, a: int, b: int, d: int):
-        """The write values and within-turn arrays of one state, kept per solver (at most 64 states)."""
-        cache = self.__dict__.setdefault("_turns", {})
-        key = (a, b, d)
-        if key not in cache:
-            if len(cache) >= 64:
-                cache.pop(next(iter(cache)))
-            W = self.write_values(a, b, d)
-            cache[key] = (W, _turn_arrays(self.rules, W))
-        return cache[key]
+        """The write values and within-turn arrays of one state, kept per solver (at most 64
+        states); one thread at a time, since the agents of a process share one solver."""
+        with _TURNS_LOCK:
+            cache = self.__dict__.setdefault("_turns", {})
+            key = (a, b, d)
+            if key not in cache:
+                if len(cache) >= 64:
+                    cache.pop(next(iter(cache)))
+                W = self.write_values(a, b, d)
+                cache[key] = (W, _turn_arrays(self.rules, W))
+            return cache[key]
+
+
+_TURNS_LOCK = threading.Lock()
 
 
 def _turn_arrays(rules: RuleSet, W: np.ndarray) -> dict[str, np.ndarray]:
@@ -417,14 +423,40 @@ def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
         raise OSError(e.errno, f"{e.strerror or e} (writing {side}; {path.name} removed again)") from None
 
 
+# the tables this process has read or solved, by cache file: every agent of one rule set shares one
+_LOADED: dict[Path, TwoPlayerSolver] = {}
+_LOADED_LOCK = threading.Lock()
+
+
 def load_or_solve_2p(
     rules, use_cache: bool = True, progress: Callable[[int, int], None] | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY
 ) -> tuple[TwoPlayerSolver, str]:
     """A solved :class:`TwoPlayerSolver` and where its values came from (``"cache"`` or
     ``"solved"``). The cache lies in :func:`agents.solver.cache_dir` as ``solve2p-*.npy``
     with a ``.json`` beside it (fingerprint, solver version, checksum); a file that does not
-    match is ignored and rewritten. A cache that cannot be written costs a warning only."""
+    match is ignored and rewritten. A cache that cannot be written costs a warning only.
+    With ``use_cache``, a process reads (or solves) each table once and hands the same solver
+    to every caller; ``max_memory=0`` takes the cached table or raises :class:`SolveTooBigError`,
+    never solving."""
     rules = load_rules(rules)
+    if not use_cache:
+        return _load_or_solve_2p(rules, False, progress, max_memory)
+    with _LOADED_LOCK:  # one load at a time: a second caller waits for the table rather than reading it again
+        path = _cache_path(rules)
+        if path in _LOADED:
+            return _LOADED[path], "cache"
+        solver, source = _load_or_solve_2p(rules, True, progress, max_memory)
+        _LOADED[path] = solver
+        return solver, source
+
+
+def forget_tables() -> None:
+    """Drop the tables this process holds: the next :func:`load_or_solve_2p` reads the cache again."""
+    with _LOADED_LOCK:
+        _LOADED.clear()
+
+
+def _load_or_solve_2p(rules: RuleSet, use_cache: bool, progress, max_memory: int | None) -> tuple[TwoPlayerSolver, str]:
     path = _cache_path(rules)
     if use_cache and path.is_file():
         try:

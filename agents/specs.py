@@ -10,6 +10,10 @@ A spec is one of:
 - a stable-baselines3 / sb3-contrib ``.zip``, only with ``trust_zip=True`` (``--trust-zip``):
   loading a zip unpickles it, and unpickling runs whatever code the file holds.
 
+What a spec may do is decided by who asks (:class:`agents.Trust`): a command line or a Python
+caller may name code and folders, a zip only when asked for at that use; a web request names
+only registered agents.
+
 Every wrong spec is an :class:`~agents.base.AgentError` of one line that names it.
 """
 
@@ -24,6 +28,8 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+
+from generala_env.opponents import Trust
 
 from .base import Agent, AgentError
 
@@ -52,6 +58,16 @@ def zip_refused(spec: str) -> AgentError:
         "pass --trust-zip (Python: trust_zip=True) if you trust the file; the safe route is a checkpoint folder "
         "of plain tensors, which `generala export RUN --name NAME` makes from a `generala train` run"
     )
+
+
+def require_trusted_zip(path, trust: Trust) -> None:
+    """Refuse, in one line naming ``--trust-zip``, to unpickle the SB3 zip ``path`` unless
+    ``trust`` allows the zips of its folder (what every route that opens a zip asks first;
+    ``Trust(zip=flag, zip_folders=(a run's own folder,))`` for a program's own zips)."""
+    if not os.path.isfile(path):
+        raise AgentError(f"agent {os.fspath(path)!r}: there is no file {os.fspath(path)}")
+    if not trust.trusts_zips_in(os.path.dirname(os.path.abspath(path))):
+        raise zip_refused(os.fspath(path))
 
 
 def split(spec: str) -> tuple[str, str] | None:
@@ -187,13 +203,26 @@ def as_agent(obj: Any, rules="classic", seed: int | None = None, name: str | Non
     )
 
 
-def resolver(spec: str):
-    """The registry's resolver for specs that are not names: ``module:attr``, ``file.py:attr``
-    (a factory), a ``.zip`` (refused: only :func:`agents.load` with ``trust_zip`` opens one), or ``None``."""
+def resolver(spec: str, trust: Trust = Trust.PROGRAM):
+    """The registry's resolver for specs that are not names: ``module:attr`` and
+    ``file.py:attr`` where ``trust`` allows code, an SB3 ``.zip`` where it allows that zip
+    (else refused in one line naming ``--trust-zip``), or ``None``."""
     if is_zip(spec):
-        raise zip_refused(spec)
-    if split(spec) is None:
+        if not trust.paths:
+            return None
+        require_trusted_zip(spec, trust)
+
+        def open_zip(rules="classic", seed: int | None = None, **kwargs):
+            from .sb3_zip import SB3ZipAgent
+
+            return SB3ZipAgent(spec, rules=rules, seed=seed, **kwargs)
+
+        return open_zip
+    parts = split(spec)
+    if parts is None:
         return None
+    if not trust.code or (parts[0].endswith(".py") and not trust.paths):
+        raise AgentError(f"agent spec {spec!r} names Python code to run, which is not taken here: name a listed agent")
 
     def factory(rules="classic", seed: int | None = None, **kwargs):
         return as_agent(find(spec), rules=rules, seed=seed, name=spec, **kwargs)

@@ -131,6 +131,9 @@ class GeneralaEnv(gym.Env):
       is a name registered in `generala_env.opponents` (e.g. `"random"`, `"greedy"`,
       `"optimal"`: `generala agents` lists them), an object with `act(observation, info)`,
       or a callable `(observation, info) -> action`. Default `"greedy"`.
+    - `opponent_trust`: what an opponent given by name may do
+      (`generala_env.opponents.Trust`; default `Trust.PROGRAM`: a module, a Python file or a
+      checkpoint folder, but no SB3 zip, bare or in `pool:DIR`, unless the trust allows it).
     - `reward`: `"score"` (default) or `"win"`.
     - `agent_seat`: seat number, or `"random"` (drawn from the env's generator each reset).
     - `illegal_action`: `"penalize"` (default) or `"raise"`; `illegal_penalty`: a finite number.
@@ -185,6 +188,7 @@ class GeneralaEnv(gym.Env):
         obs_type: str = "flat",
         max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW,
         render_scale: int = 2,
+        opponent_trust: opponents_registry.Trust | None = None,
     ):
         self.rules = load_rules(rules)
         self.game = Game(self.rules, num_players)
@@ -198,7 +202,7 @@ class GeneralaEnv(gym.Env):
         self.illegal_action = illegal_action
         self.illegal_penalty = check_finite("illegal_penalty", illegal_penalty)
         self.exploring_starts = check_share("exploring_starts", exploring_starts)
-        self._opponent_agents = self._resolve_opponents(opponents)
+        self._opponent_agents = self._resolve_opponents(opponents, opponent_trust or opponents_registry.Trust.PROGRAM)
         # what the env calls for each opponent seat, in play order after the agent
         self.opponents: list[Callable] = [getattr(a, "act", a) for a in self._opponent_agents]
 
@@ -232,7 +236,7 @@ class GeneralaEnv(gym.Env):
         (:func:`generala_env.picture.describe_move` puts one in words)."""
         return tuple(self._shown_moves)
 
-    def _resolve_opponents(self, opponents) -> list[Any]:
+    def _resolve_opponents(self, opponents, trust: opponents_registry.Trust) -> list[Any]:
         n = self.num_players - 1
         if n == 0:
             if opponents not in (None, [], ()):
@@ -247,7 +251,7 @@ class GeneralaEnv(gym.Env):
         resolved = []
         for opp in opponents:
             if isinstance(opp, str):
-                opp = opponents_registry.make(opp, rules=self.rules)
+                opp = opponents_registry.make(opp, rules=self.rules, trust=trust)
             if hasattr(opp, "act") or callable(opp):
                 resolved.append(opp)
             else:

@@ -26,12 +26,14 @@ prefix (``"pool:DIR"``) or a resolver.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 from .rules import load_rules
+from .safe_yaml import short_repr
 
 ENTRY_POINT_GROUP = "generala.agents"
 
@@ -41,48 +43,106 @@ class UnknownAgentError(ValueError):
 
 
 @dataclass(frozen=True)
+class Trust:
+    """What an agent spec may make this process do, decided by who asked for it.
+
+    - ``code``: import the module or run the Python file a spec names (``module:attr``,
+      ``file.py:attr``), and consult the prefixes and resolvers other packages registered;
+    - ``paths``: read an agent from a file or folder the spec names (a checkpoint folder,
+      td-search values, ``pool:DIR``);
+    - ``zip``: unpickle SB3 ``.zip`` files (a bare one, those of ``pool:DIR``): unpickling runs
+      any code the file holds, so this is asked for at each use (``--trust-zip``), never remembered;
+    - ``zip_folders``: folders whose ``.zip`` files this program wrote itself (a training run's
+      ``checkpoints/``, its self-play pool): loaded without ``zip``.
+
+    Registered names (``generala agents`` lists them) need none of these.
+    ``Trust.PROGRAM``: a command line or a Python caller (code and paths, no zip).
+    ``Trust.WEB``: a request from a web page (registered names only).
+    """
+
+    code: bool = True
+    paths: bool = True
+    zip: bool = False
+    zip_folders: tuple[str, ...] = ()
+
+    PROGRAM: ClassVar[Trust]
+    WEB: ClassVar[Trust]
+
+    def with_zip(self, allowed: bool = True) -> Trust:
+        """This trust, SB3 zips allowed too (``allowed``; else unchanged)."""
+        return replace(self, zip=True) if allowed and not self.zip else self
+
+    def trusts_zips_in(self, folder) -> bool:
+        """Whether the ``.zip`` files in ``folder`` may be unpickled."""
+        if not self.paths:
+            return False
+        if self.zip:
+            return True
+        here = os.path.realpath(os.fspath(folder))
+        return any(here == os.path.realpath(f) for f in self.zip_folders)
+
+
+Trust.PROGRAM = Trust()
+Trust.WEB = Trust(code=False, paths=False)
+
+
+@dataclass(frozen=True)
 class Entry:
     """A registered name: how to make the agent, and its batched version if it has one."""
 
     factory: Callable[..., Any]
     batched: Callable[[Any], Any] | None = None
     summary: str | Callable[[], str] = ""
+    takes_trust: bool = False  # a prefix's factory called with trust=
+    fits: Callable[[Any, int], str | None] | None = None
 
 
 _names: dict[str, Entry] = {}
 _prefixes: dict[str, Entry] = {}
-_resolvers: list[Callable[[str], Callable[..., Any] | None]] = []
+_resolvers: list[tuple[Callable[..., Callable[..., Any] | None], bool]] = []  # (resolver, takes_trust)
 _entry_points_loaded = False
 
 
-def register(name: str, factory: Callable[..., Any], *, batched: Callable[[Any], Any] | None = None, summary: str | Callable[[], str] = "") -> None:
+def register(
+    name: str,
+    factory: Callable[..., Any],
+    *,
+    batched: Callable[[Any], Any] | None = None,
+    summary: str | Callable[[], str] = "",
+    fits: Callable[[Any, int], str | None] | None = None,
+) -> None:
     """Make ``name`` known: ``factory(rules=..., seed=..., **kwargs)`` builds the agent.
 
     ``batched(rules)``, if given, builds a batched opponent that plays exactly as the agent
     does (the vector env uses it for the name, and for agents whose class is ``factory``).
-    ``summary``: one line for listings, or a function that gives it. Registering a name
-    again replaces it.
+    ``summary``: one line for listings, or a function that gives it. ``fits(rules,
+    num_players)``, if given, says in one line why the agent cannot play such games, or
+    returns ``None`` (see :func:`cannot_play`). Registering a name again replaces it.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"an agent name is a non-empty string, got {name!r}")
     if not callable(factory):
         raise TypeError(f"the factory of agent {name!r} must be callable, got {factory!r}")
-    _names[name] = Entry(factory, batched, summary)
+    _names[name] = Entry(factory, batched, summary, fits=fits)
 
 
-def register_prefix(prefix: str, factory: Callable[..., Any], *, summary: str = "") -> None:
+def register_prefix(prefix: str, factory: Callable[..., Any], *, summary: str = "", takes_trust: bool = False) -> None:
     """Names that start with ``prefix`` (such as ``"pool:"``) are built by
-    ``factory(rest_of_the_name, rules=..., seed=..., **kwargs)``."""
+    ``factory(rest_of_the_name, rules=..., seed=..., **kwargs)``; with ``takes_trust``, by
+    ``factory(rest_of_the_name, trust=Trust, rules=..., ...)``, which decides what the name
+    may do. A prefix that does not take the trust is consulted only where it allows code."""
     if not isinstance(prefix, str) or not prefix:
         raise ValueError(f"a prefix is a non-empty string, got {prefix!r}")
-    _prefixes[prefix] = Entry(factory, None, summary)
+    _prefixes[prefix] = Entry(factory, None, summary, takes_trust=takes_trust)
 
 
-def register_resolver(resolver: Callable[[str], Callable[..., Any] | None]) -> None:
+def register_resolver(resolver: Callable[..., Callable[..., Any] | None], *, takes_trust: bool = False) -> None:
     """``resolver(name)`` returns a factory for names that are neither registered nor
-    prefixed (a checkpoint folder given by its path), or ``None``."""
-    if resolver not in _resolvers:
-        _resolvers.append(resolver)
+    prefixed (a checkpoint folder given by its path), or ``None``; with ``takes_trust``,
+    ``resolver(name, trust)``, which may also refuse the name with an error of one line.
+    A resolver that does not take the trust is consulted only where it allows code."""
+    if all(r is not resolver for r, _ in _resolvers):
+        _resolvers.append((resolver, takes_trust))
 
 
 def unregister(name: str) -> None:
@@ -93,6 +153,11 @@ def unregister(name: str) -> None:
 def unregister_prefix(prefix: str) -> None:
     """Forget ``prefix`` (nothing happens if it is not registered)."""
     _prefixes.pop(prefix, None)
+
+
+def unregister_resolver(resolver: Callable[..., Callable[..., Any] | None]) -> None:
+    """Forget ``resolver`` (nothing happens if it is not registered)."""
+    _resolvers[:] = [(r, t) for r, t in _resolvers if r is not resolver]
 
 
 def load_entry_points() -> None:
@@ -122,30 +187,41 @@ def load_entry_points() -> None:
             warnings.warn(f"{ENTRY_POINT_GROUP} entry point {ep.name!r} ({ep.value}) failed: {type(e).__name__}: {e}", stacklevel=2)
 
 
-def _find(name: str) -> Callable[..., Any] | None:
+def _find(name: str, trust: Trust) -> Callable[..., Any] | None:
     entry = _names.get(name)
     if entry is not None:
         return entry.factory
+    if not (trust.code or trust.paths):  # registered names only
+        return None
     for prefix, entry in _prefixes.items():
-        if name.startswith(prefix):
+        if name.startswith(prefix) and (entry.takes_trust or trust.code):
             rest, factory = name[len(prefix) :], entry.factory
+            if entry.takes_trust:
+                return lambda **kwargs: factory(rest, trust=trust, **kwargs)
             return lambda **kwargs: factory(rest, **kwargs)
-    for resolver in _resolvers:
-        found = resolver(name)
+    for resolver, takes_trust in _resolvers:
+        if takes_trust:
+            found = resolver(name, trust)
+        elif trust.code:
+            found = resolver(name)
+        else:
+            continue
         if found is not None:
             return found
     return None
 
 
-def _factory(name: str) -> Callable[..., Any]:
+def _factory(name: str, trust: Trust) -> Callable[..., Any]:
+    if not isinstance(trust, Trust):
+        raise TypeError(f"trust is a generala_env.opponents.Trust, got {short_repr(trust, 80)}")
     if not isinstance(name, str) or not name:
-        raise UnknownAgentError(f"an agent is given by a non-empty name, got {name!r}; known agents: {', '.join(names())}")
-    factory = _find(name)
+        raise UnknownAgentError(f"an agent is given by a non-empty name, got {short_repr(name, 80)}; known agents: {', '.join(names())}")
+    factory = _find(name, trust)
     if factory is None and not _entry_points_loaded:
         load_entry_points()
-        factory = _find(name)
+        factory = _find(name, trust)
     if factory is None:
-        raise UnknownAgentError(f"unknown agent {name!r}; known agents: {', '.join(names())}")
+        raise UnknownAgentError(f"unknown agent {short_repr(name, 80)}; known agents: {', '.join(names())}")
     return factory
 
 
@@ -155,19 +231,28 @@ def factory_of(name: str) -> Callable[..., Any] | None:
     return None if entry is None else entry.factory
 
 
-def make(name: str, rules="classic", seed: int | None = None, **kwargs) -> Any:
-    """The agent called ``name``, built for ``rules``; :class:`UnknownAgentError` lists the
-    known names when nobody provides it."""
-    return _factory(name)(rules=load_rules(rules), seed=seed, **kwargs)
+def make(name: str, rules="classic", seed: int | None = None, *, trust: Trust = Trust.PROGRAM, **kwargs) -> Any:
+    """The agent called ``name``, built for ``rules``, doing only what ``trust`` allows;
+    :class:`UnknownAgentError` lists the known names when nobody provides it."""
+    return _factory(name, trust)(rules=load_rules(rules), seed=seed, **kwargs)
 
 
-def make_batched(name: str, rules="classic") -> Any | None:
+def make_batched(name: str, rules="classic", *, trust: Trust = Trust.PROGRAM) -> Any | None:
     """The batched version of agent ``name`` for ``rules``, or ``None`` if it has none
-    (an unknown name is an :class:`UnknownAgentError`)."""
+    (an unknown name, or one ``trust`` refuses, is an error)."""
     if name not in _names:
-        _factory(name)  # loads the entry points if needed; raises for unknown names
+        _factory(name, trust)  # loads the entry points if needed; raises for unknown names
     entry = _names.get(name)
     return entry.batched(load_rules(rules)) if entry is not None and entry.batched is not None else None
+
+
+def cannot_play(name: str, rules, num_players: int) -> str | None:
+    """Why the agent registered as ``name`` cannot play ``num_players``-player games of
+    ``rules`` (one line), or ``None``: it can, or its package did not say (``fits``)."""
+    entry = _names.get(name)
+    if entry is None or entry.fits is None:
+        return None
+    return entry.fits(load_rules(rules), num_players)
 
 
 def batched_version(agent: Any) -> Any | None:
@@ -194,8 +279,10 @@ def describe() -> dict[str, str]:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "Trust",
     "UnknownAgentError",
     "batched_version",
+    "cannot_play",
     "describe",
     "factory_of",
     "load_entry_points",
@@ -207,4 +294,5 @@ __all__ = [
     "register_resolver",
     "unregister",
     "unregister_prefix",
+    "unregister_resolver",
 ]

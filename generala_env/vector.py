@@ -108,6 +108,7 @@ class GeneralaVectorEnv(VectorEnv):
     ```
     - ``opponent_mix``: instead of ``opponents``, a list whose entries are each what
       ``opponents`` takes; game ``i`` plays entry ``i % len(opponent_mix)``.
+    - ``opponent_trust``: what an opponent given by name may do, as for ``GeneralaEnv``.
     - ``full_info``: add the per-step info arrays listed in the module docstring.
     - ``exploring_starts``: as for ``GeneralaEnv``; the sheets are drawn from the vector env's
       generator, so they are not those a single env with the same seed would draw.
@@ -139,6 +140,7 @@ class GeneralaVectorEnv(VectorEnv):
         obs_type: str = "flat",
         max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW,
         render_scale: int = 2,
+        opponent_trust: opponents_registry.Trust | None = None,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -188,6 +190,7 @@ class GeneralaVectorEnv(VectorEnv):
         self._every = np.ones(N, dtype=bool)
         self._every.setflags(write=False)
 
+        self._opponent_trust = opponent_trust or opponents_registry.Trust.PROGRAM
         self._opponents, self._opponent_of = self._resolve_opponents(opponents, opponent_mix)
 
     # -- opponents ----------------------------------------------------------------------
@@ -242,10 +245,10 @@ class GeneralaVectorEnv(VectorEnv):
         if isinstance(spec, BatchedOpponent):
             return spec
         if isinstance(spec, str):  # a name: its batched version if it has one, else the agent
-            batched = opponents_registry.make_batched(spec, rules=self.rules)
+            batched = opponents_registry.make_batched(spec, rules=self.rules, trust=self._opponent_trust)
             if batched is not None:
                 return batched
-            spec = opponents_registry.make(spec, rules=self.rules)
+            spec = opponents_registry.make(spec, rules=self.rules, trust=self._opponent_trust)
         batched = opponents_registry.batched_version(spec)
         if batched is not None:
             return batched

@@ -156,7 +156,7 @@ def test_pool_ignores_files_that_are_not_step_n(tiny_run, tmp_path):
     shutil.copyfile(step, pool / "step_256.zip")
     shutil.copyfile(step, pool / "step_final.zip")
     (pool / "notes.txt").write_text("x")
-    agent = agents.load(f"pool:{pool}", rules="classic", seed=0)
+    agent = agents.load(f"pool:{pool}", rules="classic", seed=0, trust_zip=True)
     assert [p.name for p in agent.pool_files()] == ["step_256.zip"]
     agent.reset(seed=1)
     assert agent.current is not None
@@ -164,10 +164,10 @@ def test_pool_ignores_files_that_are_not_step_n(tiny_run, tmp_path):
 
 def test_a_missing_pool_folder_is_said_and_a_file_refused(tmp_path):
     with pytest.warns(UserWarning, match="does not exist yet: playing 'rules-of-thumb'"):
-        PoolAgent(tmp_path / "nowhere", rules="classic")
+        PoolAgent(tmp_path / "nowhere", rules="classic", trust_zip=True)
     (tmp_path / "file").write_text("x")
     with pytest.raises(AgentError, match="is not a folder"):
-        PoolAgent(tmp_path / "file", rules="classic")
+        PoolAgent(tmp_path / "file", rules="classic", trust_zip=True)
 
 
 # -- export -----------------------------------------------------------------------------------
@@ -261,7 +261,7 @@ def test_a_pool_opponent_in_the_batched_env_picks_up_new_checkpoints(tiny_run_2p
 
     pool = tmp_path / "pool"
     pool.mkdir()
-    venv = GeneralaVectorEnv(4, rules="classic", num_players=2, opponents=f"pool:{pool}")
+    venv = GeneralaVectorEnv(4, rules="classic", num_players=2, opponents=f"pool:{pool}", opponent_trust=agents.Trust(zip=True))
     (opp,) = venv.batched_opponents
     obs, info = venv.reset(seed=0)
     assert opp.owner.current is None  # empty pool: the fallback plays
@@ -278,7 +278,7 @@ def test_a_pool_of_other_sized_checkpoints_is_a_clear_error(tiny_run, tmp_path):
     pool = tmp_path / "pool"
     pool.mkdir()
     shutil.copyfile(sorted((tiny_run / "checkpoints").glob("step_*.zip"))[0], pool / "step_256.zip")
-    env = gym.make("Generala-v0", num_players=2, opponents=f"pool:{pool}")
+    env = gym.make("Generala-v0", num_players=2, opponents=f"pool:{pool}", opponent_trust=agents.Trust(zip=True))
     with pytest.raises(AgentError, match="take observations of shape"):
         env.reset(seed=0)
         for _ in range(40):

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from agents.base import AgentError
 from training.diagnose import diagnose, main
 
 
@@ -41,7 +42,9 @@ def test_a_run_is_diagnosed_checkpoint_by_checkpoint_with_its_training_scalars(t
 
     tiny = str(Path(__file__).resolve().parent.parent / "configs" / "ppo_tiny.yaml")
     assert train_main(["--config", tiny, f"run_dir={tmp_path}", "--run-name", "r"]) == 0
-    rows = over_training(tmp_path / "r", games=3)
+    with pytest.raises(AgentError, match="--trust-zip"):  # a run's step_N.zip files are pickles: asked for at each use
+        over_training(tmp_path / "r", games=3)
+    rows = over_training(tmp_path / "r", games=3, trust_zip=True)
     assert [r["step"] for r in rows] == sorted(r["step"] for r in rows) and len(rows) >= 2
     assert all(0 <= r["hold_optimal"] <= 1 and r["hold_entropy"] > 0 for r in rows)
     assert rows[-1]["explained_variance"] is not None and rows[-1]["value_loss"] >= 0

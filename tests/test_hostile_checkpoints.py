@@ -130,7 +130,7 @@ def test_a_torn_self_play_checkpoint_is_one_clear_line(tmp_path):
     from agents.ppo import PoolAgent
 
     (tmp_path / "step_5632.zip").write_bytes(b"PK\x03\x04" + b"\0" * 100)  # a save cut by kill -9
-    pool = PoolAgent(tmp_path, rules=RULES)
+    pool = PoolAgent(tmp_path, rules=RULES, trust_zip=True)
     with pytest.raises(AgentError, match="step_5632.zip cannot be loaded.*delete it"):
         pool.reset(seed=0)
 

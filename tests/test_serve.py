@@ -16,7 +16,7 @@ from training.serve import make_app  # noqa: E402
 
 @pytest.fixture
 def client():
-    return TestClient(make_app())
+    return TestClient(make_app(allowed_hosts=["testserver"]))  # TestClient's Host
 
 
 def new(client, **kw):
@@ -91,12 +91,12 @@ def test_bad_requests_get_clear_errors_and_the_server_goes_on(client):
     for body, status, text in cases:
         r = client.post(url, json=body)
         assert r.status_code == status and text in r.json()["detail"], (body, r.text)
-    r = client.post(url, content=b"{not json")
+    r = client.post(url, content=b"{not json", headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and "JSON object" in r.json()["detail"]
     assert client.post("/api/games/nope/move", json={"action": 32}).status_code == 404
     assert client.get("/api/games/nope/hint").status_code == 404
     for body, text in [
-        ({"opponent": "no-such-agent"}, "unknown agent 'no-such-agent'"),
+        ({"opponent": "no-such-agent"}, "opponent 'no-such-agent' is not offered"),
         ({"rules": "/etc/passwd"}, "rules must be one of"),
         ({"seed": -1}, "seed must be a whole number"),
         ({"seat": 3}, "seat must be 0 or 1"),

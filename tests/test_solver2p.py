@@ -18,6 +18,7 @@ from agents.solver2p import (
     TwoPlayerSolver,
     _cache_path,
     _turn_arrays,
+    forget_tables,
     load_or_solve_2p,
 )
 from generala_env.dice import NUM_ROLLS, ROLL_COUNTS
@@ -179,17 +180,22 @@ def test_cache_is_used_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch):
     s1, src1 = load_or_solve_2p(rules)
     s2, src2 = load_or_solve_2p(rules)
     assert (src1, src2) == ("solved", "cache") and np.array_equal(s1.V, s2.V)
+    assert s2 is s1  # one table per rule set per process
     path = _cache_path(rules)
     V = np.load(path)
     V[0] += 0.5
     np.save(path, V)  # tampered: the checksum no longer matches
+    forget_tables()  # as a new process would: read the file again
     assert load_or_solve_2p(rules)[1] == "solved"
     path.write_bytes(path.read_bytes()[:64])  # truncated
+    forget_tables()
     assert load_or_solve_2p(rules)[1] == "solved"
     meta = json.loads(path.with_suffix(".json").read_text())
     meta["solver_version"] = SOLVER2P_VERSION + 1
     path.with_suffix(".json").write_text(json.dumps(meta))
+    forget_tables()
     assert load_or_solve_2p(rules)[1] == "solved"
+    forget_tables()
     assert load_or_solve_2p(rules)[1] == "cache"
 
 

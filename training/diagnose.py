@@ -15,7 +15,9 @@ policy over the legal actions, for PPO policies), and which lines it crosses out
 with the optimal player on the same dice.
 
 An ``AGENT`` is any name or checkpoint folder that ``agents.load`` takes, or an SB3
-``.zip`` of a run you made (a pickle: it is loaded with SB3, so only for your own runs).
+``.zip`` of a run you made with ``--trust-zip`` (a pickle: loading one runs any code inside it,
+so it is opened only when asked for at that use; ``--run`` reads the run's ``step_N.zip`` files
+and needs it too).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from generala_env.files import write_atomic
 
 from .harness import game_seed, play_game
 
@@ -105,11 +109,15 @@ class Judged(Watched):
         return float(-(p * np.log(np.maximum(p, 1e-30))).sum())
 
 
-def load_agent(spec: str, rules):
-    """An agent from a name, a checkpoint folder, or an SB3 ``.zip`` (own runs only)."""
+def load_agent(spec: str, rules, trust_zip: bool = False):
+    """An agent from a name, a checkpoint folder, or an SB3 ``.zip`` (``trust_zip`` only:
+    loading one unpickles it); the zip's policy is read into a :class:`agents.ppo.PolicyAgent`
+    so that its entropy can be measured."""
     import agents
+    from agents.specs import is_zip, require_trusted_zip
 
-    if spec.endswith(".zip"):
+    if is_zip(spec):
+        require_trusted_zip(spec, agents.Trust.PROGRAM.with_zip(trust_zip))
         from sb3_contrib import MaskablePPO
 
         from agents.ppo import PolicyAgent, PolicyNet
@@ -119,10 +127,10 @@ def load_agent(spec: str, rules):
         model = MaskablePPO.load(spec, device="cpu")
         tensors = {k: t.detach().cpu().numpy() for k, t in model.policy.state_dict().items()}
         return PolicyAgent(PolicyNet(network_of(model), tensors, spec), rules, name=Path(spec).name)
-    return agents.load(spec, rules=rules)
+    return agents.load(spec, rules=rules, trust_zip=trust_zip)
 
 
-def diagnose(spec: str, rules="classic", games: int = 1000, seed: int = 0) -> dict:
+def diagnose(spec: str, rules="classic", games: int = 1000, seed: int = 0, trust_zip: bool = False) -> dict:
     """The report as a mapping (see the module docstring)."""
     import agents
     from agents.solver import load_or_solve
@@ -131,7 +139,7 @@ def diagnose(spec: str, rules="classic", games: int = 1000, seed: int = 0) -> di
     rules = load_rules(rules)
     solver = load_or_solve(rules)[0]
     rec = Decisions()
-    judged = Judged(load_agent(spec, rules), solver, rec)
+    judged = Judged(load_agent(spec, rules, trust_zip), solver, rec)
     optimal = agents.load("optimal", rules=rules)
     seeds = [game_seed(seed, i) for i in range(games)]
     ours = [play_game([judged], rules, s) for s in seeds]
@@ -219,17 +227,22 @@ def _near(series: list[tuple[int, float]], step: int) -> float | None:
     return before[-1] if before else None
 
 
-def over_training(run: Path, rules="classic", games: int = 300, seed: int = 0) -> list[dict]:
-    """One row per saved ``checkpoints/step_N.zip`` of a run: the diagnosis and the training scalars then."""
+def over_training(run: Path, rules="classic", games: int = 300, seed: int = 0, trust_zip: bool = False) -> list[dict]:
+    """One row per saved ``checkpoints/step_N.zip`` of a run (SB3 pickles: ``trust_zip`` only):
+    the diagnosis and the training scalars then."""
     import re
+
+    from agents import Trust
+    from agents.specs import require_trusted_zip
 
     steps = sorted((int(m.group(1)), p) for p in (run / "checkpoints").glob("step_*.zip") if (m := re.fullmatch(r"step_(\d+)\.zip", p.name)))
     if not steps:
         raise SystemExit(f"{run / 'checkpoints'} holds no step_N.zip")
+    require_trusted_zip(steps[0][1], Trust.PROGRAM.with_zip(trust_zip))
     scalars = tensorboard_scalars(run)
     rows = []
     for step, path in steps:
-        d = diagnose(str(path), rules, games, seed)
+        d = diagnose(str(path), rules, games, seed, trust_zip)
         rows.append({
             "step": step,
             "share_of_optimal": d["share_of_optimal"],
@@ -258,6 +271,8 @@ def curve_markdown(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
+    from agents.specs import TRUST_ZIP_HELP
+
     p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m training.diagnose", description=__doc__.split("\n\n")[0])
     p.add_argument("agent", help="agent name, checkpoint folder, a run's SB3 .zip, or with --run a run folder")
     p.add_argument(
@@ -267,23 +282,33 @@ def main(argv=None) -> int:
     p.add_argument("--games", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="also write the report as JSON to this file")
+    p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
     args = p.parse_args(argv)
     if args.games < 1:
         p.error("argument --games: must be at least 1")
     if args.seed < 0:
         p.error("argument --seed: must be 0 or more")
     if args.run:
-        rows = over_training(Path(args.agent), args.rules, args.games, args.seed)
+        rows = over_training(Path(args.agent), args.rules, args.games, args.seed, args.trust_zip)
         print(curve_markdown(rows), end="")
         if args.json:
-            Path(args.json).write_text(json.dumps(rows, indent=2))
+            write_atomic(args.json, json.dumps(rows, indent=2))
         return 0
-    d = diagnose(args.agent, args.rules, args.games, args.seed)
+    d = diagnose(args.agent, args.rules, args.games, args.seed, args.trust_zip)
     print(markdown(d), end="")
     if args.json:
-        Path(args.json).write_text(json.dumps(d, indent=2))
+        write_atomic(args.json, json.dumps(d, indent=2))
     return 0
 
 
+def run(argv=None) -> int:
+    """:func:`main` as a program: a bad agent, file or rule set is one line on stderr (status 2)."""
+    try:
+        return main(argv)
+    except (ValueError, OSError) as e:
+        print(f"python -m training.diagnose: error: {e}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

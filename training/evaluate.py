@@ -306,7 +306,7 @@ def main(argv=None) -> int:
         if args.replays:
             from .replay import write_replays
 
-            write_replays(names, rules, min(args.replays, args.games), args.seed, out)
+            write_replays(names, rules, min(args.replays, args.games), args.seed, out, trust_zip=args.trust_zip)
 
     return run_guarded("generala evaluate", out, args.games * len(names), body)
 

@@ -119,11 +119,10 @@ class Recorder(Watched):
         self.replay.moves.append(m)
 
 
-def record(specs: list[str], rules="classic", games: int = 1, seed: int = 0, solve_2p: bool = False) -> tuple[list[Replay], list[str]]:
+def record(specs: list[str], rules="classic", games: int = 1, seed: int = 0, solve_2p: bool = False, trust_zip: bool = False) -> tuple[list[Replay], list[str]]:
     """Play ``games`` games of the agents ``specs`` (one per seat) on the shared dice of
-    ``seed``; every move recorded and judged. Also the notes the page should carry."""
-    import agents
-
+    ``seed``; every move recorded and judged. Also the notes the page should carry. An SB3
+    ``.zip`` (bare or in ``pool:DIR``) is opened only with ``trust_zip``."""
     from .diagnose import load_agent
 
     rules = load_rules(rules)
@@ -155,7 +154,7 @@ def record(specs: list[str], rules="classic", games: int = 1, seed: int = 0, sol
     for i in range(games):
         s = game_seed(seed, i)
         rep = Replay(seed=s, seats=tuple(specs), rules=rules)
-        seats = [Recorder(load_agent(spec, rules) if spec.endswith(".zip") else agents.load(spec, rules=rules), rep, rules, solver, two) for spec in specs]
+        seats = [Recorder(load_agent(spec, rules, trust_zip), rep, rules, solver, two) for spec in specs]
         result = play_game(seats, rules, s, names=specs)
         rep.sheets, rep.totals, rep.winners = result.sheets, result.totals.tolist(), result.winners
         rep.served_generala_win = result.served_generala_win
@@ -300,12 +299,12 @@ def write_page(path: Path, text: str, force: bool = False) -> None:
     write_whole(path, lambda f: f.write(text.encode("utf-8")))
 
 
-def write_replays(names: list[str], rules, games: int, seed: int, out: Path) -> list[Path]:
+def write_replays(names: list[str], rules, games: int, seed: int, out: Path, trust_zip: bool = False) -> list[Path]:
     """``generala evaluate --replays N``: ``out/replays-NAME.html`` for each one-player agent,
     its first ``games`` games of the evaluation (the same seeds, so the same dice and totals)."""
     paths = []
     for name in names:
-        replays, notes = record([name], rules, min(games, 100), seed)
+        replays, notes = record([name], rules, min(games, 100), seed, trust_zip=trust_zip)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name) or "agent"
         path = Path(out) / f"replays-{safe}.html"
         write_page(path, page(replays, notes, title=f"Generala replay: {name}"), force=True)  # evaluate's own output folder
@@ -315,14 +314,17 @@ def write_replays(names: list[str], rules, games: int, seed: int, out: Path) -> 
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from agents.specs import TRUST_ZIP_HELP
+
     p = argparse.ArgumentParser(allow_abbrev=False, prog="generala replay", description=__doc__.split("\n\n")[0])
-    p.add_argument("agents", nargs="+", help="one agent per seat: a name (generala agents), a checkpoint folder, or a run's SB3 .zip")
+    p.add_argument("agents", nargs="+", help="one agent per seat: a name (generala agents), a checkpoint folder, or a run's SB3 .zip with --trust-zip")
     p.add_argument("--rules", default="classic")
     p.add_argument("--games", type=positive_int, default=1)
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--out", default="replay.html", help="the HTML file to write (default replay.html; never overwritten without --force)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--solve-2p", action="store_true", help="two players: solve the two-player table first if it is not cached (minutes)")
+    p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
     return p
 
 
@@ -333,7 +335,7 @@ def main(argv=None) -> int:
         raise ValueError(f"{out} exists: pass --force to replace it, or another --out")
     if args.games > 100:
         raise ValueError(f"--games {args.games}: a page of more than 100 games is too long to read; write several pages")
-    replays, notes = record(args.agents, args.rules, args.games, args.seed, args.solve_2p)
+    replays, notes = record(args.agents, args.rules, args.games, args.seed, args.solve_2p, args.trust_zip)
     write_page(out, page(replays, notes), force=args.force)
     print(f"wrote {out}: {args.games} game(s), {sum(len(r.moves) for r in replays)} moves")
     return 0

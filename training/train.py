@@ -77,7 +77,7 @@ def _opponents_for(env_cfg: EnvConfig, rank: int):
     return opp
 
 
-def make_env_fn(env_cfg: EnvConfig, rank: int, seed: int):
+def make_env_fn(env_cfg: EnvConfig, rank: int, seed: int, opponent_trust=None):
     def _init():
         import gymnasium as gym
         from stable_baselines3.common.monitor import Monitor
@@ -92,6 +92,7 @@ def make_env_fn(env_cfg: EnvConfig, rank: int, seed: int):
             reward=env_cfg.reward,
             agent_seat=env_cfg.agent_seat,
             exploring_starts=env_cfg.exploring_starts,
+            opponent_trust=opponent_trust,
         )
         env = Monitor(_scale_wrapper()(env, env_cfg.reward_scale))
         env.reset(seed=seed + rank)
@@ -112,18 +113,25 @@ def _with_self_play(env_cfg: EnvConfig, run: Path | None) -> EnvConfig:
     return dataclasses.replace(env_cfg, opponents=opp)
 
 
+def _own_pool_trust(run: Path | None):
+    """The opponents' trust: the zips of this run's own ``checkpoints/`` (its self-play pool) are its own."""
+    from generala_env.opponents import Trust
+
+    return None if run is None else Trust(zip_folders=(str(run / "checkpoints"),))
+
+
 def make_vec_env(cfg: Config, run: Path | None = None):
     kind, n = cfg.vec_env.kind, cfg.vec_env.n_envs
-    env_cfg, seed = _with_self_play(cfg.env, run), cfg.seed
+    env_cfg, seed, trust = _with_self_play(cfg.env, run), cfg.seed, _own_pool_trust(run)
     if kind == "batched":
         try:
             from generala_env.sb3 import make_sb3_vec_env
         except ImportError as e:
             raise ConfigError(f"vec_env.kind 'batched' needs generala_env.sb3: {e}") from None
-        return make_sb3_vec_env(n_envs=n, seed=seed, **dataclasses.asdict(env_cfg))
+        return make_sb3_vec_env(n_envs=n, seed=seed, opponent_trust=trust, **dataclasses.asdict(env_cfg))
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    fns = [make_env_fn(env_cfg, i, seed * 1000) for i in range(n)]
+    fns = [make_env_fn(env_cfg, i, seed * 1000, trust) for i in range(n)]
     if kind == "subproc":
         return SubprocVecEnv(fns, start_method="fork")
     return DummyVecEnv(fns)
