@@ -272,6 +272,8 @@ def _main(argv=None) -> int:
     except (RulesError, ValueError, MissingExtra) as e:
         print(f"generala {command}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away: main() stops quietly
+        raise
     except OSError as e:  # a full disk, a folder that cannot be read: one line naming the file
         where = f"{e.filename}: " if getattr(e, "filename", None) else ""
         print(f"generala {command}: error: {where}{e.strerror or e}", file=sys.stderr)
