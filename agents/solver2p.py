@@ -272,7 +272,7 @@ class TwoPlayerSolver:
             dmax = int(lay.size[pairs].max())
             for s in range(0, len(pairs), 4096):
                 batch = pairs[s : s + 4096]
-                solve_pairs(  # type: ignore[call-arg]  # a numba dispatcher takes the kernel's arguments
+                solve_pairs(
                     batch,
                     lay.pair_a,
                     lay.pair_b,

@@ -1,0 +1,302 @@
+"""Caches that cannot be forged (issue 34): numba's compiled loops and the solvers' tables are
+read only from private folders, a damaged or unwritable cache costs one warning and never an
+error, forged solver values are refused, and nothing blocks on a FIFO.
+
+Each test makes the hostile cache the way a red-teamer would (a folder of another user, a
+group-writable one, a pickle that creates a marker file when it is unpickled, a FIFO, values
+with a recomputed checksum) and checks the safe behaviour and that the legitimate use still
+works. Another user is user id 12345 (``os.chown``): those tests need root.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import generala_env.cache as cache_mod
+from generala_env.cache import CacheWarning, with_disk_cache
+
+OTHER = 12345  # a user id that is not ours
+ROOT_ONLY = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="changing a file's owner needs root")
+REPO = Path(__file__).resolve().parent.parent
+TINY = {"lines": ["ones", "fives", "generala"]}
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_state(monkeypatch):
+    """Each test starts as a new process would: no cache warning given yet."""
+    monkeypatch.setattr(cache_mod, "_reported", set())
+
+
+def give_away(*paths: Path, mode: int | None = None) -> None:
+    """``paths`` and everything under them owned by the other user (and chmod ``mode``)."""
+    for top in paths:
+        for p in [top, *top.rglob("*")]:
+            os.chown(p, OTHER, OTHER, follow_symlinks=False)
+            if mode is not None and not p.is_symlink():
+                os.chmod(p, mode)
+
+
+class Marker:
+    """A pickle that creates a file when it is unpickled: code run from a cache."""
+
+    def __init__(self, path: Path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def evil(marker: Path) -> bytes:
+    return pickle.dumps(Marker(marker))
+
+
+def cache_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if issubclass(w.category, CacheWarning)]
+
+
+def env_without_cache_settings(**more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("GENERALA_NUMBA", "NUMBA_DISABLE_JIT", "NUMBA_CACHE_DIR", "GENERALA_CACHE")}
+    env.update(OMP_NUM_THREADS="1", PYTHONWARNINGS="default", **more)
+    return env
+
+
+# -- numba's cache, in this process: a function of one line, compiled in a moment -------------------
+numba = pytest.importorskip("numba")
+
+
+def add_one(x):
+    return x + 1
+
+
+def compiled():
+    """``add_one`` as a fresh numba function with the project's on-disk cache, as the loops are."""
+    return with_disk_cache(numba.njit(add_one))
+
+
+def index_file(root: Path) -> Path:
+    """Where numba keeps the index (a pickle) of ``add_one``'s cache under the cache root ``root``:
+    numba's own naming, one folder per folder of sources."""
+    from numba.core.caching import _CacheLocator
+
+    sub = _CacheLocator.get_suitable_cache_subpath(__file__)
+    name = f"{Path(__file__).stem}.add_one-{add_one.__code__.co_firstlineno}.py{sys.version_info[0]}{sys.version_info[1]}{sys.abiflags}.nbi"
+    return root / "numba" / sub / name
+
+
+def run_once() -> int:
+    """Compile (or load) ``add_one`` and call it; its answer."""
+    f = compiled()
+    return int(f(41))
+
+
+def test_a_private_cache_is_written_and_read_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        first = compiled()
+        assert first(41) == 42
+        again = compiled()
+        assert again(41) == 42
+    assert cache_warnings(record) == []
+    assert first.stats.cache_misses and again.stats.cache_hits  # written by the first, read by the second
+    index = index_file(tmp_path / "cache")
+    assert index.is_file()
+    for folder in (tmp_path / "cache", tmp_path / "cache" / "numba", index.parent):  # made readable by this user only
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    assert not list(REPO.joinpath("tests", "__pycache__").glob("test_trust_caches.add_one*"))  # never beside the sources
+
+
+def test_the_forged_index_lies_where_numba_reads_it(tmp_path, monkeypatch):
+    """The control for the tests below: the same forged index in a private folder of this user
+    is unpickled (a private cache is trusted, as ssh and pip trust theirs). So when they find
+    no marker, it is the owner and mode check that kept it out."""
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
+    assert run_once() == 42  # a private cache with add_one in it
+    marker = tmp_path / "ran"
+    index_file(tmp_path / "cache").write_bytes(evil(marker))
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert run_once() == 42
+    assert marker.exists()
+
+
+HOSTILE_FOLDERS = {
+    "root of another user": lambda root: give_away(root),
+    "root writable by all": lambda root: os.chmod(root, 0o777),
+    "root writable by the group": lambda root: os.chmod(root, 0o770),
+    "numba folder of another user": lambda root: give_away(root / "numba"),
+    "numba folder writable by all": lambda root: os.chmod(root / "numba", 0o777),
+    "source folder of another user, in a private root": lambda root: give_away(index_file(root).parent, mode=0o755),
+    "source folder writable by all": lambda root: os.chmod(index_file(root).parent, 0o777),
+    "index file of another user": lambda root: give_away(index_file(root), mode=0o644),
+    "index file writable by all": lambda root: os.chmod(index_file(root), 0o666),
+}
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("how", list(HOSTILE_FOLDERS))
+def test_a_forged_numba_index_outside_a_private_folder_is_never_unpickled(tmp_path, monkeypatch, how):
+    root = tmp_path / "cache"
+    index = index_file(root)
+    index.parent.mkdir(parents=True)
+    marker = tmp_path / "ran"
+    index.write_bytes(evil(marker))
+    HOSTILE_FOLDERS[how](root)
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in root.rglob("*"))
+    monkeypatch.setenv("GENERALA_CACHE", str(root))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert run_once() == 42 and run_once() == 42  # compiled in memory, twice
+    assert not marker.exists()
+    said = cache_warnings(record)
+    assert len(said) == 1, said
+    assert "is not used" in said[0] or ("cannot be read" in said[0] and "compiled without it" in said[0]), said
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in root.rglob("*")) == before  # nothing written there or replaced
+
+
+def test_a_cache_root_that_is_a_link_is_not_followed(tmp_path, monkeypatch):
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    (tmp_path / "link").symlink_to(real)
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "link"))
+    with pytest.warns(CacheWarning, match="symbolic link"):
+        assert run_once() == 42
+    assert list(real.iterdir()) == []
+
+
+def test_numba_cache_dir_is_checked_too(tmp_path, monkeypatch):
+    """``NUMBA_CACHE_DIR`` wins over the project's folder, under the same rule."""
+    from numba.core import config
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    marker = tmp_path / "ran"
+    forged = shared / index_file(tmp_path).relative_to(tmp_path / "numba")
+    forged.parent.mkdir()
+    forged.write_bytes(evil(marker))
+    os.chmod(forged.parent, 0o777)
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "private"))
+    monkeypatch.setattr(config, "CACHE_DIR", str(shared))
+    with pytest.warns(CacheWarning, match="group or others can write"):
+        assert run_once() == 42
+    assert not marker.exists()
+    os.chmod(shared, 0o700)
+    os.chmod(forged.parent, 0o700)
+    forged.unlink()
+    monkeypatch.setattr(cache_mod, "_reported", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run_once() == 42
+    assert forged.is_file()  # a private NUMBA_CACHE_DIR is used
+    assert not (tmp_path / "private" / "numba").exists()
+
+
+DAMAGE = {
+    "garbage": lambda b: b"\x00\xffnot a pickle at all" * 7,
+    "truncated": lambda b: b[: len(b) // 3],
+    "empty": lambda b: b"",
+    "another structure": lambda b: pickle.dumps(numba.__version__) + pickle.dumps(42),
+    "a module that is not there": lambda b: b"cno_such_module\nThing\n.",
+}
+
+
+@pytest.mark.parametrize("how", list(DAMAGE))
+@pytest.mark.parametrize("which", ["index", "data"])
+def test_a_damaged_numba_cache_is_compiled_again_with_one_warning(tmp_path, monkeypatch, how, which):
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
+    assert run_once() == 42
+    index = index_file(tmp_path / "cache")
+    target = index if which == "index" else next(index.parent.glob(index.name.replace(".nbi", ".*.nbc")))
+    target.write_bytes(DAMAGE[how](target.read_bytes()))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        f = compiled()
+        assert f(41) == 42
+        assert f.stats.cache_misses  # compiled, not loaded
+        g = compiled()
+        assert g(41) == 42
+    said = cache_warnings(record)
+    assert len(said) == 1 and "cannot be read" in said[0] and "compiled without it" in said[0], said
+    assert g.stats.cache_hits  # the damaged file was written again, and is read from now on
+
+
+def test_a_numba_cache_on_a_full_disk_compiles_in_memory_with_one_warning(tmp_path, monkeypatch):
+    """ENOSPC for real: the cache's files are written into /dev/full."""
+    import tempfile
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
+    real = tempfile.mkstemp
+
+    def full_disk(*args, **kwargs):
+        fd, name = real(*args, **kwargs)
+        os.close(fd)
+        return os.open("/dev/full", os.O_WRONLY), name
+
+    monkeypatch.setattr(tempfile, "mkstemp", full_disk)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert run_once() == 42 and run_once() == 42
+    said = cache_warnings(record)
+    assert len(said) == 1 and "cannot be written" in said[0] and "No space left" in said[0], said
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]  # no index, no data, no temp file
+
+
+# the review's reproductions, in a new process as a user runs a game
+GAME = "import gymnasium as gym, generala_env; e = gym.make('Generala-v0'); e.reset(seed=0); print('played', e.step(32)[1])"
+
+
+def forge_numba_indexes(root: Path, payload: bytes) -> list[Path]:
+    """``payload`` as the cache index of every function of ``generala_env/batched.py``, where
+    numba looks for it under the cache root ``root``."""
+    import ast
+
+    from numba.core.caching import _CacheLocator
+
+    import generala_env
+
+    source = Path(generala_env.__file__).resolve().parent / "batched.py"
+    folder = root / "numba" / _CacheLocator.get_suitable_cache_subpath(str(source))
+    folder.mkdir(parents=True, exist_ok=True)
+    made = []
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.FunctionDef):
+            for line in {node.lineno, *(d.lineno for d in node.decorator_list)}:
+                made.append(folder / f"batched.{node.name}-{line}.py{sys.version_info[0]}{sys.version_info[1]}{sys.abiflags}.nbi")
+                made[-1].write_bytes(payload)
+    return made
+
+
+@ROOT_ONLY
+def test_a_game_never_runs_a_pickle_from_a_cache_another_user_can_write(tmp_path):
+    """The review's reproduction: a cache folder of another user, open to all, holding a forged
+    index for every loop of the env; the next game of this user (root here) must not run it."""
+    root, marker = tmp_path / "cache", tmp_path / "ran"
+    forge_numba_indexes(root, evil(marker))
+    give_away(root, mode=0o777)
+    out = subprocess.run([sys.executable, "-c", GAME], cwd=tmp_path, env=env_without_cache_settings(GENERALA_CACHE=str(root)), capture_output=True, text=True)
+    assert out.returncode == 0 and "played" in out.stdout, out.stderr[-3000:]
+    assert not marker.exists()
+    assert out.stderr.count("CacheWarning") == 1 and "belongs to user id 12345" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_game_with_garbage_numba_indexes_plays_and_mends_the_cache(tmp_path):
+    root = tmp_path / "cache"
+    forge_numba_indexes(root, b"garbage, not a pickle")
+    env = env_without_cache_settings(GENERALA_CACHE=str(root), NUMBA_DEBUG_CACHE="1")
+    out = subprocess.run([sys.executable, "-c", GAME], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0 and "played" in out.stdout, out.stderr[-3000:]
+    assert out.stderr.count("CacheWarning") == 1 and "cannot be read" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    again = subprocess.run([sys.executable, "-c", GAME], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and "CacheWarning" not in again.stderr, again.stderr
+    assert "data loaded" in again.stdout  # the indexes were written again, and the loops come from the cache
