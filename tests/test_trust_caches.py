@@ -10,6 +10,7 @@ works. Another user is user id 12345 (``os.chown``): those tests need root.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -17,6 +18,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import generala_env.cache as cache_mod
@@ -300,3 +302,137 @@ def test_a_game_with_garbage_numba_indexes_plays_and_mends_the_cache(tmp_path):
     again = subprocess.run([sys.executable, "-c", GAME], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "CacheWarning" not in again.stderr, again.stderr
     assert "data loaded" in again.stdout  # the indexes were written again, and the loops come from the cache
+
+
+# -- the one-player solver's table ----------------------------------------------------------------
+def forge_one_player(rules, change) -> Path:
+    """The cached table of ``rules`` with its values changed by ``change`` and the checksum
+    recomputed for them, as whoever edits the file would."""
+    from agents.solver import SOLVER_VERSION, _cache_path, cache_meta
+
+    path = _cache_path(rules)
+    with np.load(path) as z:
+        V = z["V"].copy()
+    change(V)
+    np.savez(path, V=V, meta=np.array(json.dumps(cache_meta(rules, SOLVER_VERSION, V, 0.0))))
+    return path
+
+
+FORGED_VALUES = {
+    "999 at the start": (lambda V: V.__setitem__(0, 999.0), "lies outside"),
+    "a plausible start, one point up": (lambda V: V.__setitem__(0, V[0] + 1.0), "do not follow from one another"),
+    "every value doubled": (lambda V: V.__imul__(2.0), "do not follow from one another"),
+    "every value times ten": (lambda V: V.__imul__(10.0), "lies outside"),
+    "a negative value": (lambda V: V.__setitem__(4, -1.0), "lies outside"),
+    "not a number": (lambda V: V.__setitem__(6, np.nan), "not finite"),
+    "infinite": (lambda V: V.__setitem__(0, np.inf), "not finite"),
+    "a full sheet worth points": (lambda V: V.__setitem__(-2, 5.0), "lies outside"),
+}
+
+
+@pytest.mark.parametrize("how", list(FORGED_VALUES))
+def test_forged_one_player_values_with_a_recomputed_checksum_are_refused(tmp_path, monkeypatch, how):
+    from agents.solver import load_or_solve
+    from generala_env.rules import load_rules
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    rules = load_rules(TINY)
+    real, source = load_or_solve(rules)
+    assert source == "solved" and load_or_solve(rules)[1] == "cache"  # the legitimate cache is used
+    change, why = FORGED_VALUES[how]
+    forge_one_player(rules, change)
+    with pytest.warns(CacheWarning, match=why):
+        s, source = load_or_solve(rules)
+    assert source == "solved" and s.expected_score == pytest.approx(real.expected_score, abs=1e-12)
+    assert load_or_solve(rules)[1] == "cache"  # the forged file was replaced by the values solved
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "folder", "another user's"])
+def test_a_one_player_cache_file_that_is_not_ours_is_neither_read_nor_replaced(tmp_path, monkeypatch, kind):
+    from agents.solver import _cache_path, load_or_solve
+    from generala_env.rules import load_rules
+
+    if kind == "another user's" and os.geteuid() != 0:
+        pytest.skip("changing a file's owner needs root")
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
+    rules = load_rules(TINY)
+    real = load_or_solve(rules)[0].expected_score
+    path = _cache_path(rules)
+    outside = tmp_path / "elsewhere.npz"
+    os.replace(path, outside)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        forge = np.load(outside)
+        np.savez(outside, V=np.full_like(forge["V"], 999.0), meta=forge["meta"])
+        path.symlink_to(outside)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        os.replace(outside, path)
+        give_away(path)
+    with pytest.warns(CacheWarning, match="neither read nor replaced"):
+        s, source = load_or_solve(rules)  # a FIFO would block a plain open(): it is never opened
+    assert source == "solved" and s.expected_score == pytest.approx(real)
+    left = {"fifo": path.is_fifo, "symlink": path.is_symlink, "folder": path.is_dir, "another user's": lambda: path.lstat().st_uid == OTHER}
+    assert left[kind]()  # as it was: not replaced
+    if kind == "symlink":
+        assert np.load(outside)["V"][0] == 999.0  # nothing written through the link
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("mode", [None, 0o777, 0o775])
+def test_a_solver_cache_folder_that_is_not_private_is_neither_read_nor_written(tmp_path, monkeypatch, mode):
+    from agents.solver import _cache_path, load_or_solve
+    from generala_env.rules import load_rules
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    rules = load_rules(TINY)
+    real = load_or_solve(rules)[0].expected_score
+    forge_one_player(rules, lambda V: V.__setitem__(0, 999.0))
+    before = _cache_path(rules).read_bytes()
+    if mode is None:
+        give_away(tmp_path)
+    else:
+        os.chmod(tmp_path, mode)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        s, source = load_or_solve(rules)
+    assert source == "solved" and s.expected_score == pytest.approx(real)
+    said = cache_warnings(record)
+    assert len(said) == 1 and said[0].startswith(f"the cache folder {tmp_path} is not used"), said  # not read: the folder's warning, not the values'
+    assert _cache_path(rules).read_bytes() == before  # not rewritten
+
+
+def solve_cli(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
+    """``generala solve``; the timeout only keeps a hang from stopping the suite."""
+    return subprocess.run([sys.executable, "-m", "training.cli", "solve", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def warning_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "warning" in line.lower()]
+
+
+def test_generala_solve_refuses_forged_values_in_one_line(tmp_path):
+    from agents.solver import _cache_path
+    from generala_env.rules import load_rules
+
+    rules_file = tmp_path / "tiny.yaml"
+    rules_file.write_text("lines: [ones, fives, generala]\n")
+    env = env_without_cache_settings(GENERALA_CACHE=str(tmp_path / "cache"), GENERALA_NUMBA="0")
+    first = solve_cli("--rules", str(rules_file), env=env)
+    assert first.returncode == 0 and "solved in" in first.stdout, first.stderr
+    score = first.stdout.split("optimal expected score ")[1].split()[0]
+    path = tmp_path / "cache" / _cache_path(load_rules(str(rules_file))).name
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
+        forge_one_player(load_rules(str(rules_file)), lambda V: V.__setitem__(0, 999.0))
+    assert path.is_file()
+    forged = solve_cli("--rules", str(rules_file), env=env)
+    assert forged.returncode == 0 and "999" not in forged.stdout and f"optimal expected score {score}" in forged.stdout, forged.stdout
+    assert "solved in" in forged.stdout and "read from cache" not in forged.stdout
+    lines = warning_lines(forged.stderr)
+    assert len(lines) == 1 and lines[0].startswith("generala solve: warning: the solver cache") and "lies outside" in lines[0], forged.stderr
+    assert forged.stderr.strip() == lines[0]  # that one line, and nothing else
+    again = solve_cli("--rules", str(rules_file), env=env)
+    assert "read from cache" in again.stdout and again.stderr == ""
