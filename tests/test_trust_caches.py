@@ -10,6 +10,7 @@ works. Another user is user id 12345 (``os.chown``): those tests need root.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pickle
@@ -32,8 +33,11 @@ TINY = {"lines": ["ones", "fives", "generala"]}
 
 @pytest.fixture(autouse=True)
 def fresh_process_state(monkeypatch):
-    """Each test starts as a new process would: no cache warning given yet."""
+    """Each test starts as a new process would: no cache warning given yet, no two-player table shared."""
+    import agents.solver2p as s2p
+
     monkeypatch.setattr(cache_mod, "_reported", set())
+    monkeypatch.setattr(s2p, "_tables", {})
 
 
 def give_away(*paths: Path, mode: int | None = None) -> None:
@@ -436,3 +440,204 @@ def test_generala_solve_refuses_forged_values_in_one_line(tmp_path):
     assert forged.stderr.strip() == lines[0]  # that one line, and nothing else
     again = solve_cli("--rules", str(rules_file), env=env)
     assert "read from cache" in again.stdout and again.stderr == ""
+
+
+# -- the two-player table -------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def two_player_files(tmp_path_factory):
+    """A solved two-player table of :data:`TINY` and its record, as files (solved once)."""
+    from agents.solver2p import _cache_path, load_or_solve_2p
+    from generala_env.rules import load_rules
+
+    folder = tmp_path_factory.mktemp("solved2p")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GENERALA_CACHE", str(folder))
+        rules = load_rules(TINY)
+        s, source = load_or_solve_2p(rules)
+        assert source == "solved"
+        path = _cache_path(rules)
+        return {"npy": path.read_bytes(), "json": path.with_suffix(".json").read_bytes(), "name": path.name, "value": s.first_player_value}
+
+
+def place(tmp_path, files) -> Path:
+    from agents.solver2p import _cache_path
+    from generala_env.rules import load_rules
+
+    path = _cache_path(load_rules(TINY))
+    assert path.parent == tmp_path and path.name == files["name"]
+    path.write_bytes(files["npy"])
+    path.with_suffix(".json").write_bytes(files["json"])
+    return path
+
+
+def test_agents_on_the_same_rules_share_one_read_only_table(tmp_path, monkeypatch, two_player_files):
+    import agents
+    from agents.solver2p import is_cached, shared_table
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    assert not is_cached(TINY) and shared_table(TINY) is None  # nothing cached: nothing solved either
+    place(tmp_path, two_player_files)
+    assert is_cached(TINY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = agents.load("optimal-2p", rules=TINY)
+        b = agents.load("optimal-2p", rules=TINY)
+    assert a.solver is b.solver is shared_table(TINY) and a.source == "cache"
+    assert isinstance(a.solver.V, np.memmap) and not a.solver.V.flags.writeable
+    assert a.first_player_value == pytest.approx(two_player_files["value"], abs=1e-7)
+
+
+def forge_two_player(path: Path, change) -> None:
+    from agents.solver import cache_meta
+    from agents.solver2p import SOLVER2P_VERSION
+    from generala_env.rules import load_rules
+
+    V = np.load(path).copy()
+    change(V)
+    np.save(path, V)
+    meta = cache_meta(load_rules(TINY), SOLVER2P_VERSION, V, 1.0, first_player_value=float(V[0]))
+    path.with_suffix(".json").write_text(json.dumps(meta))
+
+
+FORGED_CHANCES = {
+    "a sure win at the start": (lambda V: V.__setitem__(slice(None), 0.999), "do not follow from one another"),
+    "a chance above 1": (lambda V: V.__setitem__(3, 999.0), "outside 0 to 1"),
+    "a negative chance": (lambda V: V.__setitem__(-1, -0.5), "outside 0 to 1"),
+    "not a number": (lambda V: V.__setitem__(0, np.nan), "not finite"),
+}
+
+
+@pytest.mark.parametrize("how", list(FORGED_CHANCES))
+def test_a_forged_two_player_table_is_refused_and_a_hint_never_solves(tmp_path, monkeypatch, two_player_files, how):
+    from agents.solver2p import TwoPlayerSolver, is_cached, shared_table
+    from generala_env.rules import load_rules
+    from training.hints import two_player_table
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    path = place(tmp_path, two_player_files)
+    change, why = FORGED_CHANCES[how]
+    forge_two_player(path, change)
+    assert is_cached(TINY)  # the record names these rules: only the values give the forgery away
+
+    def no_solve(self, *args, **kwargs):
+        raise AssertionError("a hint started a solve")
+
+    monkeypatch.setattr(TwoPlayerSolver, "solve", no_solve)
+    with pytest.warns(CacheWarning, match=why):
+        got = two_player_table(load_rules(TINY))
+    assert isinstance(got, str) and "not in the cache" in got
+    assert shared_table(TINY) is None
+    place(tmp_path, two_player_files)
+    monkeypatch.setattr(cache_mod, "_reported", set())
+    got = two_player_table(load_rules(TINY))  # the genuine table: a hint at once, still no solve
+    assert not isinstance(got, str) and got.first_player_value == pytest.approx(two_player_files["value"], abs=1e-7)
+
+
+@pytest.mark.parametrize("which", ["npy", "json"])
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "another user's", "too big", "truncated"])
+def test_a_two_player_file_that_is_not_a_table_is_refused_without_blocking(tmp_path, monkeypatch, two_player_files, which, kind):
+    from agents.solver2p import shared_table
+
+    if kind == "another user's" and os.geteuid() != 0:
+        pytest.skip("changing a file's owner needs root")
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    path = place(tmp_path, two_player_files)
+    target = path if which == "npy" else path.with_suffix(".json")
+    if kind == "fifo":
+        target.unlink()
+        os.mkfifo(target)  # a plain open() for reading would wait for a writer forever
+    elif kind == "symlink":
+        elsewhere = tmp_path / "elsewhere"
+        os.replace(target, elsewhere)
+        target.symlink_to(elsewhere)
+    elif kind == "another user's":
+        give_away(target)
+    elif kind == "too big":
+        with open(target, "ab") as f:
+            f.write(b" " * (2 << 20))
+    else:
+        target.write_bytes(target.read_bytes()[: len(target.read_bytes()) // 2])
+    with pytest.warns(CacheWarning, match="is not used"):
+        assert shared_table(TINY) is None
+
+
+def test_a_table_that_cannot_be_written_is_kept_in_memory_with_a_warning(tmp_path, monkeypatch, two_player_files):
+    """ENOSPC for real (/dev/full) while the table is written: a warning, the table in memory, no file left."""
+    import tempfile
+
+    from agents.solver2p import TwoPlayerSolver, load_or_solve_2p
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    real = tempfile.mkstemp
+
+    def full_disk(*args, **kwargs):
+        fd, name = real(*args, **kwargs)
+        os.close(fd)
+        return os.open("/dev/full", os.O_WRONLY), name
+
+    monkeypatch.setattr(tempfile, "mkstemp", full_disk)
+    with pytest.warns(RuntimeWarning, match="No space left"):
+        s, source = load_or_solve_2p(TINY)
+    assert source == "solved" and isinstance(s, TwoPlayerSolver)
+    assert s.first_player_value == pytest.approx(two_player_files["value"], abs=1e-7)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_generala_solve_does_not_hang_on_a_fifo_beside_the_table(tmp_path):
+    """The review's reproduction: a FIFO as the two-player table's record, which a plain read
+    would wait on forever."""
+    from agents.solver2p import _cache_path
+    from generala_env.rules import load_rules
+
+    rules_file = tmp_path / "tiny.yaml"
+    rules_file.write_text("lines: [ones, fives, generala]\n")
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    npy = cache / _cache_path(load_rules(str(rules_file))).name
+    npy.write_bytes(b"\x93NUMPY")
+    os.mkfifo(npy.with_suffix(".json"))
+    env = env_without_cache_settings(GENERALA_CACHE=str(cache))
+    out = solve_cli("--rules", str(rules_file), "--players", "2", env=env)
+    assert out.returncode == 0 and "P(win) + 1/2 P(draw)" in out.stdout and "solved in" in out.stdout, out.stderr[-3000:]
+    lines = warning_lines(out.stderr)
+    assert len(lines) == 1 and "named pipe" in lines[0] and "neither read nor replaced" in lines[0], out.stderr[-3000:]
+    assert "Traceback" not in out.stderr
+    assert npy.with_suffix(".json").is_fifo() and npy.read_bytes() == b"\x93NUMPY"  # left for the user to remove
+    npy.with_suffix(".json").unlink()
+    npy.unlink()
+    solved = solve_cli("--rules", str(rules_file), "--players", "2", env=env)
+    assert solved.returncode == 0 and "solved in" in solved.stdout and not warning_lines(solved.stderr), solved.stderr[-3000:]
+    cached = solve_cli("--rules", str(rules_file), "--players", "2", env=env)
+    assert "read from cache" in cached.stdout and not warning_lines(cached.stderr)
+
+
+# -- a cache nobody may write -------------------------------------------------------------------
+@pytest.mark.parametrize("error", [errno.EACCES, errno.EROFS])
+def test_a_read_only_cache_works_with_a_warning(tmp_path, monkeypatch, capsys, error):
+    """A private cache folder nobody may write (a read-only copy, a read-only file system; root
+    writes anywhere, so the refusal comes from where a new file is made in the folder)."""
+    import tempfile
+
+    from training.cli import main
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
+    assert run_once() == 42  # the cache folders are there: only writing fails
+
+    def read_only(*args, **kwargs):
+        raise OSError(error, os.strerror(error))
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert int(with_disk_cache(numba.njit(lambda x: x * 2))(21)) == 42  # a loop not in the cache yet
+    said = cache_warnings(record)
+    assert len(said) == 1 and "cannot be written" in said[0] and os.strerror(error) in said[0], said
+    rules_file = tmp_path / "tiny.yaml"
+    rules_file.write_text("lines: [ones, fives, generala]\n")
+    assert main(["solve", "--rules", str(rules_file)]) == 0
+    out, err = capsys.readouterr()
+    assert "optimal expected score" in out and "solved in" in out
+    assert err.count("\n") == 1 and err.startswith("generala solve: warning: cannot write the solver cache") and os.strerror(error) in err, err
+    assert not list((tmp_path / "cache").glob("solve-*"))  # nothing written, no temp file left

@@ -24,17 +24,20 @@ Moves = dict[tuple, tuple[float, int]]
 
 
 def two_player_table(rules, solve: bool = False):
-    """``optimal-2p`` for ``rules`` if its table is cached (or ``solve``), else a sentence why not."""
-    from agents.solver2p import _cache_path
+    """``optimal-2p`` for ``rules`` if its table is cached (or ``solve``), else a sentence why not.
+    Without ``solve`` nothing here can start a solve: the table comes from the cache or not at all."""
+    from agents.optimal import OptimalTwoPlayerAgent
+    from agents.solver2p import _cache_path, shared_table
 
-    if not solve and not _cache_path(rules).is_file():
+    if solve:
+        return OptimalTwoPlayerAgent(rules)
+    table = shared_table(rules)
+    if table is None:
         return (
             f"the two-player table of the {rules.name!r} rules is not in the cache "
             f"({_cache_path(rules)}); 'generala solve --players 2 --rules {rules.name}' makes it once (minutes for the presets)"
         )
-    import agents
-
-    return agents.load("optimal-2p", rules=rules)
+    return OptimalTwoPlayerAgent(rules, table=table)
 
 
 def optimal_advice(game: Game, solver, style) -> tuple[list[str], Moves]:
