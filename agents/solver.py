@@ -321,7 +321,7 @@ def _read_cache(path: Path, rules: RuleSet) -> tuple[Solver | None, str | None]:
             meta = json.loads(str(z["meta"]))
             V = z["V"]
     except FileProblem as e:
-        return None, str(e).replace(f"the solver cache {path} ", "", 1)
+        return None, str(e).replace(f"the solver cache {path} ", "it ", 1)
     except Exception as e:  # truncated, not a zip, a pickled array, not JSON: solved again
         return None, f"it cannot be read ({type(e).__name__}: {str(e)[:200]})"
     if V.dtype != np.float64 or V.shape != (2 * (1 << L),):

@@ -384,6 +384,22 @@ def test_a_one_player_cache_file_that_is_not_ours_is_neither_read_nor_replaced(t
         assert np.load(outside)["V"][0] == 999.0  # nothing written through the link
 
 
+def test_a_one_player_cache_bigger_than_its_table_is_not_read(tmp_path, monkeypatch):
+    """A file of gigabytes at the cache's name is refused by its size, not read into memory."""
+    from agents.solver import _cache_path, load_or_solve
+    from generala_env.rules import load_rules
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    rules = load_rules(TINY)
+    real = load_or_solve(rules)[0].expected_score
+    with open(_cache_path(rules), "r+b") as f:
+        f.truncate(8 << 30)  # sparse: no disk used
+    with pytest.warns(CacheWarning, match=r"is not used: it has 8,589,934,592 bytes, more than the [\d,]+ read"):
+        s, source = load_or_solve(rules)
+    assert source == "solved" and s.expected_score == pytest.approx(real)
+    assert _cache_path(rules).stat().st_size < 1 << 20  # replaced by the table solved
+
+
 @ROOT_ONLY
 @pytest.mark.parametrize("mode", [None, 0o777, 0o775])
 def test_a_solver_cache_folder_that_is_not_private_is_neither_read_nor_written(tmp_path, monkeypatch, mode):
