@@ -40,16 +40,23 @@ class OptimalTwoPlayerAgent(Agent):
 
     It plays either seat: P(win) + ½·P(draw) of every action comes from
     :class:`agents.solver2p.TwoPlayerSolver` (solved once per rule set, then read from the
-    disk cache), given both sheets and the score difference read from ``info``.
+    disk cache; one table per process for all agents of the same rules), given both sheets
+    and the score difference read from ``info``. ``table``: a solved table to play from
+    instead (:func:`agents.solver2p.shared_table`'s, for a caller that must never solve).
     """
 
     name = "optimal-2p"
 
-    def __init__(self, rules="classic", seed: int | None = None, use_cache: bool = True):
+    def __init__(self, rules="classic", seed: int | None = None, use_cache: bool = True, table=None):
         super().__init__(rules, seed)
-        from .solver2p import load_or_solve_2p
+        from .solver2p import TwoPlayerSolver, load_or_solve_2p
 
-        self.solver, self.source = load_or_solve_2p(self.rules, use_cache=use_cache)
+        if table is None:
+            self.solver, self.source = load_or_solve_2p(self.rules, use_cache=use_cache)
+            return
+        if not isinstance(table, TwoPlayerSolver) or table.rules.fingerprint() != self.rules.fingerprint():
+            raise AgentError(f"{self.name}: the table given is not a two-player table of the rules {self.rules.name!r}")
+        self.solver, self.source = table, "cache"
 
     @property
     def first_player_value(self) -> float:

@@ -16,16 +16,17 @@ are allowed.
 
 States are solved a layer at a time (all sheets with the same number of filled lines
 at once) with array operations. Solved values are cached on disk, keyed by the rule
-set's fingerprint, with a checksum; a stale or corrupt cache is rebuilt.
+set's fingerprint, with a checksum, in a private cache folder only; a stale, corrupt or
+implausible cache is solved again, with a warning (:func:`load_or_solve`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import io
 import json
 import os
-import tempfile
+import stat
 import time
 import warnings
 from functools import lru_cache
@@ -33,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.cache import cache_dir  # the folder of solved values (also agents.solver.cache_dir, as before)
+from generala_env.cache import CacheWarning, cache_dir, cache_file_problem, private_cache  # cache_dir: also agents.solver.cache_dir
 from generala_env.dice import (
     FULL_ROLL_PROB,
     KEEP_CONTAINS,
@@ -45,6 +46,7 @@ from generala_env.dice import (
     ROLL_COUNTS,
     ROLL_PROPER_KEEPS,
 )
+from generala_env.files import FileProblem, lstat_or_none, read_regular, write_atomic
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import blocked_line, generala_scored, points_table
 
@@ -202,22 +204,23 @@ def _cache_path(rules: RuleSet) -> Path:
 
 
 def _checksum(a: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+    """The SHA-256 of the array's bytes, read a slice at a time (a memory-mapped table is
+    never copied whole)."""
+    flat = np.ascontiguousarray(a).reshape(-1)
+    h = hashlib.sha256()
+    step = max(1, (1 << 24) // max(flat.itemsize, 1))
+    for lo in range(0, len(flat), step):
+        h.update(flat[lo : lo + step].data)
+    return h.hexdigest()
 
 
 def write_whole(path: Path, write) -> None:
-    """Write ``path`` whole or not at all: ``write(f)`` into a temp file in the same folder,
-    renamed over ``path``; the temp file is removed on any failure."""
+    """Write ``path`` whole or not at all (:func:`generala_env.files.write_atomic`: ``write(f)``
+    into a fresh temporary file beside it, renamed over it; never through a link). Its folder
+    is made if missing."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, write)
 
 
 def cache_meta(rules: RuleSet, version: int, V: np.ndarray, solve_seconds: float, **extra) -> dict:
@@ -234,39 +237,140 @@ def cache_meta(rules: RuleSet, version: int, V: np.ndarray, solve_seconds: float
 
 def cache_matches(meta: dict, rules: RuleSet, version: int, V: np.ndarray) -> bool:
     """Whether cached values belong to this rule set and solver version, unaltered."""
-    return meta.get("fingerprint") == rules.fingerprint() and meta.get("solver_version") == version and meta.get("checksum") == _checksum(V)
+    return meta_problem(meta, rules, version, V) is None
+
+
+def meta_problem(meta, rules: RuleSet, version: int, V: np.ndarray) -> str | None:
+    """Why cached values do not belong to this rule set and solver version, or were altered
+    since they were written (their checksum); ``None`` if they do."""
+    if not isinstance(meta, dict):
+        return "its record is not a JSON object"
+    if meta.get("fingerprint") != rules.fingerprint():
+        return f"it holds the values of other rules (fingerprint {str(meta.get('fingerprint'))[:32]!r})"
+    if meta.get("solver_version") != version:
+        return f"it was written by solver version {str(meta.get('solver_version'))[:16]!r}, not {version}"
+    if meta.get("checksum") != _checksum(V):
+        return "its values do not match their checksum (damaged)"
+    return None
+
+
+def open_points(rules: RuleSet) -> tuple[np.ndarray, np.ndarray]:
+    """Per filled-lines mask, the fewest and the most points its open lines can still give."""
+    P = points_table(rules)
+    most = P.max(axis=(1, 2)).astype(np.float64)
+    least = np.minimum(P.min(axis=(1, 2)), 0).astype(np.float64)
+    masks = np.arange(1 << rules.num_lines)
+    open_ = ((masks[:, None] >> np.arange(rules.num_lines)) & 1) == 0
+    return open_ @ least, open_ @ most
+
+
+def values_problem(solver: Solver, samples: int = 64) -> str | None:
+    """Why ``solver.V`` cannot be the solution of its rules, or ``None``: a checksum in a file
+    is no defence (whoever changes the values can recompute it), so the values themselves are
+    checked. Each must be finite and lie between the fewest and the most points the sheet's
+    open lines can still give, a full sheet's must be 0, and the start and ``samples`` other
+    sheets must hold what one turn computed from the values after them gives."""
+    values, L = solver.V, solver.L
+    if values.dtype != np.float64 or values.shape != (2 * (1 << L),):
+        return f"it holds {values.dtype} values of shape {values.shape}, not {2 * (1 << L)} float64 values"
+    if not np.isfinite(values).all():
+        return "it holds values that are not finite numbers"
+    least, most = open_points(solver.rules)
+    lo, hi = np.repeat(least, 2), np.repeat(most, 2)
+    bad = np.flatnonzero((values < lo - 1e-9) | (values > hi + 1e-9))
+    if len(bad):
+        s = int(bad[0])
+        return f"the value of sheet {s // 2:#x} ({values[s]:.4f}) lies outside the {lo[s]:g} to {hi[s]:g} points its open lines can still give"
+    full = (1 << L) - 1
+    rng = np.random.default_rng()
+    masks = np.concatenate([[0], rng.integers(0, full, size=samples)]) if full > 0 else np.zeros(0, dtype=np.int64)
+    masks = masks.astype(np.int64)
+    flags = np.zeros(len(masks), dtype=np.int64)
+    if solver.dbl >= 0:  # half the samples with the generala line scored, where it is filled
+        flags[1::2] = (masks[1::2] >> solver.gen) & 1
+    if len(masks):
+        again = solver.turn(solver.write_values(masks, flags, values))["value"]
+        stored = values[masks * 2 + flags]
+        off = np.abs(again - stored) > 1e-7 * (1 + np.abs(again))
+        if off.any():
+            i = int(np.argmax(off))
+            return f"its values do not follow from one another (sheet {int(masks[i]):#x}: {stored[i]:.4f} stored, {again[i]:.4f} computed from the sheets after it)"
+    return None
 
 
 def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
-    write_whole(path, lambda f: np.savez(f, V=V, meta=np.array(json.dumps(meta))))
+    write_atomic(path, lambda f: np.savez(f, V=V, meta=np.array(json.dumps(meta))))
+
+
+def _read_cache(path: Path, rules: RuleSet) -> tuple[Solver | None, str | None]:
+    """The solver whose values lie in ``path``, or ``None`` and why not (``None``, ``None``:
+    there is no file)."""
+    L = rules.num_lines
+    limit = 16 * (1 << L) + (1 << 20)  # the float64 values, and room for the zip and the record
+    try:
+        why = cache_file_problem(path)
+    except FileNotFoundError:
+        return None, None
+    except OSError as e:
+        return None, f"it cannot be examined ({e.strerror or e})"
+    if why is not None:
+        return None, why
+    try:
+        raw = read_regular(path, limit, "the solver cache")
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            V = z["V"]
+    except FileProblem as e:
+        return None, str(e).replace(f"the solver cache {path} ", "it ", 1)
+    except Exception as e:  # truncated, not a zip, a pickled array, not JSON: solved again
+        return None, f"it cannot be read ({type(e).__name__}: {str(e)[:200]})"
+    if V.dtype != np.float64 or V.shape != (2 * (1 << L),):
+        return None, f"it holds {V.dtype} values of shape {V.shape}, not {2 * (1 << L)} float64 values"
+    why = meta_problem(meta, rules, SOLVER_VERSION, V)
+    s = Solver(rules, V)
+    why = why or values_problem(s)
+    if why is not None:
+        return None, why
+    s.solve_seconds = float(meta.get("solve_seconds", 0.0)) if isinstance(meta.get("solve_seconds"), (int, float)) else 0.0
+    return s, None
 
 
 def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
     """A solved :class:`Solver` and where its values came from (``"cache"`` or ``"solved"``).
 
     The cache is a file per rule set in :func:`cache_dir` (``$GENERALA_CACHE``; unset or
-    empty: ``~/.cache/generala``). A cache file that does not match the rule set, the
-    solver version or its checksum is ignored and rewritten. A cache that cannot be
-    written (a read-only folder, a directory where the file should be) costs only a
-    ``RuntimeWarning``: the values are returned all the same, and no temp file is left.
+    empty: ``~/.cache/generala``), used only when that folder is private
+    (:func:`generala_env.cache.private_cache`). A cache file is read only when it is a regular
+    file of this user, and its values are used only when they match the rule set, the solver
+    version and their checksum and pass :func:`values_problem`; otherwise a
+    :class:`~generala_env.cache.CacheWarning` says why, the values are solved again and the
+    file is replaced (a link, a FIFO, a folder or another user's file in its place is left alone). A cache that
+    cannot be written costs only a ``RuntimeWarning``: the values are returned all the same,
+    and no temp file is left.
     """
     rules = load_rules(rules)
     path = _cache_path(rules)
-    if use_cache and path.is_file():
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                meta = json.loads(str(z["meta"]))
-                V = z["V"]
-            if cache_matches(meta, rules, SOLVER_VERSION, V) and V.dtype == np.float64 and V.shape == (2 * (1 << rules.num_lines),):
-                s = Solver(rules, V)
-                s.solve_seconds = float(meta.get("solve_seconds", 0.0))
-                return s, "cache"
-        except Exception:  # unreadable, truncated, wrong format: rebuild below
-            pass
+    folder = private_cache() if use_cache else None
+    replace = True
+    if folder is not None:
+        s, why = _read_cache(path, rules)
+        if s is not None:
+            return s, "cache"
+        if why is not None:
+            replace = replaceable(path)
+            then = "solved again and rewritten" if replace else "solved again; it is neither read nor replaced: remove it to keep the values"
+            warnings.warn(f"the solver cache {path} is not used: {why}; {then}", CacheWarning, stacklevel=2)
     s = Solver(rules).solve()
-    if use_cache:
+    if folder is not None and replace:
         try:
             _write_cache(path, s.V, cache_meta(rules, SOLVER_VERSION, s.V, s.solve_seconds))
-        except OSError as err:  # no reason to fail: the values are in memory
+        except (OSError, FileProblem) as err:  # no reason to fail: the values are in memory
             warnings.warn(f"cannot write the solver cache {path}: {err}; the values are kept in memory only", RuntimeWarning, stacklevel=2)
     return s, "solved"
+
+
+def replaceable(path: Path) -> bool:
+    """Whether the cache may write ``path``: absent, or a regular file of this user (not a
+    link, a FIFO, a folder or another user's file, which stay as they are)."""
+    st = lstat_or_none(path)
+    return st is None or (stat.S_ISREG(st.st_mode) and (not hasattr(os, "geteuid") or st.st_uid == os.geteuid()))

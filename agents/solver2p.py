@@ -28,7 +28,9 @@ one-player table (rule-set fingerprint, solver version and a checksum).
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
+import stat
 import threading
 import time
 import warnings
@@ -38,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env.cache import cache_file_problem, private_cache, warn_once
 from generala_env.dice import (
     FACES,
     FIVE_ALIKE,
@@ -52,6 +55,7 @@ from generala_env.dice import (
     NUM_ROLLS,
     ROLL_COUNTS,
 )
+from generala_env.files import FileProblem, lstat_or_none, read_json, write_atomic, write_json
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import generala_scored, points_table
 
@@ -59,9 +63,9 @@ from .solver import (
     NEG,
     _locked_pairs,
     cache_dir,
-    cache_matches,
     cache_meta,
-    write_whole,
+    meta_problem,
+    replaceable,
 )
 
 SOLVER2P_VERSION = 1
@@ -273,7 +277,7 @@ class TwoPlayerSolver:
             dmax = int(lay.size[pairs].max())
             for s in range(0, len(pairs), 4096):
                 batch = pairs[s : s + 4096]
-                solve_pairs(  # type: ignore[call-arg]  # a numba dispatcher takes the kernel's arguments
+                solve_pairs(
                     batch,
                     lay.pair_a,
                     lay.pair_b,
@@ -380,20 +384,18 @@ class TwoPlayerSolver:
         return vals
 
     def _turn_cached(self, a: int, b: int, d: int):
-        """The write values and within-turn arrays of one state, kept per solver (at most 64
-        states); one thread at a time, since the agents of a process share one solver."""
-        with _TURNS_LOCK:
-            cache = self.__dict__.setdefault("_turns", {})
-            key = (a, b, d)
-            if key not in cache:
-                if len(cache) >= 64:
+        """The write values and within-turn arrays of one state, kept per solver (at most 64 states)."""
+        cache = self.__dict__.setdefault("_turns", {})
+        key = (a, b, d)
+        got = cache.get(key)
+        if got is None:  # a shared table's agents may ask from several threads: no step here may fail on another's
+            W = self.write_values(a, b, d)
+            got = (W, _turn_arrays(self.rules, W))
+            if len(cache) >= 64:
+                with contextlib.suppress(KeyError, RuntimeError, StopIteration):
                     cache.pop(next(iter(cache)))
-                W = self.write_values(a, b, d)
-                cache[key] = (W, _turn_arrays(self.rules, W))
-            return cache[key]
-
-
-_TURNS_LOCK = threading.Lock()
+            cache[key] = got
+        return got
 
 
 def _turn_arrays(rules: RuleSet, W: np.ndarray) -> dict[str, np.ndarray]:
@@ -413,65 +415,183 @@ def _cache_path(rules: RuleSet) -> Path:
 
 def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
     """The values as ``path`` (``.npy``), then their metadata beside it (``.json``), each
-    written whole or not at all."""
-    write_whole(path, lambda f: np.save(f, V, allow_pickle=False))
+    written whole or not at all (:func:`generala_env.files.write_atomic`)."""
+    write_atomic(path, lambda f: np.save(f, V, allow_pickle=False))
     side = path.with_suffix(".json")
     try:
-        write_whole(side, lambda f: f.write(json.dumps(meta, indent=1).encode()))
-    except OSError as e:  # values without their metadata are never read: do not keep gigabytes for nothing
+        write_json(side, meta, indent=1)
+    except (OSError, FileProblem) as e:  # values without their metadata are never read: do not keep gigabytes for nothing
         path.unlink(missing_ok=True)
-        raise OSError(e.errno, f"{e.strerror or e} (writing {side}; {path.name} removed again)") from None
+        raise FileProblem(f"{e} (writing {side}; {path.name} removed again)") from None
 
 
-# the tables this process has read or solved, by cache file: every agent of one rule set shares one
-_LOADED: dict[Path, TwoPlayerSolver] = {}
-_LOADED_LOCK = threading.Lock()
+def values_problem_2p(solver: TwoPlayerSolver, samples: int = 8) -> str | None:
+    """Why ``solver.V`` cannot be the two-player solution of its rules, or ``None``: a checksum
+    in a file is no defence (whoever changes the values can recompute it), so the values
+    themselves are checked. Each is a chance, finite and between 0 and 1; the start and
+    ``samples`` other states must hold what one turn computed from the values after them gives."""
+    V = solver.V
+    step = 1 << 22
+    for lo in range(0, len(V), step):  # a slice at a time: a memory-mapped table is never copied whole
+        part = V[lo : lo + step]
+        if not np.isfinite(part).all():
+            return "it holds values that are not finite numbers"
+        if part.min() < -1e-6 or part.max() > 1 + 1e-6:
+            return f"it holds values outside 0 to 1 (from {part.min():.4f} to {part.max():.4f}), and a chance to win is neither"
+    lay = solver._index()
+    rng = np.random.default_rng()
+    states = [(0, 0, 0)]
+    for p in rng.integers(0, lay.num_pairs, size=samples):
+        states.append((int(lay.pair_a[p]), int(lay.pair_b[p]), int(lay.lo[p] + rng.integers(0, lay.size[p]))))
+    for a, b, d in states:
+        stored, again = solver.value(a, b, d), float(_turn_arrays(solver.rules, solver.write_values(a, b, d))["value"])
+        if abs(stored - again) > 1e-5:
+            return f"its values do not follow from one another (sheets {a}, {b}, difference {d}: {stored:.6f} stored, {again:.6f} computed from the states after it)"
+    return None
+
+
+def _open_table(path: Path, n: int) -> np.ndarray:
+    """The ``n`` float32 values of the ``.npy`` file ``path`` as a read-only memory map, read
+    from the file opened once (a regular file of this user, never a link or a FIFO)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise FileProblem(f"{path} is not a regular file: only regular files are read")
+        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+            raise FileProblem(f"{path} belongs to user id {st.st_uid}, not to you ({os.geteuid()})")
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise FileProblem(f"{path} is a .npy file of version {version}, which the cache never writes")
+        if dtype != np.dtype(np.float32) or fortran or shape != (n,):
+            raise FileProblem(f"{path} holds {dtype} values of shape {shape}, not the {n} float32 values of these rules")
+        offset = f.tell()
+        if st.st_size != offset + 4 * n:
+            raise FileProblem(f"{path} has {st.st_size:,} bytes, not the {offset + 4 * n:,} of its header and values (cut short?)")
+        return np.memmap(f, dtype=np.float32, mode="r", offset=offset, shape=(n,))
+
+
+def _read_cache(path: Path, rules: RuleSet) -> tuple[TwoPlayerSolver | None, str | None]:
+    """The solver whose values lie in ``path`` and its record beside it, or ``None`` and why
+    not (``None``, ``None``: there is no table)."""
+    side = path.with_suffix(".json")
+    if lstat_or_none(path) is None and lstat_or_none(side) is None:
+        return None, None
+    try:
+        for file in (path, side):
+            if lstat_or_none(file) is None:
+                return None, f"{file.name} is missing"
+            why = cache_file_problem(file)
+            if why is not None:
+                return None, f"{file.name}: {why}"
+        meta = read_json(side, 1 << 20, "the record")
+        solver = TwoPlayerSolver(rules)
+        solver.V = _open_table(path, solver._index().num_values)
+    except FileProblem as e:
+        return None, str(e)
+    except (OSError, ValueError) as e:  # a header that is not one
+        return None, f"it cannot be read ({type(e).__name__}: {str(e)[:200]})"
+    why = meta_problem(meta, rules, SOLVER2P_VERSION, solver.V) or values_problem_2p(solver)
+    if why is not None:
+        return None, why
+    seconds = meta.get("solve_seconds")
+    solver.solve_seconds = float(seconds) if isinstance(seconds, (int, float)) else 0.0
+    return solver, None
+
+
+# the tables loaded or solved in this process, by their place in the cache (which names the
+# rule set's fingerprint): every agent of the same rules plays from one read-only copy
+_tables: dict[str, TwoPlayerSolver] = {}
+_tables_lock = threading.Lock()
+
+
+def _shared(rules: RuleSet) -> tuple[TwoPlayerSolver | None, bool]:
+    """The shared table of ``rules`` (loading it from the cache at the first call), or
+    ``None``; and whether the files there may be replaced (not when a link, a FIFO, a folder
+    or another user's file lies at the table's or its record's name)."""
+    key = str(_cache_path(rules))
+    with _tables_lock:
+        if key in _tables:
+            return _tables[key], True
+        if private_cache(make=False) is None:
+            return None, True
+        path = _cache_path(rules)
+        solver, why = _read_cache(path, rules)
+        if solver is not None:
+            _tables[key] = solver
+            return solver, True
+        replace = replaceable(path) and replaceable(path.with_suffix(".json"))
+        if why is not None:
+            left = "" if replace else "; it is neither read nor replaced: remove it to keep a table there"
+            # once per process and reason: a hint asks again at every move, and reads the file again
+            warn_once(f"{path}: {why}", f"the two-player solver cache {path} is not used: {why}{left}", stacklevel=4)
+        return None, replace
+
+
+def forget_tables() -> None:
+    """Drop the tables this process holds (:func:`shared_table`): the next call reads the cache
+    again, as a new process would."""
+    with _tables_lock:
+        _tables.clear()
+
+
+def shared_table(rules) -> TwoPlayerSolver | None:
+    """The two-player table of ``rules`` shared by the whole process, or ``None`` when it is
+    neither loaded nor in the cache. Never solves (a hint may call it). The first call reads
+    it from the cache (a private folder only) as a read-only memory map, after checking it
+    (:func:`values_problem_2p`; a table that fails is not used, with a
+    :class:`~generala_env.cache.CacheWarning`); every later call, and :func:`load_or_solve_2p`,
+    returns the same object."""
+    return _shared(load_rules(rules))[0]
+
+
+def is_cached(rules) -> bool:
+    """Whether the two-player table of ``rules`` can be had without solving: loaded in this
+    process, or in the cache (a private folder) with a record of these rules and this solver
+    version. Never solves, and reads only the record (:func:`shared_table` checks the values)."""
+    rules = load_rules(rules)
+    if str(_cache_path(rules)) in _tables:
+        return True
+    if private_cache(make=False) is None:
+        return False
+    path = _cache_path(rules)
+    side = path.with_suffix(".json")
+    try:
+        if cache_file_problem(path) is not None or cache_file_problem(side) is not None:
+            return False
+        meta = read_json(side, 1 << 20, "the record")
+    except (OSError, FileProblem):
+        return False
+    return isinstance(meta, dict) and meta.get("fingerprint") == rules.fingerprint() and meta.get("solver_version") == SOLVER2P_VERSION
 
 
 def load_or_solve_2p(
     rules, use_cache: bool = True, progress: Callable[[int, int], None] | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY
 ) -> tuple[TwoPlayerSolver, str]:
     """A solved :class:`TwoPlayerSolver` and where its values came from (``"cache"`` or
-    ``"solved"``). The cache lies in :func:`agents.solver.cache_dir` as ``solve2p-*.npy``
-    with a ``.json`` beside it (fingerprint, solver version, checksum); a file that does not
-    match is ignored and rewritten. A cache that cannot be written costs a warning only.
-    With ``use_cache``, a process reads (or solves) each table once and hands the same solver
-    to every caller; ``max_memory=0`` takes the cached table or raises :class:`SolveTooBigError`,
-    never solving."""
+    ``"solved"``). With ``use_cache``, the table shared in this process (:func:`shared_table`):
+    every caller on the same rules gets the same object; a table not in the cache is solved,
+    written there (``solve2p-*.npy`` in :func:`agents.solver.cache_dir`, with a ``.json``
+    record of the fingerprint, solver version and checksum beside it) and shared. A cache that
+    cannot be written costs a warning only. Without ``use_cache``, a table of its own is solved
+    and nothing is read or written."""
     rules = load_rules(rules)
     if not use_cache:
-        return _load_or_solve_2p(rules, False, progress, max_memory)
-    with _LOADED_LOCK:  # one load at a time: a second caller waits for the table rather than reading it again
-        path = _cache_path(rules)
-        if path in _LOADED:
-            return _LOADED[path], "cache"
-        solver, source = _load_or_solve_2p(rules, True, progress, max_memory)
-        _LOADED[path] = solver
-        return solver, source
-
-
-def forget_tables() -> None:
-    """Drop the tables this process holds: the next :func:`load_or_solve_2p` reads the cache again."""
-    with _LOADED_LOCK:
-        _LOADED.clear()
-
-
-def _load_or_solve_2p(rules: RuleSet, use_cache: bool, progress, max_memory: int | None) -> tuple[TwoPlayerSolver, str]:
-    path = _cache_path(rules)
-    if use_cache and path.is_file():
-        try:
-            meta = json.loads(path.with_suffix(".json").read_text())
-            V = np.load(path, allow_pickle=False)
-            if cache_matches(meta, rules, SOLVER2P_VERSION, V) and V.dtype == np.float32 and V.ndim == 1:
-                s = TwoPlayerSolver(rules, V)
-                s.solve_seconds = float(meta.get("solve_seconds", 0.0))
-                return s, "cache"
-        except Exception:  # unreadable, truncated, wrong shape: rebuild below
-            pass
+        return TwoPlayerSolver(rules).solve(progress=progress, max_memory=max_memory), "solved"
+    s, replace = _shared(rules)
+    if s is not None:
+        return s, "cache"
     s = TwoPlayerSolver(rules).solve(progress=progress, max_memory=max_memory)
-    if use_cache:
+    s.V.flags.writeable = False  # shared: nobody changes it under another agent
+    path = _cache_path(rules)
+    if replace and private_cache() is not None:
         try:
             _write_cache(path, s.V, cache_meta(rules, SOLVER2P_VERSION, s.V, s.solve_seconds, first_player_value=s.first_player_value))
-        except OSError as err:
+        except (OSError, FileProblem) as err:
             warnings.warn(f"cannot write the two-player solver cache {path}: {err}; the values are kept in memory only", RuntimeWarning, stacklevel=2)
-    return s, "solved"
+    with _tables_lock:
+        return _tables.setdefault(str(path), s), "solved"

@@ -1,6 +1,6 @@
 """The numba loops of :mod:`agents.solver2p`: one turn of many sheet pairs, vectorised
 over the score difference. Imported when a two-player table is solved (numba compiles
-it once and caches it on disk).
+it once and caches it on disk, in a private cache folder only).
 
 Within a turn, with ``E`` a value per roll and ``K`` a value per keep:
 
@@ -24,16 +24,21 @@ from numba import njit, prange
 if not os.environ.get("NUMBA_THREADING_LAYER"):
     numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]  # numba.config's names are set at import
 
-from generala_env.batched import use_project_cache_folder
+from generala_env.cache import with_disk_cache
 from generala_env.dice import NUM_KEEPS, NUM_ROLLS
 
-use_project_cache_folder()  # numba's cache of these loops in the project's cache folder, not beside this file
+
+def cached(**options):
+    """``njit(**options)`` with the project's on-disk cache, in a private cache folder only,
+    never beside this file (:func:`generala_env.cache.with_disk_cache`)."""
+    return lambda f: with_disk_cache(njit(**options)(f))
+
 
 _R = NUM_ROLLS
 _K = NUM_KEEPS
 
 
-@njit(cache=True)
+@cached()
 def _keep_values(E, K, D, add, keep_roll, by_size, keep_size):
     """``K(k)``: the expected ``E`` after rerolling the dice not in keep ``k``."""
     for i in range(_K - 1, -1, -1):
@@ -48,7 +53,7 @@ def _keep_values(E, K, D, add, keep_roll, by_size, keep_size):
                 K[k, j] = (K[a0, j] + K[a1, j] + K[a2, j] + K[a3, j] + K[a4, j] + K[a5, j]) / 6.0
 
 
-@njit(cache=True)
+@cached()
 def _submultiset_max(K, H, D, sub, by_size, keep_size):
     """``H(k)``: the best ``K`` over the keeps inside ``k`` (``k`` included), up to four dice."""
     for i in range(_K):
@@ -65,7 +70,7 @@ def _submultiset_max(K, H, D, sub, by_size, keep_size):
                         H[k, j] = H[s, j]
 
 
-@njit(cache=True)
+@cached()
 def _best_reroll(H, E, r, rk, D, sub):
     """``E[r] = max(E[r], best proper keep of roll r)``."""
     for f in range(6):
@@ -76,7 +81,7 @@ def _best_reroll(H, E, r, rk, D, sub):
                     E[r, j] = H[s, j]
 
 
-@njit(cache=True)
+@cached()
 def _best_write(Wc, E, r, served, amask, blocked, codes, zero_code, D):
     """``E[r]``: the best write of roll ``r`` on an open line (``served``: after the first roll)."""
     for j in range(D):
@@ -91,7 +96,7 @@ def _best_write(Wc, E, r, served, amask, blocked, codes, zero_code, D):
 
 
 # long, and many arguments: one numba kernel (njit takes arrays, not the layout object) whose prange loop is the whole solve
-@njit(cache=True, parallel=True)
+@cached(parallel=True)
 def solve_pairs(
     pairs,
     pair_a,

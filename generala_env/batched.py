@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from . import dice, engine, observe
-from .cache import cache_dir
+from .cache import numba_cache_root, with_disk_cache
 from .dice import DICE, EMPTY_KEEP, NUM_KEEPS, NUM_MASKS, NUM_ROLLS
 from .engine import FIRST_ROLL, OPEN, GameState, Tables
 from .engine import OneGame as G
@@ -81,73 +81,28 @@ SOURCES_DIGEST = _sources_digest() if NUMBA else ""
 
 def cache_root() -> Path:
     """Where numba's on-disk cache of this project's loops goes: ``numba/`` in the project's
-    cache folder (:func:`generala_env.cache.cache_dir`, where the solvers keep their tables)."""
-    return cache_dir() / "numba"
-
-
-def use_project_cache_folder() -> None:
-    """Numba caches a loop beside its source file by default: for an installed package that is
-    in ``site-packages``, where pip never removes the files (a ``generala_env/__pycache__`` left
-    by an uninstall then shadows the next install of the package). The loops of
-    ``generala_env`` and ``agents`` go to :func:`cache_root` instead, one folder per place the
-    sources are (an installed and an editable copy never share one); ``NUMBA_CACHE_DIR``, if
-    set, still wins. This adds a locator to numba's list (a private one: with another numba
-    the default place is kept). Called at import; a module of loops that numba caches calls it
-    before its first ``cache=True`` (as :mod:`agents.solver2p_kernel` does)."""
-    try:
-        from numba.core import caching
-
-        base = caching.UserProvidedCacheLocator
-        locators = caching.CacheImpl._locator_classes
-    except (ImportError, AttributeError):
-        return
-    here = Path(__file__).resolve().parent
-    ours = (str(here) + os.sep, str(here.parent / "agents") + os.sep)
-
-    class ProjectCacheLocator(base):  # type: ignore[misc, valid-type]
-        def __init__(self, py_func, py_file):
-            super().__init__(py_func, py_file)
-            self._cache_path = str(cache_root() / self.get_suitable_cache_subpath(py_file))
-
-        @classmethod
-        def from_function(cls, py_func, py_file):
-            if not os.path.abspath(py_file).startswith(ours):
-                return None
-            return super(base, cls).from_function(py_func, py_file)  # skip base's "only with NUMBA_CACHE_DIR"
-
-    if not any(c.__name__ == "ProjectCacheLocator" for c in locators):
-        locators.insert(1, ProjectCacheLocator)  # after numba's NUMBA_CACHE_DIR locator
-
-
-if NUMBA:
-    use_project_cache_folder()
+    cache folder (:func:`generala_env.cache.cache_dir`, where the solvers keep their tables),
+    or ``NUMBA_CACHE_DIR`` if the user set it; used only while it is private
+    (:func:`generala_env.cache.with_disk_cache`)."""
+    root, parts = numba_cache_root()
+    return root.joinpath(*parts)
 
 
 def cached_njit(**options):
-    """``njit(cache=True, **options)`` whose on-disk cache is also keyed on
-    :data:`SOURCES_DIGEST`: numba keys it on the defining file's time stamp and size alone,
-    so after an edit of the rules it would load the loops compiled from the old ones.
-
-    The digest goes into numba's own stamp of the cache index (an index with another stamp
-    is not read), a private attribute; where it cannot (another numba, sources that cannot be
-    read) the loop is compiled without the on-disk cache: slower to start, never stale. Agents
+    """``njit(**options)`` with the project's on-disk cache
+    (:func:`generala_env.cache.with_disk_cache`): in :func:`cache_root`, never beside the
+    sources (in ``site-packages`` pip would never remove the files, and others may write
+    there), each file checked before numba unpickles it, and keyed on
+    :data:`SOURCES_DIGEST` too: numba keys it on the defining file alone, so after an edit of
+    the rules it would load the loops compiled from the old ones. Where the sources cannot be
+    read the loop is compiled without the on-disk cache: slower to start, never stale. Agents
     that inline the rules into loops of their own (:mod:`agents.batched`) use it too."""
     if not NUMBA:
         return njit
 
     def decorate(f):
-        dispatcher = njit(cache=True, **options)(f)
-        try:
-            cache_file = dispatcher._cache._cache_file
-            stamp = cache_file._source_stamp
-            if not SOURCES_DIGEST:
-                raise AttributeError("no digest of the sources")
-            cache_file._source_stamp = (stamp, SOURCES_DIGEST)
-        except AttributeError:
-            from numba.core.caching import NullCache
-
-            dispatcher._cache = NullCache()
-        return dispatcher
+        dispatcher = njit(**options)(f)
+        return with_disk_cache(dispatcher, SOURCES_DIGEST) if SOURCES_DIGEST else dispatcher
 
     return decorate
 
@@ -621,4 +576,4 @@ def uniform_legal(masks, u):
     return out
 
 
-__all__ = ["NUMBA", "FIRST_ROLL", "U", "njit", "cached_njit", "cache_root", "use_project_cache_folder", "blocked_line", "GameState", "Tables", "EMPTY_KEEP"]
+__all__ = ["NUMBA", "FIRST_ROLL", "U", "njit", "cached_njit", "cache_root", "blocked_line", "GameState", "Tables", "EMPTY_KEEP"]

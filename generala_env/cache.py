@@ -1,10 +1,38 @@
 """Where the project keeps what it computes once and reads again: the solvers' tables and
-numba's compiled loops. No framework imports."""
+numba's compiled loops, and the rule that guards them.
+
+A cache is code: numba's index files are pickles and its data files compiled functions, and
+a solver's table decides every move of the optimal players. So a cache folder is used only
+when it is private (:func:`generala_env.files.private_folder`: a real folder owned by this
+user that group and others cannot write), checked from the cache root down to the folder
+read, as ssh and pip check theirs. A folder that is not private is neither read nor written:
+one :class:`CacheWarning` per folder and process says so, and the work goes on without it
+(numba compiles in memory, the solvers solve again). Folders the project makes here are
+made readable by this user only.
+
+:func:`with_disk_cache` gives a numba function this on-disk cache: in the project's folder
+(``$GENERALA_CACHE/numba``, or ``NUMBA_CACHE_DIR`` if set), never beside the sources, each
+file checked before it is unpickled; a damaged cache file costs one warning and a compile,
+and a cache that cannot be written (a read-only folder, a full disk) one warning and a
+compile in memory, never an error.
+
+No framework imports (:func:`with_disk_cache` imports numba, and
+:mod:`generala_env.numba_cache`, the classes it builds numba's cache from).
+"""
 
 from __future__ import annotations
 
 import os
+import stat
+import warnings
 from pathlib import Path
+from typing import Any
+
+from .files import make_private_folder, private_folder
+
+
+class CacheWarning(RuntimeWarning):
+    """A cache folder or file that is not used, or cannot be written: the work goes on without it."""
 
 
 def cache_dir() -> Path:
@@ -12,3 +40,101 @@ def cache_dir() -> Path:
     empty path would otherwise mean the current folder)."""
     value = os.environ.get("GENERALA_CACHE", "").strip()
     return Path(value) if value else Path.home() / ".cache" / "generala"
+
+
+# the folders and the kinds of problem already reported in this process: one warning each
+_reported: set[str] = set()
+
+
+def warn_once(key: str, message: str, stacklevel: int = 3) -> None:
+    """A :class:`CacheWarning` with ``message``, the first time ``key`` comes up in this process."""
+    if key in _reported:
+        return
+    _reported.add(key)
+    warnings.warn(message, CacheWarning, stacklevel=stacklevel)
+
+
+def private_cache(*parts: str, root: str | os.PathLike | None = None, make: bool = True) -> Path | None:
+    """The folder ``root/parts...`` (``root``: :func:`cache_dir`) if it and every folder from
+    ``root`` down to it are private; missing ones are made (mode 0700) when ``make``. ``None``
+    when one is not private or cannot be made, with one :class:`CacheWarning` per folder and
+    process naming it and why; also ``None``, quietly, when one is missing and not ``make``."""
+    folder = cache_dir() if root is None else Path(root)
+    levels = [folder]
+    for part in parts:
+        levels.append(levels[-1] / part)
+    for level in levels:
+        why = private_folder(level)
+        if why is None and not os.path.lexists(level):
+            if not make:
+                return None
+            try:
+                make_private_folder(level)
+            except OSError as e:
+                why = f"it cannot be made ({e.strerror or e})"
+            else:
+                why = private_folder(level)
+        if why is not None:
+            warn_once(
+                f"folder {level}",
+                f"the cache folder {level} is not used: {why}. Nothing is read from it or written to it: "
+                "numba's loops are compiled in memory (slower to start) and the solvers' tables are solved again. "
+                "Make it yours and private (chown; chmod 700) or set GENERALA_CACHE to a folder that is",
+            )
+            return None
+    return levels[-1]
+
+
+def cache_file_problem(path: str | os.PathLike) -> str | None:
+    """``None`` if ``path`` (in a private cache folder) may be read: a regular file (not a link)
+    owned by this user that group and others cannot write. Otherwise the reason. Raises
+    ``FileNotFoundError`` when it is absent."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"))
+        kind = next((name for test, name in kinds if test(st.st_mode)), "a device")
+        return f"it is {kind}, not a regular file"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"it belongs to user id {st.st_uid}, not to you ({os.geteuid()})"
+    if st.st_mode & 0o022:
+        return f"group or others can write to it (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+# -- numba's on-disk cache ------------------------------------------------------------------------
+def numba_cache_root() -> tuple[Path, tuple[str, ...]]:
+    """Where numba's cache of the project's loops lies, as a root checked from and the parts
+    below it: ``NUMBA_CACHE_DIR`` if the user set it, else :func:`cache_dir` / ``numba``."""
+    try:
+        from numba.core import config
+
+        chosen = getattr(config, "CACHE_DIR", "")
+    except (ImportError, AttributeError):
+        chosen = os.environ.get("NUMBA_CACHE_DIR", "")
+    if chosen:
+        return Path(chosen), ()
+    return cache_dir(), ("numba",)
+
+
+def with_disk_cache(dispatcher: Any, digest: str = "") -> Any:
+    """``dispatcher``, a numba function made without ``cache=True``, with the project's on-disk
+    cache (see the module's doc). ``digest`` joins numba's stamp of the source file, for code
+    the function inlines from other files. Where the cache cannot be had (a folder that is not
+    private, another numba) the function compiles in memory, as it was given."""
+    if not hasattr(dispatcher, "_cache") or not hasattr(dispatcher, "py_func"):
+        return dispatcher  # NUMBA_DISABLE_JIT: a plain Python function
+    try:
+        from .numba_cache import ProjectCache, Untrusted, report
+    except (ImportError, AttributeError) as e:  # another numba, without the classes the project's cache builds on
+        warn_once("numba", f"numba's cache cannot be used with this numba ({type(e).__name__}: {e}): the loops are compiled without it")
+        return dispatcher
+    try:
+        dispatcher._cache = ProjectCache(dispatcher.py_func, digest)
+    except Untrusted:
+        pass  # reported once by private_cache
+    except Exception as e:  # another numba's internals, a source that cannot be read
+        report("cannot be used", e)
+    return dispatcher
+
+
+__all__ = ["CacheWarning", "cache_dir", "cache_file_problem", "numba_cache_root", "private_cache", "warn_once", "with_disk_cache"]

@@ -484,7 +484,7 @@ def test_a_cache_folder_that_cannot_be_made_warns(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("GENERALA_CACHE", str(blocker / "cache"))
-    with pytest.warns(RuntimeWarning, match="solver cache"):
+    with pytest.warns(RuntimeWarning, match="cache folder .* is not used"):
         assert load_or_solve({"lines": ["threes", "generala"]})[1] == "solved"
     with warnings.catch_warnings():
         warnings.simplefilter("error")

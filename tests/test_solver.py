@@ -7,6 +7,7 @@ import pytest
 
 import agents
 from agents.solver import SOLVER_VERSION, Solver, _cache_path, load_or_solve
+from generala_env.cache import CacheWarning
 from generala_env.rules import load_rules
 from training.harness import game_seed, play_many
 
@@ -92,18 +93,21 @@ def test_cache_is_used_and_corruption_or_staleness_is_rebuilt(tmp_path, monkeypa
         V, meta = z["V"].copy(), str(z["meta"])
     V[0] += 1.0
     np.savez(path, V=V, meta=np.array(meta))
-    s3, src3 = load_or_solve(rules)
+    with pytest.warns(CacheWarning, match="do not match their checksum"):
+        s3, src3 = load_or_solve(rules)
     assert src3 == "solved" and s3.expected_score == pytest.approx(s1.expected_score)
 
     # a truncated file
     path.write_bytes(path.read_bytes()[:100])
-    assert load_or_solve(rules)[1] == "solved"
+    with pytest.warns(CacheWarning, match="cannot be read"):
+        assert load_or_solve(rules)[1] == "solved"
 
     # a file from another solver version
     m = json.loads(meta)
     m["solver_version"] = SOLVER_VERSION + 1
     np.savez(path, V=s1.V, meta=np.array(json.dumps(m)))
-    assert load_or_solve(rules)[1] == "solved"
+    with pytest.warns(CacheWarning, match="solver version"):
+        assert load_or_solve(rules)[1] == "solved"
     assert load_or_solve(rules)[1] == "cache"
 
 
@@ -129,5 +133,6 @@ def test_a_cache_of_complex_values_with_a_matching_checksum_is_not_trusted(tmp_p
     V = s1.V.astype(np.complex128)  # same shape, a checksum made for it: only the dtype gives it away
     meta = solver_mod.cache_meta(rules, SOLVER_VERSION, V, 0.0)
     np.savez(path, V=V, meta=np.array(json.dumps(meta)))
-    s2, src = load_or_solve(rules)
+    with pytest.warns(CacheWarning, match="complex128"):
+        s2, src = load_or_solve(rules)
     assert src == "solved" and s2.V.dtype == np.float64

@@ -18,7 +18,6 @@ from agents.solver2p import (
     TwoPlayerSolver,
     _cache_path,
     _turn_arrays,
-    forget_tables,
     load_or_solve_2p,
 )
 from generala_env.dice import NUM_ROLLS, ROLL_COUNTS
@@ -175,27 +174,38 @@ def test_agent_plays_either_seat_through_the_env_and_refuses_other_games(tmp_pat
 
 
 def test_cache_is_used_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch):
+    import agents.solver2p as s2p
+    from generala_env.cache import CacheWarning
+
+    def new_process():  # the table a process shares is read once: the next process reads the file
+        monkeypatch.setattr(s2p, "_tables", {})
+
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules({"lines": ["ones", "twos", "generala"]})
     s1, src1 = load_or_solve_2p(rules)
     s2, src2 = load_or_solve_2p(rules)
-    assert (src1, src2) == ("solved", "cache") and np.array_equal(s1.V, s2.V)
-    assert s2 is s1  # one table per rule set per process
+    assert (src1, src2) == ("solved", "cache") and s2 is s1  # one table for the process
+    new_process()
+    s3, src3 = load_or_solve_2p(rules)
+    assert src3 == "cache" and np.array_equal(s1.V, s3.V)
     path = _cache_path(rules)
     V = np.load(path)
     V[0] += 0.5
     np.save(path, V)  # tampered: the checksum no longer matches
-    forget_tables()  # as a new process would: read the file again
-    assert load_or_solve_2p(rules)[1] == "solved"
+    new_process()
+    with pytest.warns(CacheWarning, match="do not match their checksum"):
+        assert load_or_solve_2p(rules)[1] == "solved"
     path.write_bytes(path.read_bytes()[:64])  # truncated
-    forget_tables()
-    assert load_or_solve_2p(rules)[1] == "solved"
+    new_process()
+    with pytest.warns(CacheWarning, match="cannot be read"):
+        assert load_or_solve_2p(rules)[1] == "solved"
     meta = json.loads(path.with_suffix(".json").read_text())
     meta["solver_version"] = SOLVER2P_VERSION + 1
     path.with_suffix(".json").write_text(json.dumps(meta))
-    forget_tables()
-    assert load_or_solve_2p(rules)[1] == "solved"
-    forget_tables()
+    new_process()
+    with pytest.warns(CacheWarning, match="solver version"):
+        assert load_or_solve_2p(rules)[1] == "solved"
+    new_process()
     assert load_or_solve_2p(rules)[1] == "cache"
 
 
@@ -256,14 +266,11 @@ def test_values_whose_metadata_cannot_be_written_are_not_left_behind(tmp_path, m
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules({"lines": ["ones", "twos", "generala"]})
-    real = s2p.write_whole
 
-    def disk_full_for_json(path, write):
-        if path.suffix == ".json":
-            raise OSError(28, "No space left on device")
-        real(path, write)
+    def disk_full_for_json(path, value, indent=2):
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(s2p, "write_whole", disk_full_for_json)
+    monkeypatch.setattr(s2p, "write_json", disk_full_for_json)
     with pytest.warns(RuntimeWarning, match=r"writing .*\.json"):
         load_or_solve_2p(rules)
     assert list(tmp_path.iterdir()) == []  # no .npy without its .json

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -130,6 +133,23 @@ def _solve_progress():
     return progress, lambda: None
 
 
+@contextlib.contextmanager
+def _warnings_as_lines(prog: str) -> Iterator[None]:
+    """The project's runtime warnings raised in the block (a cache not used or not written)
+    printed as ``generala PROG: warning: MESSAGE``, one line each on stderr; others as Python
+    prints them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        try:
+            yield
+        finally:
+            for w in caught:
+                if issubclass(w.category, RuntimeWarning) and w.category.__module__.split(".")[0] in ("builtins", "generala_env", "agents"):
+                    print(f"generala {prog}: warning: {str(w.message).splitlines()[0] if str(w.message) else w.category.__name__}", file=sys.stderr)
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
 def _solve_cmd(args) -> int:
     from generala_env.rules import load_rules
 
@@ -141,22 +161,23 @@ def _solve_cmd(args) -> int:
     t0 = time.perf_counter()
     out = {"rules": rules.name, "fingerprint": rules.fingerprint(), "players": args.players}
     solver: Solver | TwoPlayerSolver
-    if args.players == 1:
-        from agents.solver import load_or_solve
+    with _warnings_as_lines("solve"):  # a cache not used or not written: one line each, and the solve goes on
+        if args.players == 1:
+            from agents.solver import load_or_solve
 
-        solver, source = load_or_solve(rules, use_cache=not args.no_cache)
-        out["expected_score"] = solver.expected_score
-    else:
-        from agents.solver2p import SolveTooBigError, load_or_solve_2p
+            solver, source = load_or_solve(rules, use_cache=not args.no_cache)
+            out["expected_score"] = solver.expected_score
+        else:
+            from agents.solver2p import SolveTooBigError, load_or_solve_2p
 
-        progress, close = _solve_progress() if not args.json else (None, lambda: None)
-        try:
-            solver, source = load_or_solve_2p(rules, use_cache=not args.no_cache, progress=progress, max_memory=int(args.max_memory * 2**30))
-        except SolveTooBigError as e:
-            raise SystemExit(f"generala solve: {e}") from None
-        finally:
-            close()
-        out["first_player_value"] = solver.first_player_value
+            progress, close = _solve_progress() if not args.json else (None, lambda: None)
+            try:
+                solver, source = load_or_solve_2p(rules, use_cache=not args.no_cache, progress=progress, max_memory=int(args.max_memory * 2**30))
+            except SolveTooBigError as e:
+                raise SystemExit(f"generala solve: {e}") from None
+            finally:
+                close()
+            out["first_player_value"] = solver.first_player_value
     wall = time.perf_counter() - t0
     out.update(solve_seconds=solver.solve_seconds, source=source, load_seconds=wall, peak_memory_mib=_peak_memory_mib())
     if args.json:

@@ -25,24 +25,19 @@ Moves = dict[tuple, tuple[float, int]]
 
 def two_player_table(rules, solve: bool = False):
     """``optimal-2p`` for ``rules`` if its table is cached (or ``solve``), else a sentence why not.
+    Without ``solve`` nothing here can start a solve: the table comes from the cache or not at all."""
+    from agents.optimal import OptimalTwoPlayerAgent
+    from agents.solver2p import _cache_path, shared_table
 
-    Without ``solve`` nothing is solved, whatever the cache holds: the table is read only as
-    :func:`agents.solver2p.load_or_solve_2p` with no memory for a solve allows. The table is
-    read once per process and shared by every caller."""
-    import agents
-    from agents.solver2p import SolveTooBigError, _cache_path, load_or_solve_2p
-    from generala_env.rules import load_rules
-
-    rules = load_rules(rules)
-    if not solve:
-        try:
-            load_or_solve_2p(rules, max_memory=0)  # the cached table, or no solve at all
-        except SolveTooBigError:
-            return (
-                f"the two-player table of the {rules.name!r} rules is not in the cache "
-                f"({_cache_path(rules)}); 'generala solve --players 2 --rules {rules.name}' makes it once (minutes for the presets)"
-            )
-    return agents.load("optimal-2p", rules=rules)  # the table just read: this process holds it
+    if solve:
+        return OptimalTwoPlayerAgent(rules)
+    table = shared_table(rules)
+    if table is None:
+        return (
+            f"the two-player table of the {rules.name!r} rules is not in the cache "
+            f"({_cache_path(rules)}); 'generala solve --players 2 --rules {rules.name}' makes it once (minutes for the presets)"
+        )
+    return OptimalTwoPlayerAgent(rules, table=table)
 
 
 def optimal_advice(game: Game, solver, style) -> tuple[list[str], Moves]:

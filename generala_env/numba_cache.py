@@ -1,0 +1,165 @@
+"""The classes :func:`generala_env.cache.with_disk_cache` makes numba's on-disk cache of a
+function from (imported with numba, by that function only).
+
+Numba finds a function's cache folder with a list of locators, tried in turn: the folder of
+``NUMBA_CACHE_DIR``, ``__pycache__`` beside the source (in ``site-packages``, which pip never
+cleans and others may write), a user-wide folder. :class:`ProjectCache` uses one locator,
+:class:`ProjectLocator`, and no other: the project's cache folder while every folder from its
+root down is private (:func:`generala_env.cache.private_cache`), else no cache at all. Its
+index and data files are pickles: :class:`CheckedFile` checks each before numba unpickles it,
+and reads a damaged one as absent. Numba raises on a damaged file and on one it cannot
+write; :class:`ProjectCache` turns both into one warning and a compile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from numba.core import caching
+
+from .cache import cache_file_problem, numba_cache_root, private_cache, warn_once
+from .files import check_target
+
+
+class Untrusted(OSError):
+    """A cache folder that is not private (already reported by :func:`private_cache`)."""
+
+
+class Refused(Exception):
+    """A cache file that is not read."""
+
+
+def report(what: str, e: BaseException) -> None:
+    """One :class:`~generala_env.cache.CacheWarning` per process for a numba cache that cannot be
+    read or written: ``what`` happened, because of ``e``."""
+    detail = str(e).splitlines()[0] if str(e) else ""
+    if not isinstance(e, Refused):
+        detail = f"{type(e).__name__}: {detail}" if detail else type(e).__name__
+    warn_once("numba", f"numba's cache {what} ({detail}): the loops are compiled without it", stacklevel=4)
+
+
+class ProjectLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+    """Numba's cache of a loop in the project's cache folder, one subfolder per folder of
+    sources, used only while every folder from the root down is private."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._root, parts = numba_cache_root()
+        self._parts = (*parts, self.get_suitable_cache_subpath(py_file))
+        self._cache_path = str(self._root.joinpath(*self._parts))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    def ensure_cache_path(self):
+        if private_cache(*self._parts, root=self._root) is None:
+            raise Untrusted(f"{self._cache_path} is not a private folder")
+
+    def trusted(self) -> bool:
+        return private_cache(*self._parts, root=self._root, make=False) is not None
+
+
+class ProjectImpl(caching.CompileResultCacheImpl):
+    """Numba's compiled-function cache with the project's locator only: no other place
+    (beside the sources, the user-wide folder, one named by NUMBA_CACHE_LOCATOR_CLASSES)."""
+
+    def __init__(self, py_func):
+        self._lineno = py_func.__code__.co_firstlineno
+        qualname = getattr(py_func, "__qualname__", py_func.__name__)
+        source = inspect.getfile(py_func)
+        locator = ProjectLocator.from_function(py_func, source)
+        if locator is None:
+            raise Untrusted(f"no private cache folder for {source}")
+        self._locator = locator
+        modname = os.path.splitext(os.path.basename(source))[0]
+        self._filename_base = self.get_filename_base(f"{modname}.{qualname}", getattr(sys, "abiflags", ""))
+
+
+class CheckedFile(caching.IndexDataCacheFile):
+    """Numba's index and data files, each checked before it is unpickled; a damaged index
+    reads as empty (and is written again), a file that is not this user's regular file is
+    neither read nor replaced, and writes go through a fresh temporary file."""
+
+    def __init__(self, cache_path, filename_base, source_stamp, locator):
+        super().__init__(cache_path, filename_base, source_stamp)
+        self._locator = locator
+        self._refused = False
+
+    def _check(self, path: str) -> None:
+        why = cache_file_problem(path)
+        if why is not None:
+            self._refused = True
+            raise Refused(why)
+
+    def _load_index(self):
+        if not self._locator.trusted():
+            return {}
+        try:
+            self._check(self._index_path)
+            return super()._load_index()
+        except FileNotFoundError:
+            return {}
+        except Exception as e:  # garbage, truncated, another pickle: compiled again, and the index rewritten
+            report(f"index {self._index_path} cannot be read", e)
+            return {}
+
+    def _load_data(self, name):
+        self._check(self._data_path(name))
+        return super()._load_data(name)
+
+    def save(self, key, data):
+        if not self._refused:  # a file that is not ours stays as it is (reported when it was refused)
+            super().save(key, data)
+
+    @contextlib.contextmanager
+    def _open_for_write(self, filepath):
+        target = Path(filepath)
+        check_target(target)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                yield f
+            check_target(target)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+class ProjectCache(caching.FunctionCache):
+    """Numba's cache of one function, in a private folder or not at all; a file that
+    cannot be read, or a cache that cannot be written, costs one warning, never an error."""
+
+    _impl_class = ProjectImpl
+
+    def __init__(self, py_func, digest: str = ""):
+        super().__init__(py_func)
+        stamp = (self._impl.locator.get_source_stamp(), digest)
+        self._cache_file = CheckedFile(self._cache_path, self._impl.filename_base, stamp, self._impl.locator)
+
+    def load_overload(self, sig, target_context):
+        if not self._enabled:
+            return None
+        try:
+            return super().load_overload(sig, target_context)
+        except Exception as e:  # compiled again; the save that follows replaces the entry
+            report(f"in {self._cache_path} cannot be read", e)
+            return None
+
+    def save_overload(self, sig, data):
+        if not self._enabled:
+            return
+        try:
+            super().save_overload(sig, data)
+        except Untrusted:
+            self.disable()  # reported once by private_cache
+        except Exception as e:  # a read-only folder, a full disk: this process compiles in memory
+            report(f"in {self._cache_path} cannot be written", e)
+            self.disable()
