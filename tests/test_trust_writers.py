@@ -5,6 +5,8 @@ and that the legitimate use still works."""
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import shutil
 from pathlib import Path
@@ -99,3 +101,274 @@ def test_a_tournament_refuses_a_users_file_and_replaces_its_own(tmp_path, capsys
     assert cli(argv) == 2
     assert "results.md was not written by generala tournament here" in _one_error_line(capsys.readouterr().err, "tournament")
     assert (out / "results.md").read_text() == "my notes"
+
+
+# -- 2. a run folder is locked while a run uses it ------------------------------------------------
+def _train(argv: list[str]) -> int:
+    pytest.importorskip("sb3_contrib")
+    from training.train import main
+
+    return main(argv)
+
+
+@pytest.fixture
+def run(tiny_run, tmp_path):
+    """A copy of the module's tiny run that a test may resume, lock or damage."""
+    return Path(shutil.copytree(tiny_run, tmp_path / "run"))
+
+
+def test_a_second_resume_of_a_run_in_use_is_refused_and_touches_nothing(run, capsys):
+    from generala_env.files import lock_folder
+
+    before = _tree(run)
+    with lock_folder(run, "the first generala train"):  # the first process, holding the folder
+        assert _train(["--resume", str(run), "total_timesteps=1024"]) == 2
+        line = _one_error_line(capsys.readouterr().err, "train")
+        assert f"{run} is in use by another generala train" in line
+        assert _tree(run) == before
+    assert _train(["--resume", str(run), "total_timesteps=1024"]) == 0  # once the first is done, it resumes
+    state = json.loads((run / "state.json").read_text())
+    assert state["num_timesteps"] >= 1024 and len((run / "command.txt").read_text().splitlines()) == 2
+
+
+def test_a_second_fresh_train_on_a_run_folder_in_use_is_refused(tmp_path, capsys):
+    from generala_env.files import lock_folder
+
+    folder = tmp_path / "runs" / "x"
+    folder.mkdir(parents=True)
+    with lock_folder(folder, "the first generala train"):  # a first run has made and locked it, not yet written to it
+        assert _train(["--config", TINY, f"run_dir={tmp_path / 'runs'}", "--run-name", "x"]) == 2
+        assert "is in use by another generala train" in _one_error_line(capsys.readouterr().err, "train")
+        assert sorted(p.name for p in folder.iterdir()) == [".lock"]
+
+
+def test_two_trains_in_two_processes_on_one_folder_one_is_refused(tmp_path):
+    """The red team's reproduction: two ``generala train --resume`` of one folder at once (the
+    first a subprocess this test started, held inside its run by a lock it waits on)."""
+    pytest.importorskip("sb3_contrib")
+    import subprocess
+    import sys
+
+    runs = tmp_path / "runs"
+    assert _train(["--config", TINY, f"run_dir={runs}", "--run-name", "r", "total_timesteps=256"]) == 0
+    run = runs / "r"
+    # the first process trains while holding the run's lock; it stops at its first evaluation until this test lets it go
+    first = f"""
+import sys
+import training.train as tt
+real = tt.TrainCallback.evaluate
+def evaluate(self):
+    print("in the run", flush=True)
+    sys.stdin.readline()  # until the test lets it go
+    real(self)
+tt.TrainCallback.evaluate = evaluate
+sys.exit(tt.main(["--resume", {str(run)!r}, "total_timesteps=512"]))
+"""
+    p = subprocess.Popen([sys.executable, "-c", first], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        for line in p.stdout:  # wait for the first process to be inside its run (no timing)
+            if "in the run" in line:
+                break
+        second = subprocess.run(
+            [sys.executable, "-m", "training.cli", "train", "--resume", str(run), "total_timesteps=512"], cwd=ROOT, capture_output=True, text=True
+        )
+    finally:
+        _, err = p.communicate("go\n", timeout=300)
+    assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr
+    assert f"{run} is in use by another generala train" in second.stderr and len(second.stderr.strip().splitlines()) == 1
+    assert p.returncode == 0, err[-2000:]
+    rows = (run / "evaluations.csv").read_text().splitlines()
+    steps = [int(r.split(",")[0]) for r in rows[1:]]
+    assert rows[0].startswith("step,") and steps == sorted(set(steps))  # one writer: no interleaved or repeated rows
+    assert not [p.name for p in run.rglob("*.tmp")]
+
+
+# -- 3. a full disk during a save -----------------------------------------------------------------
+def _full_disk(monkeypatch, after: int = 100):
+    """Every SB3 save writes ``after`` bytes, then the disk is full."""
+    from sb3_contrib import MaskablePPO
+
+    def save(self, path, *a, **k):
+        path.write(b"PK" + b"\0" * after)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(MaskablePPO, "save", save)
+
+
+def test_a_full_disk_during_a_save_is_one_line_and_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("sb3_contrib")
+    _full_disk(monkeypatch)
+    runs = tmp_path / "runs"
+    assert _train(["--config", TINY, f"run_dir={runs}", "--run-name", "full"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "train")
+    assert "cannot write" in line and "No space left on device" in line and ".zip" in line
+    run = runs / "full"
+    assert not [p.name for p in run.rglob("*") if ".tmp" in p.name]
+    assert not [p.name for p in run.rglob("*.zip")]  # no torn model took a model's name
+
+
+def test_a_full_disk_during_a_resumes_save_keeps_the_last_model(run, monkeypatch, capsys):
+    before = (run / "latest.zip").read_bytes()
+    _full_disk(monkeypatch)
+    assert _train(["--resume", str(run), "total_timesteps=1024"]) == 2
+    assert "No space left on device" in _one_error_line(capsys.readouterr().err, "train")
+    assert (run / "latest.zip").read_bytes() == before and not list(run.rglob("*.tmp"))
+
+
+def test_save_model_refuses_a_link_and_writes_through_a_fresh_temporary(tmp_path):
+    from training.train import save_model
+
+    class Model:
+        def save(self, f):
+            f.write(b"a model")
+
+    victim = tmp_path / "victim"
+    victim.write_text("mine")
+    (tmp_path / "latest.zip").symlink_to(victim)
+    with pytest.raises(ValueError, match="latest.zip is a symbolic link"):
+        save_model(Model(), tmp_path / "latest.zip")
+    assert victim.read_text() == "mine"
+    (tmp_path / ".best_model.zip.tmp").symlink_to(victim)  # an older version's fixed temporary name, planted
+    save_model(Model(), tmp_path / "best_model.zip")
+    assert (tmp_path / "best_model.zip").read_bytes() == b"a model" and victim.read_text() == "mine"
+
+
+# -- 5. forged run files: one line naming the file ------------------------------------------------
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda r: (r / "state.json").write_text("[" * 100_000 + "]" * 100_000), "state.json is nested too deeply"),
+        (lambda r: (r / "state.json").write_text('{"num_timesteps": "many"}'), "state.json: 'num_timesteps' must be a whole number"),
+        (lambda r: (r / "state.json").write_text('{"evaluations": [{"step": "x"}]}'), "state.json: 'evaluations' must be a list of mappings"),
+        (lambda r: (r / "state.json").write_text('{"best": [1]}'), "state.json: 'best' must be a number"),
+        (lambda r: (r / "config.yaml").write_text("total_timesteps: many\n"), "config.yaml: config key 'total_timesteps' must be a whole number"),
+        (lambda r: (r / "config.yaml").write_text("env: [1, 2]\n"), "config.yaml: config key 'env' must be a mapping"),
+        (lambda r: _insert_row(r, "not,a,row,of,numbers"), r"evaluations.csv, line 2: not a row of numbers"),
+        (lambda r: _insert_row(r, "1,2"), r"evaluations.csv, line 2: not a row of numbers \(2 fields for 5 columns\)"),
+        (lambda r: (r / "evaluations.csv").write_bytes(b"\xff\xfe\n"), "evaluations.csv is not UTF-8"),
+        (lambda r: _replace_with_fifo(r / "state.json"), "state.json is not a regular file"),
+        (lambda r: _replace_with_link(r / "latest.zip"), "latest.zip is not a regular file"),
+    ],
+)
+def test_a_forged_run_file_stops_resume_with_one_line_naming_it(run, capsys, damage, message):
+    import re
+
+    damage(run)
+    before = _tree(run) if not (run / "state.json").is_fifo() else None
+    assert _train(["--resume", str(run), "total_timesteps=1024"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "train")
+    assert re.search(message, line), line
+    if before is not None:
+        assert _tree(run) == before
+
+
+def _insert_row(run: Path, row: str) -> None:
+    lines = (run / "evaluations.csv").read_text().splitlines()
+    (run / "evaluations.csv").write_text("\n".join([lines[0], row, *lines[1:]]) + "\n")
+
+
+def _replace_with_fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _replace_with_link(path: Path) -> None:
+    hostile = path.with_name("elsewhere.zip")
+    path.rename(hostile)
+    path.symlink_to(hostile.name)
+
+
+def test_a_torn_last_evaluation_row_is_skipped_with_a_warning_and_the_run_resumes(run):
+    with open(run / "evaluations.csv", "a") as f:
+        f.write("768,12.5,10")  # an append cut short: no newline, too few fields
+    with pytest.warns(UserWarning, match=r"evaluations.csv, line \d+: a torn last line"):
+        assert _train(["--resume", str(run), "total_timesteps=1024"]) == 0
+    rows = (run / "evaluations.csv").read_text().splitlines()
+    assert all(len(r.split(",")) == len(rows[0].split(",")) for r in rows) and not any(r.startswith("768,12.5,10,") for r in rows)
+
+
+def test_the_curve_plot_reads_a_torn_row_and_refuses_a_bad_one(run, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from training.plot_curve import main as plot_main
+
+    out = tmp_path / "curve.png"
+    with open(run / "evaluations.csv", "a") as f:
+        f.write("768,12")
+    with pytest.warns(UserWarning, match="a torn last line"):
+        assert plot_main([str(run), "--out", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    _insert_row(run, "x,y")
+    assert plot_main([str(run), "--out", str(tmp_path / "other.png")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "evaluations.csv, line 2: not a row of numbers" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "other.png").exists()
+
+
+# -- 6. init_from: an SB3 zip is loaded only with --trust-zip ------------------------------------
+def _hostile_zip(path: Path, marker: Path) -> Path:
+    """An SB3-shaped zip whose ``data`` unpickles to ``open(marker, "w")``: code that runs on load."""
+    import base64
+    import pickle
+    import zipfile
+
+    class Touch:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    data = {"policy_class": {":type:": "<class 'x'>", ":serialized:": base64.b64encode(pickle.dumps(Touch())).decode()}}
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("data", json.dumps(data))
+    return path
+
+
+def test_init_from_an_sb3_zip_needs_trust_zip_at_that_call(tmp_path, capsys):
+    pytest.importorskip("sb3_contrib")
+    marker = tmp_path / "code-ran"
+    hostile = _hostile_zip(tmp_path / "model.zip", marker)
+    runs = tmp_path / "runs"
+    assert _train(["--config", TINY, f"run_dir={runs}", "--run-name", "x", f"init_from={hostile}"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "train")
+    assert "config key 'init_from'" in line and "--trust-zip" in line and "checkpoint folder" in line
+    assert not marker.exists() and not runs.exists()  # nothing unpickled, nothing written
+    # with the flag the user asked for it: the zip is loaded (its code runs: what the flag is for); it is no model, one line
+    assert _train(["--config", TINY, f"run_dir={runs}", "--run-name", "x", f"init_from={hostile}", "--trust-zip"]) == 2
+    assert marker.exists() and "cannot be loaded" in _one_error_line(capsys.readouterr().err, "train")
+    assert not runs.exists()
+
+
+def test_init_from_a_trusted_zip_or_a_checkpoint_folder_trains(tiny_run, tmp_path, capsys):
+    from training.export import main as export_main
+
+    runs = tmp_path / "runs"
+    short = ["total_timesteps=256"]
+    assert _train(["--config", TINY, f"run_dir={runs}", "--run-name", "z", f"init_from={tiny_run / 'best_model.zip'}", "--trust-zip", *short]) == 0
+    # the safe route: a checkpoint folder (weights only) needs no flag
+    assert export_main([str(tiny_run), "--name", "ck", "--games", "2", "--dest", str(tmp_path / "cks")]) == 0
+    ck = tmp_path / "cks" / "ck"
+    assert _train(["--config", TINY, f"run_dir={runs}", "--run-name", "c", f"init_from={ck}", "pretrain.games=0", *short]) == 0
+    capsys.readouterr()
+    # a checkpoint of another network than the config's policy: one line
+    assert _train(["--config", TINY, f"run_dir={runs}", "--run-name", "d", f"init_from={ck}", "policy.net_arch=[16]", *short]) == 2
+    assert "holds another network than config key 'policy' makes" in _one_error_line(capsys.readouterr().err, "train")
+    assert not (runs / "d").exists()
+
+
+def test_init_from_a_checkpoint_folder_starts_from_its_weights(tiny_run, tmp_path):
+    pytest.importorskip("sb3_contrib")
+    import torch
+    from safetensors.torch import load_file
+
+    from training.config import load_config
+    from training.export import main as export_main
+    from training.train import make_vec_env, model_from_config
+
+    assert export_main([str(tiny_run), "--name", "ck", "--games", "2", "--dest", str(tmp_path)]) == 0
+    cfg = load_config(TINY, [f"init_from={tmp_path / 'ck'}"])
+    venv = make_vec_env(cfg)
+    try:
+        model = model_from_config(cfg, venv, tmp_path / "tb")
+    finally:
+        venv.close()
+    saved = load_file(str(tmp_path / "ck" / "policy.safetensors"))
+    assert all(torch.equal(v, saved[k]) for k, v in model.policy.state_dict().items()) and model.num_timesteps == 0
