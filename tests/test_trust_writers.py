@@ -372,3 +372,87 @@ def test_init_from_a_checkpoint_folder_starts_from_its_weights(tiny_run, tmp_pat
         venv.close()
     saved = load_file(str(tmp_path / "ck" / "policy.safetensors"))
     assert all(torch.equal(v, saved[k]) for k, v in model.policy.state_dict().items()) and model.num_timesteps == 0
+
+
+# -- 5. td-search values: one line naming the file; its folder written like every output ---------
+def _td_args(tmp_path: Path, out: Path, games: int) -> list[str]:
+    rules = tmp_path / "two.yaml"  # two lines: a few games take no time
+    rules.write_text("lines: [sixes, generala]\n")
+    return ["--rules", str(rules), "--out", str(out), "--save-every", "10", "--eval-games", "5", "--games", str(games)]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[]", "must hold a mapping .*got a list"),
+        ("[" * 100_000 + "]" * 100_000, "is nested too deeply"),
+        ('{"format": "td-search-v1", "players": 1, "values": "many"}', "'values' must be a non-empty list of finite numbers"),
+        ('{"format": "td-search-v1", "players": "one", "values": [1]}', "'players' must be 1 or 2"),
+    ],
+)
+def test_a_forged_td_search_file_is_one_line_naming_it(tmp_path, capsys, text, message):
+    import re
+
+    from training.td_search import main as td_main
+
+    folder = tmp_path / "td"
+    folder.mkdir()
+    (folder / "td_search.json").write_text(text)
+    assert td_main(_td_args(tmp_path, folder, 10)) == 2  # resuming from it
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and re.search(message, err) and "td_search.json" in err, err
+    # the same file as an agent: one line from generala evaluate too
+    assert cli(_evaluate(tmp_path / "out", agents=str(folder))) == 2
+    line = _one_error_line(capsys.readouterr().err, "evaluate")
+    assert re.search(message, line) and "td_search.json" in line
+    assert (folder / "td_search.json").read_text() == text
+
+
+def test_a_td_search_file_that_is_a_fifo_is_refused_without_blocking(tmp_path, capsys):
+    from training.td_search import main as td_main
+
+    folder = tmp_path / "td"
+    folder.mkdir()
+    os.mkfifo(folder / "td_search.json")
+    assert td_main(_td_args(tmp_path, folder, 10)) == 2
+    assert "td_search.json is a named pipe (FIFO)" in capsys.readouterr().err
+
+
+def test_a_td_search_folder_refuses_a_users_file_and_a_second_run_and_resumes_its_own(tmp_path, capsys):
+    from generala_env.files import MANIFEST, lock_folder
+    from training.td_search import main as td_main
+
+    out = tmp_path / "td"
+    assert td_main(_td_args(tmp_path, out, 10)) == 0
+    assert td_main(_td_args(tmp_path, out, 20)) == 0  # its own files: resumed and replaced
+    assert json.loads((out / "td_search.json").read_text())["games"] == 20
+    capsys.readouterr()
+    with lock_folder(out, "the first run"):  # a second run on a folder in use
+        before = _tree(out)
+        assert td_main(_td_args(tmp_path, out, 30)) == 2
+        assert "is in use by another python -m training.td_search" in capsys.readouterr().err and _tree(out) == before
+    (out / "curve.csv").write_text("my own curve\n")  # the user's file at an output's name
+    assert td_main(_td_args(tmp_path, out, 30)) == 2
+    assert "curve.csv was not written by python -m training.td_search here" in capsys.readouterr().err
+    assert (out / "curve.csv").read_text() == "my own curve\n" and json.loads((out / "td_search.json").read_text())["games"] == 20
+    # a folder written before the record existed: its td_search.json and matching curve.csv are taken over and resumed
+    (out / "curve.csv").unlink()
+    (out / MANIFEST).unlink()
+    assert td_main(_td_args(tmp_path, out, 30)) == 0
+    assert json.loads((out / "td_search.json").read_text())["games"] == 30
+    victim = tmp_path / "victim.csv"
+    victim.write_text("mine")
+    (out / "curve.csv").unlink()
+    (out / "curve.csv").symlink_to(victim)
+    assert td_main(_td_args(tmp_path, out, 40)) == 2
+    assert "curve.csv is a symbolic link" in capsys.readouterr().err and victim.read_text() == "mine"
+
+
+def test_a_teacher_folder_with_a_forged_td_search_file_is_a_config_error(tmp_path, capsys):
+    folder = tmp_path / "teacher"
+    folder.mkdir()
+    (folder / "td_search.json").write_text("[]")
+    assert _train(["--config", TINY, f"run_dir={tmp_path / 'runs'}", "--run-name", "x", f"pretrain.teacher={folder}", "pretrain.games=2"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "train")
+    assert "config key 'pretrain.teacher'" in line and "td_search.json must hold a mapping" in line and "checkpoint" not in line
+    assert not (tmp_path / "runs").exists()

@@ -299,9 +299,13 @@ def _fail(key: tuple, what: str, v: Any) -> ConfigError:
 def _teacher_folder(teacher: str) -> str:
     """The name of the td-search agent that a ``python -m training.td_search --out`` folder
     holds; a config error for anything else."""
+    from agents.base import AgentError
     from agents.td_search import folder_agent
 
-    cls = folder_agent(teacher)
+    try:
+        cls = folder_agent(teacher)
+    except AgentError as e:  # a folder whose td_search.json cannot be read: one line naming the file
+        raise ConfigError(f"config key 'pretrain.teacher': {e}") from None
     if cls is None:
         raise _fail(("pretrain", "teacher"), f"one of {', '.join(TEACHERS)}, or a folder of td-search values (python -m training.td_search --out)", teacher)
     return cls.name
