@@ -9,6 +9,8 @@
   is replaced only if the record says the project wrote it and its bytes are still those
   written; any other file (the user's own ``aggregates.png``, a link, a folder) is refused with
   one line naming it.
+- **A file never replaced** (:func:`create_new`, a recorded video) is written under a fresh
+  temporary name and linked to its name only if that name is free.
 - **Appends are whole lines** (:func:`append_line`): one ``write`` of an ``O_APPEND`` file opened
   with ``O_NOFOLLOW``; :func:`read_json_lines` reads them back, skipping a torn last line with
   a warning that names the file and line, and refusing a bad line elsewhere with one line.
@@ -48,6 +50,10 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 class FileProblem(ValueError):
     """A file that cannot be read or written as asked: one line naming it."""
+
+
+class NameTaken(FileProblem):
+    """:func:`create_new`: something is already at the name of the new file."""
 
 
 def _why(e: OSError) -> str:
@@ -144,6 +150,32 @@ def append_line(path: str | os.PathLike, line: str) -> None:
         raise FileProblem(f"cannot append to {path}: {_why(e)}") from None
     finally:
         os.close(fd)
+
+
+def create_new(path: str | os.PathLike, write_to: Callable[[Path], None], *, mode: int = 0o644) -> Path:
+    """Make the new file ``path`` whole or not at all, never over anything: ``write_to(tmp)``
+    fills a fresh temporary file beside it (made with ``O_EXCL``; named ``.NAME.XXXXXXXX.tmp``
+    plus ``path``'s suffix, for a library or a program that tells the format by the name), which
+    is then hard-linked to ``path`` only if that name is free (a file, a link or a folder there is
+    one line) and removed in every case. For outputs never replaced, such as a recorded video."""
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+        os.close(fd)
+    except OSError as e:
+        raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+    try:
+        write_to(Path(tmp))
+        os.chmod(tmp, mode)
+        os.link(tmp, path, follow_symlinks=False)  # fails if the name is taken: nothing is replaced
+    except FileExistsError:
+        raise NameTaken(f"{path} exists already: it is not replaced") from None
+    except OSError as e:
+        raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return path
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -396,9 +428,11 @@ __all__ = [
     "LOCK",
     "MANIFEST",
     "FileProblem",
+    "NameTaken",
     "OutputFolder",
     "append_line",
     "check_target",
+    "create_new",
     "lock_folder",
     "make_private_folder",
     "private_folder",

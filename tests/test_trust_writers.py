@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from training.cli import main as cli
@@ -456,3 +457,104 @@ def test_a_teacher_folder_with_a_forged_td_search_file_is_a_config_error(tmp_pat
     line = _one_error_line(capsys.readouterr().err, "train")
     assert "config key 'pretrain.teacher'" in line and "td_search.json must hold a mapping" in line and "checkpoint" not in line
     assert not (tmp_path / "runs").exists()
+
+
+# -- 4. the video drawing process killed with videos queued ----------------------------------------
+# a drawing process that says it began its first BEGIN jobs and never finishes them (a long video,
+# a stuck encoder) until the test kills it; the fresh process started after it is the real one
+FAKE_DRAWER = """
+import json, os, sys
+marker, begin = sys.argv[1], int(sys.argv[2])
+if os.path.exists(marker):
+    import runpy
+    runpy.run_module("generala_env.video", run_name="__main__")
+    raise SystemExit
+open(marker, "w").close()
+for k, raw in enumerate(sys.stdin):
+    if k < begin:
+        job = json.loads(raw)
+        sys.stdout.buffer.write(b"generala-video-start " + json.dumps({"id": job["id"]}).encode() + b"\\n")
+        sys.stdout.flush()
+"""
+
+
+def _drawer(tmp_path: Path, begin: int):
+    import sys
+
+    from generala_env.video import DrawingProcess
+
+    return DrawingProcess(command=[sys.executable, "-c", FAKE_DRAWER, str(tmp_path / "started-once"), str(begin)])
+
+
+def _kill_drawing_process(drawer, jobs) -> None:
+    import signal
+
+    for job in jobs:
+        assert job._began.wait(120), "the drawing process never began its job"
+    os.kill(drawer._proc.pid, signal.SIGKILL)  # the process this test's drawer started
+
+
+def test_a_killed_drawing_process_names_the_video_it_was_drawing_and_still_writes_the_rest(tmp_path):
+    pytest.importorskip("moviepy")
+    from generala_env.env import GeneralaEnv
+    from generala_env.video import VideoError
+
+    env = GeneralaEnv(render_mode="rgb_array")
+    env.reset(seed=0)
+    drawer = _drawer(tmp_path, begin=1)
+    try:
+        jobs = [drawer.submit([env.picture(), env.picture()], str(tmp_path / f"v{k}.mp4"), 4, "ultrafast") for k in range(3)]
+        _kill_drawing_process(drawer, jobs[:1])
+        with pytest.raises(VideoError) as e:
+            jobs[0].finish()
+        assert "\n" not in str(e.value) and "killed by signal 9" in str(e.value) and str(tmp_path / "v0.mp4") in str(e.value)
+        for job in jobs[1:]:  # never begun: a fresh drawing process wrote them
+            job.finish()
+    finally:
+        drawer.close()
+    assert sorted(p.name for p in tmp_path.glob("*.mp4")) == ["v1.mp4", "v2.mp4"]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_a_recorder_reports_each_video_a_killed_drawing_process_lost(tmp_path, monkeypatch):
+    pytest.importorskip("moviepy")
+    import gymnasium as gym
+
+    import generala_env  # noqa: F401  (registers Generala-v0)
+    from generala_env.video import DrawingProcess, RecordVideo, VideoError
+
+    drawer = _drawer(tmp_path, begin=3)
+    monkeypatch.setattr(DrawingProcess, "shared", classmethod(lambda cls: drawer))
+    env = gym.make("Generala-v0", rules={"lines": ["ones", "twos", "generala"]}, render_mode="rgb_array")
+    folder = tmp_path / "videos"
+    rec = RecordVideo(env, str(folder), episode_trigger=lambda e: e <= 3, max_pending=3)
+    try:
+        rng = np.random.default_rng(0)
+        for seed in range(3):
+            _play_episode(rec, seed, rng)
+        if rec.recording:
+            rec.stop_recording()
+        jobs = list(rec._pending)
+        assert len(jobs) == 3
+        _kill_drawing_process(drawer, jobs)
+        for job in jobs:
+            job._done.wait()
+        with pytest.raises(VideoError) as e:
+            rec.reset(seed=3)
+        message = str(e.value)
+        assert "\n" not in message and message.startswith("3 videos were not written")
+        for k in range(3):
+            assert str(folder / f"rl-video-episode-{k}.mp4") in message
+        _play_episode(rec, 3, rng)  # the next video goes to a fresh drawing process, and is written
+        rec.close()
+    finally:
+        drawer.close()
+    assert sorted(p.name for p in folder.iterdir()) == ["rl-video-episode-3.mp4"]
+
+
+def _play_episode(env, seed: int, rng) -> None:
+    obs, info = env.reset(seed=seed)
+    while True:
+        obs, _, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        if term or trunc:
+            return
