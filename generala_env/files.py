@@ -178,6 +178,49 @@ def create_new(path: str | os.PathLike, write_to: Callable[[Path], None], *, mod
     return path
 
 
+_RENAME_NOREPLACE = 1
+
+
+def rename_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Rename ``src`` (a file or a folder) to ``dst`` only if nothing is at ``dst``: on Linux one
+    ``renameat2(RENAME_NOREPLACE)``, which no file, link or empty folder appearing at ``dst``
+    can slip under; elsewhere (or where the file system lacks it) checked just before a plain
+    rename. Something at ``dst`` is :class:`NameTaken`; another failure one line naming it."""
+    src, dst = Path(src), Path(dst)
+    done = _renameat2_noreplace(src, dst)
+    if done is None:
+        if lstat_or_none(dst) is not None:
+            raise NameTaken(f"{dst} exists already: it is not replaced")
+        try:
+            os.rename(src, dst)
+        except OSError as e:
+            raise FileProblem(f"cannot move {src} to {dst}: {_why(e)}") from None
+
+
+def _renameat2_noreplace(src: Path, dst: Path) -> bool | None:
+    """``True`` once renamed; ``None`` where renameat2 is not there to ask (not Linux, an old
+    C library, a file system without it)."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    at_fdcwd = -100
+    if renameat2(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.EEXIST:
+        raise NameTaken(f"{dst} exists already: it is not replaced")
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return None  # the file system does not do RENAME_NOREPLACE
+    raise FileProblem(f"cannot move {src} to {dst}: {os.strerror(err)}")
+
+
 # -- reading -----------------------------------------------------------------------------------
 def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:
     """The bytes of ``path``, a regular file (no link, FIFO or device) of at most ``limit`` bytes."""
@@ -439,6 +482,7 @@ __all__ = [
     "read_json",
     "read_json_lines",
     "read_regular",
+    "rename_new",
     "sha256_of",
     "write_atomic",
     "write_json",

@@ -558,3 +558,114 @@ def _play_episode(env, seed: int, rng) -> None:
         obs, _, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
         if term or trunc:
             return
+
+
+# -- export: never through a link, never over a folder it did not make ------------------------------
+def _export(argv: list[str]) -> int:
+    pytest.importorskip("sb3_contrib")
+    from training.export import main
+
+    return main(argv)
+
+
+def test_export_refuses_a_dest_that_is_a_link_and_keeps_its_target(tiny_run, tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "cks").symlink_to(elsewhere)
+    assert _export([str(tiny_run), "--name", "ck", "--games", "2", "--dest", str(tmp_path / "cks")]) == 2
+    assert "is a symbolic link" in _one_error_line(capsys.readouterr().err, "export")
+    assert list(elsewhere.iterdir()) == []
+    assert _export([str(tiny_run), "--name", "ck", "--games", "2", "--dest", str(elsewhere)]) == 0  # the real folder: written
+    assert sorted(p.name for p in (elsewhere / "ck").iterdir()) == ["metadata.json", "policy.safetensors"]
+
+
+def test_export_never_moves_its_checkpoint_over_a_folder_that_appeared_meanwhile(tiny_run, tmp_path, monkeypatch, capsys):
+    import training.export as ex
+
+    dest = tmp_path / "cks"
+    real = ex.check_dest
+    calls = []
+
+    def check_then_race(path, force):
+        real(path, force)
+        calls.append(path)
+        if len(calls) == 2:  # the check just before the move: the user makes a folder there right after it
+            path.mkdir()
+            (path.parent / "marker").write_text("made by the user")
+
+    monkeypatch.setattr(ex, "check_dest", check_then_race)
+    assert _export([str(tiny_run), "--name", "ck", "--games", "2", "--dest", str(dest)]) == 2
+    assert "exists already: it is not replaced" in _one_error_line(capsys.readouterr().err, "export")
+    assert (dest / "ck").is_dir() and list((dest / "ck").iterdir()) == []  # the user's empty folder, kept
+    assert sorted(p.name for p in dest.iterdir()) == ["ck", "marker"]  # and no temporary folder left
+
+
+def test_rename_new_never_replaces_anything(tmp_path):
+    from generala_env.files import NameTaken, rename_new
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_text("new")
+    for kind in ("empty folder", "link", "file"):
+        dst = tmp_path / kind.replace(" ", "-")
+        if kind == "empty folder":
+            dst.mkdir()
+        elif kind == "link":
+            dst.symlink_to(tmp_path / "nowhere")
+        else:
+            dst.write_text("mine")
+        with pytest.raises(NameTaken):
+            rename_new(src, dst)
+    assert (tmp_path / "file").read_text() == "mine" and (tmp_path / "link").is_symlink() and list((tmp_path / "empty-folder").iterdir()) == []
+    rename_new(src, tmp_path / "free")
+    assert (tmp_path / "free" / "f").read_text() == "new" and not src.exists()
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda r: (r / "state.json").write_text("[" * 100_000 + "]" * 100_000), "state.json is nested too deeply"),
+        (lambda r: (r / "state.json").write_text('{"pretrain": {"seconds": "long"}}'), "state.json: 'pretrain.seconds' must be a number"),
+        (lambda r: (r / "state.json").write_text("[]"), "state.json must hold a mapping"),
+        (lambda r: _edit_yaml(r, lambda c: c["env"].update(num_players=[1])), "config.yaml: config key 'env.num_players' must be a whole number"),
+        (lambda r: _edit_yaml(r, lambda c: c.update(pretrain=[1, 2])), "config.yaml: config key 'pretrain' must be a mapping"),
+    ],
+)
+def test_export_of_a_run_with_a_forged_file_is_one_line_naming_it(run, tmp_path, capsys, damage, message):
+    import re
+
+    damage(run)
+    assert _export([str(run), "--name", "ck", "--games", "2", "--dest", str(tmp_path / "cks")]) == 2
+    assert re.search(message, _one_error_line(capsys.readouterr().err, "export"))
+    assert not (tmp_path / "cks" / "ck").exists()
+
+
+def _edit_yaml(run: Path, change) -> None:
+    import yaml
+
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    change(cfg)
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg))
+
+
+def test_export_force_replaces_only_the_checkpoint_it_checked(tiny_run, tmp_path, monkeypatch, capsys):
+    import training.export as ex
+
+    dest = tmp_path / "cks"
+    argv = [str(tiny_run), "--name", "ck", "--games", "2", "--dest", str(dest), "--force"]
+    assert _export(argv) == 0
+    assert _export(argv) == 0  # --force replaces a checkpoint export made
+    real, calls = ex.check_dest, []
+
+    def check_then_swap(path, force):
+        real(path, force)
+        calls.append(path)
+        if len(calls) == 2:  # right after the last check, the user's folder takes the checkpoint's place
+            shutil.rmtree(path)
+            path.mkdir()
+            (path / "thesis.txt").write_text("mine")
+
+    monkeypatch.setattr(ex, "check_dest", check_then_swap)
+    assert _export(argv) == 2
+    assert "is not a checkpoint made by export: nothing was replaced" in _one_error_line(capsys.readouterr().err, "export")
+    assert (dest / "ck" / "thesis.txt").read_text() == "mine" and sorted(p.name for p in dest.iterdir()) == ["ck"]
