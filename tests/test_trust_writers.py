@@ -92,6 +92,22 @@ def test_the_users_own_plot_in_out_is_refused_and_kept(tmp_path, capsys):
     assert (out / "scores.png").read_bytes() == b"the user's own plot"
 
 
+def test_results_from_before_the_record_of_outputs_are_still_replaced_by_the_same_command(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from generala_env.files import MANIFEST
+
+    out = tmp_path / "out"
+    assert cli(_evaluate(out)) == 0
+    (out / MANIFEST).unlink()  # a folder an older version wrote
+    assert cli(_evaluate(out)) == 0 and (out / MANIFEST).is_file()
+    (out / MANIFEST).unlink()
+    (out / "results.md").unlink()
+    (out / "results.md").symlink_to(tmp_path / "victim.md")  # links are refused all the same
+    assert cli(_evaluate(out)) == 2
+    assert "results.md is a symbolic link" in _one_error_line(capsys.readouterr().err, "evaluate")
+    assert not (tmp_path / "victim.md").exists()
+
+
 def test_a_tournament_refuses_a_users_file_and_replaces_its_own(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     out = tmp_path / "out"

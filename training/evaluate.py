@@ -330,7 +330,7 @@ def main(argv=None) -> int:
     out = Path(args.out or f"results/evaluate-{rules.name}-seed{args.seed}")
     command = "generala evaluate " + " ".join(argv if argv is not None else sys.argv[1:])
     pages = [replay_file(n) for n in names] if args.replays else []
-    claim_out(out, "generala evaluate", command, ("results.json", "results.md", "scores.png", *pages), args.force)
+    claim_out(out, "generala evaluate", command, ("results.json", "results.md", "scores.png", *pages), args.force, adopt=True)
 
     def body(progress: dict) -> None:
         table = name_agents(names)

@@ -61,13 +61,17 @@ def parser(prog: str, description: str | None = None, **kwargs) -> argparse.Argu
     return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
 
 
-def claim_out(out, program: str, command: str, files, force: bool = False) -> None:
+def claim_out(out, program: str, command: str, files, force: bool = False, adopt: bool = False) -> None:
     """Check that ``program`` may write ``files`` into the folder ``out``, before any work
     (the program then writes them through :class:`~generala_env.files.OutputFolder`).
 
     Every name must be free or a file the project wrote there and nobody changed since (the
     folder's record of outputs): a symbolic link, a file of the user's (their own
-    ``scores.png``) or one changed since is refused, ``force`` or not. On top of that, a
+    ``scores.png``) or one changed since is refused, ``force`` or not (a folder with no record
+    yet, from an older version or a program that keeps none, has only its links and other
+    non-regular files refused; with ``adopt``, for a program that writes through
+    ``OutputFolder``, the files the command rule lets it replace are recorded as its own). On
+    top of that, a
     folder whose ``results.json`` another command wrote is that command's: the same command
     replaces its files; a different command of ``program`` only with ``force``; another
     program never. A ``ValueError`` names the path and the way out. An ``out`` that is not a
@@ -76,7 +80,7 @@ def claim_out(out, program: str, command: str, files, force: bool = False) -> No
     import stat
     from pathlib import Path
 
-    from generala_env.files import FileProblem, OutputFolder, lstat_or_none, read_json
+    from generala_env.files import MANIFEST, FileProblem, OutputFolder, check_target, lstat_or_none, read_json
 
     out = Path(out)
     try:
@@ -87,10 +91,13 @@ def claim_out(out, program: str, command: str, files, force: bool = False) -> No
         raise ValueError(f"--out {out} is a symbolic link: {program} writes its outputs only into a real folder; choose another --out")
     if st is None or not stat.S_ISDIR(st.st_mode):
         return
-    folder = OutputFolder(out, program, create=False)
     files = tuple(files)
     try:
-        folder.claim(files)
+        if lstat_or_none(out / MANIFEST) is not None:
+            OutputFolder(out, program, create=False).claim(files)
+        else:  # no record of outputs yet (an older version's results): links and the like are refused, the rest is the command rule's
+            for name in files:
+                check_target(out / name)
     except FileProblem as e:
         raise ValueError(f"--out {out}: {e}") from None
     present = [f for f in files if lstat_or_none(out / f) is not None]
@@ -105,3 +112,7 @@ def claim_out(out, program: str, command: str, files, force: bool = False) -> No
         raise ValueError(f"--out {out} holds {', '.join(present)} that {program} did not write: choose another --out")
     if held_command != command and not force:
         raise ValueError(f"--out {out} holds the results of `{held_command}`, a different command: choose another --out, or --force to replace them")
+    if adopt and lstat_or_none(out / MANIFEST) is None:
+        folder = OutputFolder(out, program, create=False)
+        for name in present:
+            folder.adopt(name)

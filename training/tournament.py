@@ -251,7 +251,7 @@ def main(argv=None) -> int:
     _check_lineup(names, args.players)
     out = Path(args.out or f"results/tournament-{rules.name}-{args.players}p-seed{args.seed}")
     command = "generala tournament " + " ".join(argv if argv is not None else sys.argv[1:])
-    claim_out(out, "generala tournament", command, ("results.json", "results.md", "winrates.png"), args.force)
+    claim_out(out, "generala tournament", command, ("results.json", "results.md", "winrates.png"), args.force, adopt=True)
     total = len(_lineups(names, args.players, args.games, args.seed))
 
     def body(progress: dict) -> None:
