@@ -685,3 +685,15 @@ def test_export_force_replaces_only_the_checkpoint_it_checked(tiny_run, tmp_path
     assert _export(argv) == 2
     assert "is not a checkpoint made by export: nothing was replaced" in _one_error_line(capsys.readouterr().err, "export")
     assert (dest / "ck" / "thesis.txt").read_text() == "mine" and sorted(p.name for p in dest.iterdir()) == ["ck"]
+
+
+def test_a_resume_removes_the_temporary_files_of_saves_a_kill_cut_short_and_nothing_else(run, capsys):
+    cut = [run / ".latest.zip.k2j4h6g8.tmp", run / "checkpoints" / ".step_768.zip.a1b2c3d4.tmp", run / "state.json.tmp"]
+    for p in cut:
+        p.write_bytes(b"PK torn")
+    mine = [run / ".latest.zip.notes.tmp", run / "checkpoints" / "my-notes.tmp"]  # not a save's temporary name: kept
+    for p in mine:
+        p.write_text("mine")
+    assert _train(["--resume", str(run), "total_timesteps=1024"]) == 0
+    assert "removed the temporary files of saves cut short" in capsys.readouterr().out
+    assert not any(p.exists() for p in cut) and all(p.read_text() == "mine" for p in mine)
