@@ -36,6 +36,7 @@ import numpy as np
 from generala_env.dice import FIVE_ALIKE, FULL_ROLL_PROB, HOLD_KEEP, NUM_MASKS, NUM_ROLLS
 from generala_env.game import OPEN, Game
 from generala_env.rules import RuleSet, load_rules
+from generala_env.safe_yaml import short_repr
 from generala_env.scoring import blocked_line, generala_scored, points_table
 
 from .base import Agent, AgentError, best_legal, recorded_rules
@@ -242,17 +243,62 @@ def save_checkpoint(path: Path, data: dict) -> None:
     write_whole(Path(path), write)
 
 
+MAX_VALUES_BYTES = 256 << 20  # a td_search.json: tens of MB for rules with many lines
+
+
+def read_values_file(file: Path, what: str = "td-search values") -> dict:
+    """A ``td_search.json`` (shipped, or written by ``python -m training.td_search``), read bounded
+    (a regular file, not a link or a FIFO) and its shape checked: a mapping of format
+    ``td-search-v1`` whose ``players`` is 1 or 2 and whose ``values`` (and two players' ``a``,
+    ``b``, ``c``) are lists of finite numbers. Anything else is one :class:`AgentError` line
+    naming the file; the lengths are checked against a rule set by :func:`check_sizes`."""
+    from generala_env.files import FileProblem, read_json
+
+    file = Path(file)
+    try:
+        data = read_json(file, MAX_VALUES_BYTES, what)
+    except FileProblem as e:
+        raise AgentError(str(e)) from None
+    if not isinstance(data, dict):
+        raise AgentError(f"{what} {file} must hold a mapping (format, players, rules, values), got {_kind_of(data)}")
+    if data.get("format") != FORMAT:
+        raise AgentError(f"{what} {file} is not a {FORMAT} checkpoint (its format is {short_repr(data.get('format'))})")
+    players = data.get("players")
+    if players not in (1, 2) or isinstance(players, bool):
+        raise AgentError(f"{what} {file}: 'players' must be 1 or 2, got {short_repr(players)}")
+    for key in ("values", *(("a", "b", "c") if players == 2 else ())):
+        if key == "c" and data.get(key) is None:
+            continue
+        v = data.get(key)
+        if not isinstance(v, list) or not v or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v):
+            raise AgentError(f"{what} {file}: {key!r} must be a non-empty list of finite numbers, got {short_repr(v)}")
+    for key in ("rules_name", "rules_fingerprint"):
+        if key in data and not isinstance(data[key], str):
+            raise AgentError(f"{what} {file}: {key!r} must be text, got {short_repr(data[key])}")
+    if "rules" in data and not isinstance(data["rules"], dict):
+        raise AgentError(f"{what} {file}: 'rules' must be a mapping of settings, got {short_repr(data['rules'])}")
+    return data
+
+
+def _kind_of(v) -> str:
+    return "null" if v is None else {list: "a list", str: "text", bool: "true or false"}.get(type(v), type(v).__name__)
+
+
+def check_sizes(data: dict, rules: RuleSet, where) -> None:
+    """Refuse values whose lengths are not those of ``rules`` (2 x 2**lines values; two players'
+    ``a`` and ``b`` 2 x lines + 1, ``c`` one a line): one :class:`AgentError` line naming ``where``."""
+    L = rules.num_lines
+    sizes = {"values": 2 << L, "a": 2 * L + 1, "b": 2 * L + 1, "c": L}
+    for key, n in sizes.items():
+        if isinstance(data.get(key), list) and len(data[key]) != n:
+            raise AgentError(f"{where}: {key!r} holds {len(data[key]):,} numbers; rules {rules.name!r} need {n:,}")
+
+
 def read_checkpoint(name: str, folder: Path | None = None) -> dict:
     """The values of the shipped checkpoint ``name``, or of a folder made by ``python -m
-    training.td_search --out FOLDER``."""
+    training.td_search --out FOLDER`` (:func:`read_values_file`)."""
     file = (CHECKPOINTS / name if folder is None else Path(folder)) / VALUES_FILE
-    try:
-        data = json.loads(file.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise AgentError(f"{name}: cannot read its values {file}: {e}") from None
-    if data.get("format") != FORMAT:
-        raise AgentError(f"{file} is not a {FORMAT} checkpoint")
-    return data
+    return read_values_file(file, f"{name}: its values")
 
 
 def read_values(spec: str) -> dict:
@@ -286,7 +332,10 @@ def _checked(name: str, rules: RuleSet, folder: Path | None = None, players: int
     if data.get("players") != players:
         raise AgentError(f"{data.get('players')}-player values in {folder or name}; {name} plays {players}-player games")
     if trained_fingerprint(data) != rules.fingerprint():
-        raise AgentError(f"{name} learned its values under rules {data['rules_name']!r}; it cannot play {rules.name!r} (train it with training/td_search.py)")
+        raise AgentError(
+            f"{name} learned its values under rules {data.get('rules_name')!r}; it cannot play {rules.name!r} (train it with training/td_search.py)"
+        )
+    check_sizes(data, rules, f"{name}: its values in {folder or name}")
     return data
 
 

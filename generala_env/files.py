@@ -9,6 +9,8 @@
   is replaced only if the record says the project wrote it and its bytes are still those
   written; any other file (the user's own ``aggregates.png``, a link, a folder) is refused with
   one line naming it.
+- **A file never replaced** (:func:`create_new`, a recorded video) is written under a fresh
+  temporary name and linked to its name only if that name is free.
 - **Appends are whole lines** (:func:`append_line`): one ``write`` of an ``O_APPEND`` file opened
   with ``O_NOFOLLOW``; :func:`read_json_lines` reads them back, skipping a torn last line with
   a warning that names the file and line, and refusing a bad line elsewhere with one line.
@@ -49,6 +51,10 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 class FileProblem(ValueError):
     """A file that cannot be read or written as asked: one line naming it."""
+
+
+class NameTaken(FileProblem):
+    """:func:`create_new`: something is already at the name of the new file."""
 
 
 def _why(e: OSError) -> str:
@@ -148,6 +154,75 @@ def append_line(path: str | os.PathLike, line: str) -> None:
         raise FileProblem(f"cannot append to {path}: {_why(e)}") from None
     finally:
         os.close(fd)
+
+
+def create_new(path: str | os.PathLike, write_to: Callable[[Path], None], *, mode: int = 0o644) -> Path:
+    """Make the new file ``path`` whole or not at all, never over anything: ``write_to(tmp)``
+    fills a fresh temporary file beside it (made with ``O_EXCL``; named ``.NAME.XXXXXXXX.tmp``
+    plus ``path``'s suffix, for a library or a program that tells the format by the name), which
+    is then hard-linked to ``path`` only if that name is free (a file, a link or a folder there is
+    one line) and removed in every case. For outputs never replaced, such as a recorded video."""
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
+        os.close(fd)
+    except OSError as e:
+        raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+    try:
+        write_to(Path(tmp))
+        os.chmod(tmp, mode)
+        os.link(tmp, path, follow_symlinks=False)  # fails if the name is taken: nothing is replaced
+    except FileExistsError:
+        raise NameTaken(f"{path} exists already: it is not replaced") from None
+    except OSError as e:
+        raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return path
+
+
+_RENAME_NOREPLACE = 1
+
+
+def rename_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Rename ``src`` (a file or a folder) to ``dst`` only if nothing is at ``dst``: on Linux one
+    ``renameat2(RENAME_NOREPLACE)``, which no file, link or empty folder appearing at ``dst``
+    can slip under; elsewhere (or where the file system lacks it) checked just before a plain
+    rename. Something at ``dst`` is :class:`NameTaken`; another failure one line naming it."""
+    src, dst = Path(src), Path(dst)
+    done = _renameat2_noreplace(src, dst)
+    if done is None:
+        if lstat_or_none(dst) is not None:
+            raise NameTaken(f"{dst} exists already: it is not replaced")
+        try:
+            os.rename(src, dst)
+        except OSError as e:
+            raise FileProblem(f"cannot move {src} to {dst}: {_why(e)}") from None
+
+
+def _renameat2_noreplace(src: Path, dst: Path) -> bool | None:
+    """``True`` once renamed; ``None`` where renameat2 is not there to ask (not Linux, an old
+    C library, a file system without it)."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    at_fdcwd = -100
+    if renameat2(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.EEXIST:
+        raise NameTaken(f"{dst} exists already: it is not replaced")
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+        return None  # the file system does not do RENAME_NOREPLACE
+    raise FileProblem(f"cannot move {src} to {dst}: {os.strerror(err)}")
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -404,6 +479,17 @@ class OutputFolder:
     def write_json(self, name: str, value: Any) -> Path:
         return self.write(name, json.dumps(value, indent=2, allow_nan=False) + "\n")
 
+    def adopt(self, name: str) -> Path:
+        """Record the regular file ``name`` as this program's, as it is now: for outputs written
+        before the folder kept a record, once the caller has checked they are its own, and for
+        a file the user hands over explicitly (a ``--force`` that names it)."""
+        path = self.folder / name
+        check_target(path)
+        digest = sha256_of(path)
+        if digest is not None:
+            self._record(name, [digest])
+        return path
+
     @contextlib.contextmanager
     def temporary(self, name: str) -> Iterator[Path]:
         """A fresh temporary path beside ``name`` for a library that writes only to a path
@@ -439,9 +525,11 @@ __all__ = [
     "LOCK",
     "MANIFEST",
     "FileProblem",
+    "NameTaken",
     "OutputFolder",
     "append_line",
     "check_target",
+    "create_new",
     "lock_folder",
     "make_private_folder",
     "private_folder",
@@ -449,6 +537,7 @@ __all__ = [
     "read_json_lines",
     "read_regular",
     "remove_temporaries",
+    "rename_new",
     "sha256_of",
     "write_atomic",
     "write_json",

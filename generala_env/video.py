@@ -16,10 +16,12 @@ same but
   collects garbage only where ``gc_trigger`` asks (default: never);
 * bounds what it holds: at most ``max_pending`` videos are being encoded at once (2 by
   default); one more waits for the oldest;
-* saves atomically and never overwrites: a video is encoded under a hidden temporary
-  name in the same folder and linked to its final name only if that name is free; a name
-  that is taken is one clear :class:`VideoError`, raised by the next ``reset``/``step`` or
-  by ``close``, as is a failure of the encoder or of the drawing process.
+* saves atomically and never overwrites: a video is encoded under a fresh hidden temporary
+  name in the same folder (:func:`generala_env.files.create_new`) and linked to its final
+  name only if that name is free; a name that is taken is one clear :class:`VideoError`,
+  raised by the next ``reset``/``step`` or by ``close``, as is a failure of the encoder or of
+  the drawing process. Every video that failed is named in that one line; if the drawing
+  process dies (killed, out of memory), the videos it had not begun go to a fresh one.
 
 ``close()`` waits for every pending video. ``pip install "generala-rl[video]"`` brings
 PyAV and moviepy (whose imageio-ffmpeg is the fallback).
@@ -54,6 +56,10 @@ class _Job:
         self.error: VideoError | None = None
         self._done = threading.Event()
         self.id = 0
+        self.line = b""  # a drawing process's job: its JSON line
+        self.started = False  # a drawing process said it began it
+        self._began = threading.Event()  # set with started
+        self.tries = 0  # times it was sent again to a fresh drawing process
 
     def done(self) -> bool:
         return self._done.is_set()
@@ -95,20 +101,20 @@ def _encode(frames: list, path: str, fps: float, preset: str, nice: int, in_proc
     for frame in frames:
         if frame.shape != (h, w, 3):
             raise VideoError(f"frames of one video must have one size: {frame.shape} after {(h, w, 3)}")
-    folder, name = os.path.split(path)
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.{threading.get_ident()}.part.mp4")
-    try:
+    from .files import FileProblem, NameTaken, create_new
+
+    def write(tmp) -> None:
         if in_process and _have_pyav():
-            _encode_in_process(frames, tmp, fps, preset, nice)
+            _encode_in_process(frames, str(tmp), fps, preset, nice)
         else:
-            _encode_with_ffmpeg(frames, tmp, fps, preset, nice, path)
-        try:
-            os.link(tmp, path)  # fails if the name is taken: nothing is overwritten
-        except FileExistsError:
-            raise VideoError(f"video {path} exists already; not overwritten (choose another video_folder or name_prefix)") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+            _encode_with_ffmpeg(frames, str(tmp), fps, preset, nice, path)
+
+    try:
+        create_new(path, write)  # a fresh temporary file (O_EXCL), linked to path only if that name is free
+    except NameTaken:
+        raise VideoError(f"video {path} exists already; not overwritten (choose another video_folder or name_prefix)") from None
+    except FileProblem as e:
+        raise VideoError(f"video {path} could not be written: {e}") from None
 
 
 def _have_pyav() -> bool:
@@ -192,6 +198,16 @@ def write_mp4(frames: list, path: str, fps: float, preset: str = "ultrafast") ->
 
 # -- the drawing process ------------------------------------------------------------
 _RESULT = b"generala-video-result "
+_STARTED = b"generala-video-start "
+
+
+class _Worker:
+    """One drawing process and the jobs sent to it, oldest first."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.jobs: deque[_Job] = deque()
+        self.ended = False  # its reader has seen it end and handled the jobs left
 
 
 class DrawingProcess:
@@ -199,29 +215,46 @@ class DrawingProcess:
     video's frames from their :class:`~generala_env.picture.Picture` and encodes them, so the
     training process pays neither. Jobs go down its stdin and results come back on its stdout
     as JSON lines (no pickles either way); a reader thread marks each job done. It starts with
-    the first video and ends with :meth:`close`."""
+    the first video and ends with :meth:`close`.
 
-    def __init__(self, nice: int = 19):
+    If the process ends before its jobs are done (killed, out of memory), each video it had
+    begun fails with its own :class:`VideoError` naming it, and the videos it had not begun are
+    sent to a fresh process (``retries`` times, default once), so that they are still written.
+
+    :param nice: the process's priority
+    :param retries: how many times a video the process had not begun goes to a fresh one
+    :param command: the process to start (default ``python -m generala_env.video``)
+    """
+
+    def __init__(self, nice: int = 19, retries: int = 1, command: list[str] | None = None):
+        import sys
+
         self.nice = nice
-        self._proc: subprocess.Popen | None = None
-        self._jobs: deque[_Job] = deque()
+        self.retries = retries
+        self.command = command or [sys.executable, "-m", "generala_env.video"]
+        self._worker: _Worker | None = None
         self._lock = threading.Lock()
         self._count = 0
+        self._closing = False
 
-    def _start(self) -> subprocess.Popen:
+    @property
+    def _proc(self) -> subprocess.Popen | None:
+        """The running process, if any."""
+        return self._worker.proc if self._worker is not None else None
+
+    def _start(self) -> _Worker:
         import sys
 
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # the modules this process sees
         try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "generala_env.video"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-            )
+            proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         except OSError as e:
             raise VideoError(f"could not start the drawing process: {e}") from e
         with contextlib.suppress(OSError, AttributeError):  # a lower priority is a courtesy, not a requirement
             os.setpriority(os.PRIO_PROCESS, proc.pid, self.nice)
-        threading.Thread(target=self._read, args=(proc,), name="generala-video-results", daemon=True).start()
-        return proc
+        worker = _Worker(proc)
+        threading.Thread(target=self._read, args=(worker,), name="generala-video-results", daemon=True).start()
+        return worker
 
     def submit(self, pictures: list, path: str, fps: float, preset: str) -> _Job:
         import json
@@ -230,44 +263,72 @@ class DrawingProcess:
         with self._lock:
             self._count += 1
             job.id = self._count
-            line = json.dumps({"id": job.id, "path": path, "fps": fps, "preset": preset, "pictures": [list(p) for p in pictures]}) + "\n"
-            if self._proc is None or self._proc.poll() is not None:
-                self._proc = self._start()
-            self._jobs.append(job)
-            assert self._proc.stdin is not None
-            try:
-                self._proc.stdin.write(line.encode())
-                self._proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                pass  # the process has ended: the reader fails its jobs
+            self._closing = False
+        job.line = (json.dumps({"id": job.id, "path": path, "fps": fps, "preset": preset, "pictures": [list(p) for p in pictures]}) + "\n").encode()
+        self._send(job)
         return job
 
-    def _read(self, proc: subprocess.Popen) -> None:
+    def _send(self, job: _Job) -> None:
+        """Queue ``job`` on the running process (a fresh one if it has ended) and write its line."""
+        with self._lock:
+            if self._worker is None or self._worker.ended:
+                try:
+                    self._worker = self._start()
+                except VideoError as e:
+                    job.error = e
+                    job._done.set()
+                    return
+            worker = self._worker
+            worker.jobs.append(job)
+            assert worker.proc.stdin is not None
+            try:
+                worker.proc.stdin.write(job.line)
+                worker.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass  # the process has ended: its reader fails or resends its jobs
+
+    def _read(self, worker: _Worker) -> None:
         import json
 
+        proc = worker.proc
         assert proc.stdout is not None
         for raw in proc.stdout:
-            if not raw.startswith(_RESULT):
+            started = raw.startswith(_STARTED)
+            if not (started or raw.startswith(_RESULT)):
                 continue  # anything else the process printed
             try:
-                result = json.loads(raw[len(_RESULT) :])
+                message = json.loads(raw[len(_STARTED if started else _RESULT) :])
             except ValueError:
                 continue
             with self._lock:
-                job = self._jobs.popleft() if self._jobs and self._jobs[0].id == result.get("id") else None
-            if job is not None:
-                job.error = VideoError(result["error"]) if result.get("error") else None
-                job._done.set()
+                if started:
+                    for queued in worker.jobs:
+                        if queued.id == message.get("id"):
+                            queued.started = True
+                            queued._began.set()
+                    continue
+                done = worker.jobs.popleft() if worker.jobs and worker.jobs[0].id == message.get("id") else None
+            if done is not None:
+                done.error = VideoError(message["error"]) if message.get("error") else None
+                done._done.set()
         code = proc.wait()
-        err = proc.stderr.read().decode(errors="replace").strip()[-300:] if proc.stderr else ""
+        lines = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
         for pipe in (proc.stdout, proc.stderr):  # this thread's to close: left open, they warn when collected
             if pipe is not None:
                 pipe.close()
         with self._lock:
-            left, self._jobs = list(self._jobs), deque()
+            worker.ended = True
+            left, worker.jobs = list(worker.jobs), deque()
+            closing = self._closing
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        said = f": {lines[-1][-200:]}" if lines else ""
         for job in left:
-            job.error = VideoError(f"the drawing process ended (exit status {code}) before writing {job.path}: {err}")
-            job._done.set()
+            if job.started or job.tries >= self.retries or closing:
+                job.error = VideoError(f"the drawing process ended ({how}) before writing {job.path}{said}")
+                job._done.set()
+            else:  # never begun: a fresh process writes it
+                job.tries += 1
+                self._send(job)
 
     @classmethod
     def shared(cls) -> DrawingProcess:
@@ -295,12 +356,13 @@ class DrawingProcess:
     def close(self) -> None:
         """Let the process finish the videos it has, and end."""
         with self._lock:
-            proc, self._proc = self._proc, None
-        if proc is not None:
+            worker, self._worker = self._worker, None
+            self._closing = True
+        if worker is not None:
             with contextlib.suppress(OSError):
-                assert proc.stdin is not None
-                proc.stdin.close()
-            proc.wait()
+                assert worker.proc.stdin is not None
+                worker.proc.stdin.close()
+            worker.proc.wait()
 
 
 _SHARED: DrawingProcess | None = None
@@ -328,6 +390,8 @@ def _serve() -> None:
         error, job = None, None
         try:
             job = json.loads(raw)
+            out.write(_STARTED + json.dumps({"id": job.get("id") if isinstance(job, dict) else None}).encode() + b"\n")
+            out.flush()
             pictures = [Picture.from_plain(p) for p in job["pictures"]]
             _encode([draw(p) for p in pictures], job["path"], job["fps"], job["preset"], nice=19, in_process=True)
         except VideoError as e:
@@ -395,10 +459,13 @@ class RecordVideo(_GymRecordVideo):
                 self._errors.append(e)
 
     def _raise_errors(self) -> None:
-        if self._errors:
-            first = self._errors[0]
-            self._errors.clear()
-            raise first
+        """Raise one :class:`VideoError` for every video that failed since the last one: each
+        named, on one line; the videos after them are still written."""
+        errors, self._errors = self._errors, []
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise VideoError(f"{len(errors)} videos were not written: " + "; ".join(f"({k}) {e}" for k, e in enumerate(errors, 1)))
 
     def stop_recording(self) -> None:
         assert self.recording, "stop_recording was called, but no recording was started"

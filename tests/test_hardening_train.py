@@ -175,7 +175,7 @@ def test_every_default_key_is_checked_beyond_its_type():
         (["env.rules=no-such-rules"], "cannot build the training envs .*unknown rule set 'no-such-rules'"),
         (["env.num_players=2", "env.opponents=nobody"], "cannot build the training envs .*unknown agent 'nobody'"),
         (["eval.opponent=nobody"], "'eval.opponent': unknown agent 'nobody'"),
-        (["init_from=no-such-model.zip"], "'init_from': cannot load no-such-model.zip"),
+        (["init_from=no-such-model.zip", "--trust-zip"], "'init_from': cannot load no-such-model.zip"),
     ],
 )
 def test_a_run_that_cannot_train_leaves_no_folder(tmp_path, capsys, overrides, message):

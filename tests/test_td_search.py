@@ -92,8 +92,8 @@ def test_training_saves_as_it_goes_and_resumes(tmp_path, capsys):
     assert again["games"] == 30 and [r["games"] for r in again["curve"]] == [10, 20, 30]
     assert len(again["recipes"]) == 2 and again["recipes"][1].endswith("--games 30")
     assert "resuming" in capsys.readouterr().out
-    with pytest.raises(SystemExit):
-        train_main(["--rules", "classic", "--out", str(out), "--games", "1"])  # another rule set's folder: refused
+    assert train_main(["--rules", "classic", "--out", str(out), "--games", "1"]) == 2  # another rule set's folder: refused
+    assert "was trained for other rules or players" in capsys.readouterr().err
 
 
 def test_cloning_a_learned_teacher_brings_in_no_solver():

@@ -170,7 +170,9 @@ class Config:
     checkpoint_every: int = 200_000
     """environment steps between saved checkpoints"""
     init_from: str | None = None
-    """a saved model (.zip) to start from instead of a fresh policy"""
+    """a model to start from instead of a fresh policy: a checkpoint folder (generala export;
+    weights only, of the network 'policy' makes) or an SB3 .zip, which runs code when loaded and
+    is loaded only with generala train --trust-zip, asked at every use"""
 
 
 # every key with its default, nested as in a config file; a value's type is checked against its default's
@@ -297,9 +299,13 @@ def _fail(key: tuple, what: str, v: Any) -> ConfigError:
 def _teacher_folder(teacher: str) -> str:
     """The name of the td-search agent that a ``python -m training.td_search --out`` folder
     holds; a config error for anything else."""
+    from agents.base import AgentError
     from agents.td_search import folder_agent
 
-    cls = folder_agent(teacher)
+    try:
+        cls = folder_agent(teacher)
+    except AgentError as e:  # a folder whose td_search.json cannot be read: one line naming the file
+        raise ConfigError(f"config key 'pretrain.teacher': {e}") from None
     if cls is None:
         raise _fail(("pretrain", "teacher"), f"one of {', '.join(TEACHERS)}, or a folder of td-search values (python -m training.td_search --out)", teacher)
     return cls.name
@@ -328,7 +334,7 @@ def _validate(cfg: Config) -> None:
         raise _fail(("device",), "cpu, cuda, cuda:N, mps or auto", cfg.device)
     init = cfg.init_from
     if init is not None and (not isinstance(init, str) or not init.strip()):
-        raise _fail(("init_from",), "null or the path of a saved model (.zip)", init)
+        raise _fail(("init_from",), "null or the path of a saved model (a checkpoint folder, or an SB3 .zip with --trust-zip)", init)
 
     for arch_key in ("net_arch", "vf_arch"):
         arch = getattr(cfg.policy, arch_key)

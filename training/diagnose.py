@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.files import write_atomic
+from generala_env.files import OutputFolder
 
 from .harness import game_seed, play_game
 
@@ -270,6 +270,12 @@ def curve_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write_json(path, value) -> None:
+    """``--json``: atomically, never through a link or over a file this program did not write."""
+    path = Path(path)
+    OutputFolder(path.parent, "python -m training.diagnose").write(path.name, json.dumps(value, indent=2))
+
+
 def main(argv=None) -> int:
     from agents.specs import TRUST_ZIP_HELP
 
@@ -292,12 +298,12 @@ def main(argv=None) -> int:
         rows = over_training(Path(args.agent), args.rules, args.games, args.seed, args.trust_zip)
         print(curve_markdown(rows), end="")
         if args.json:
-            write_atomic(args.json, json.dumps(rows, indent=2))
+            _write_json(args.json, rows)
         return 0
     d = diagnose(args.agent, args.rules, args.games, args.seed, args.trust_zip)
     print(markdown(d), end="")
     if args.json:
-        write_atomic(args.json, json.dumps(d, indent=2))
+        _write_json(args.json, d)
     return 0
 
 

@@ -11,7 +11,6 @@ stops the workers and writes nothing (exit status 130 or 143).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env.files import OutputFolder
 from generala_env.scoring import generala_scored
 
 from .harness import Interrupted, game_seed, play_many, signals_interrupt
@@ -258,10 +258,43 @@ def report(args, rules, rows: list[dict], scores: dict, optimal: float, out: Pat
         "agents": rows,
         "command": command,
     }
-    (out / "results.json").write_text(json.dumps(result, indent=2))
-    (out / "results.md").write_text(markdown(rows, rules, args.games, args.seed, optimal))
-    plot(rows, scores, out / "scores.png", f"Final scores on {rules.name} ({args.games} games, same dice)")
+    folder = OutputFolder(out, "generala evaluate")
+    folder.write_json("results.json", result)
+    folder.write("results.md", markdown(rows, rules, args.games, args.seed, optimal))
+    with folder.temporary("scores.png") as tmp:
+        plot(rows, scores, tmp, f"Final scores on {rules.name} ({args.games} games, same dice)")
     print(f"wrote {out}/results.json, results.md, scores.png ({wall:.1f} s)")
+
+
+REPLAY_NAME_CHARS = 80  # of an agent's spec in its page's file name; longer specs are cut (and get the hash)
+
+
+def replay_file(spec: str) -> str:
+    """The file name of ``spec``'s replay page: ``replays-SPEC.html`` where the spec is a plain
+    name (letters, digits, ``-``, ``_``, ``.``; ``replays-greedy.html``), else its last path part
+    with other characters as ``_``, cut to 80 characters, and the first 8 hex digits of the
+    spec's SHA-256 (``replays-model_zip-1a2b3c4d.html``), so that two specs never share a page."""
+    import hashlib
+
+    base = Path(spec).name or spec
+    safe = "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_" for c in base)[:REPLAY_NAME_CHARS].strip(".") or "agent"
+    if safe == spec:
+        return f"replays-{safe}.html"
+    return f"replays-{safe}-{hashlib.sha256(spec.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}.html"
+
+
+def write_replays(folder: OutputFolder, names: list[str], rules, games: int, seed: int, trust_zip: bool = False) -> list[Path]:
+    """``--replays N``: each agent's page of its first ``games`` games of the evaluation (the
+    same seeds, so the same dice and totals), named by :func:`replay_file`, written into
+    ``folder`` (whose record of outputs refuses a link or a file of the user's at that name)."""
+    from .replay import page, record
+
+    paths = []
+    for name in names:
+        replays, notes = record([name], rules, min(games, 100), seed, trust_zip=trust_zip)
+        paths.append(folder.write(replay_file(name), page(replays, notes, title=f"Generala replay: {name}")))
+    print(f"wrote {len(paths)} replay page(s) in {folder.folder}: {', '.join(p.name for p in paths)}")
+    return paths
 
 
 def main(argv=None) -> int:
@@ -284,7 +317,8 @@ def main(argv=None) -> int:
         type=seed_int,
         default=0,
         metavar="N",
-        help="also write replays-AGENT.html: each agent's first N games, every move judged (generala replay)",
+        help="also write replays-AGENT.html: each agent's first N games, every move judged (generala replay); "
+        "an agent that is not a plain name gets a hash in its page's name",
     )
     args = p.parse_args(argv)
     require_outputs(args)
@@ -295,7 +329,8 @@ def main(argv=None) -> int:
     names = [n.strip() for n in args.agents.split(",")] if args.agents else default_agents()
     out = Path(args.out or f"results/evaluate-{rules.name}-seed{args.seed}")
     command = "generala evaluate " + " ".join(argv if argv is not None else sys.argv[1:])
-    claim_out(out, "generala evaluate", command, ("results.json", "results.md", "scores.png"), args.force)
+    pages = [replay_file(n) for n in names] if args.replays else []
+    claim_out(out, "generala evaluate", command, ("results.json", "results.md", "scores.png", *pages), args.force, adopt=True)
 
     def body(progress: dict) -> None:
         table = name_agents(names)
@@ -304,9 +339,7 @@ def main(argv=None) -> int:
         progress["writing"] = True
         report(args, rules, rows, scores, optimal, out, time.time() - t0, command)
         if args.replays:
-            from .replay import write_replays
-
-            write_replays(names, rules, min(args.replays, args.games), args.seed, out, trust_zip=args.trust_zip)
+            write_replays(OutputFolder(out, "generala evaluate"), names, rules, min(args.replays, args.games), args.seed, trust_zip=args.trust_zip)
 
     return run_guarded("generala evaluate", out, args.games * len(names), body)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env.files import FileProblem, rename_new
 from generala_env.game import outcome_points
 from generala_env.safe_yaml import YamlFileError, read_yaml, short_repr
 
@@ -189,10 +190,11 @@ def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: s
 
 
 def write_metadata(folder: Path, meta: dict) -> None:
-    """``meta`` as the ``metadata.json`` of ``folder``."""
+    """``meta`` as the ``metadata.json`` of ``folder``, written atomically and never through a link."""
     from agents.ppo import METADATA_FILE
+    from generala_env.files import write_atomic
 
-    (Path(folder) / METADATA_FILE).write_text(json.dumps(meta, indent=2, default=float))
+    write_atomic(Path(folder) / METADATA_FILE, json.dumps(meta, indent=2, default=float))
 
 
 def verify(model, folder: Path, rules, players: int, states: int = 300) -> None:
@@ -355,12 +357,16 @@ def put_in_place(tmp: Path, dest: Path, force: bool = False) -> None:
         os.chmod(f, 0o644)
     check_dest(dest, force)  # again: something may have appeared there while we evaluated
     old = None
-    if os.path.lexists(dest):
+    if force and os.path.lexists(dest):
+        # moved aside first, then checked: what is checked is what gets removed, whatever appeared meanwhile
         old = dest.with_name(_temp_name(dest.name, "old") + secrets.token_hex(4))
         os.rename(dest, old)
+        if not is_export_checkpoint(old):
+            rename_new(old, dest)
+            raise ExportError(f"{dest} changed while export ran and is not a checkpoint made by export: nothing was replaced")
     try:
-        os.rename(tmp, dest)
-    except OSError:
+        rename_new(tmp, dest)  # never over what appeared at dest since the check (an empty folder of the user's, a link)
+    except BaseException:
         if old is not None:
             os.rename(old, dest)
         raise
@@ -368,21 +374,55 @@ def put_in_place(tmp: Path, dest: Path, force: bool = False) -> None:
         shutil.rmtree(old)
 
 
+def _check_run_config(cfg, path: Path) -> None:
+    """Refuse a run's ``config.yaml`` whose keys that export reads have the wrong type: one line naming the file and key."""
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("env"), dict):
+        raise ExportError(f"{path} is not a training config")
+    env, pretrain = cfg["env"], cfg.get("pretrain")
+    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+    checks = [
+        ("env.rules", env.get("rules", "classic"), lambda v: isinstance(v, (str, dict)), "a preset name, a YAML path or a mapping of settings"),
+        ("env.num_players", env.get("num_players", 1), lambda v: whole(v) and 1 <= v <= 6, "a whole number from 1 to 6"),
+        ("env.reward", env.get("reward"), lambda v: v is None or isinstance(v, str), "text"),
+        ("env.opponents", env.get("opponents"), lambda v: v is None or isinstance(v, (str, list)), "null, a name or a list of names"),
+        ("pretrain", pretrain, lambda v: v is None or isinstance(v, dict), "a mapping"),
+        ("init_from", cfg.get("init_from"), lambda v: v is None or isinstance(v, str), "null or a path"),
+        ("seed", cfg.get("seed", 0), whole, "a whole number"),
+    ]
+    if isinstance(pretrain, dict):
+        checks += [
+            ("pretrain.games", pretrain.get("games", 0), lambda v: whole(v) and v >= 0, "a whole number of 0 or more"),
+            ("pretrain.teacher", pretrain.get("teacher", "optimal"), lambda v: isinstance(v, str), "text"),
+        ]
+    for key, value, ok, what in checks:
+        if not ok(value):
+            raise ExportError(f"{path}: config key {key!r} must be {what}, got {short_repr(value)}")
+
+
+def _check_pretrain_record(state: dict, path: Path) -> None:
+    """Refuse a ``state.json`` whose record of behaviour cloning has fields of the wrong type."""
+    pretrain = state.get("pretrain")
+    if not isinstance(pretrain, dict):
+        return
+    for key in ("seconds", "teacher_train_seconds"):
+        if key in pretrain and (isinstance(pretrain[key], bool) or not isinstance(pretrain[key], (int, float))):
+            raise ExportError(f"{path}: 'pretrain.{key}' must be a number, got {short_repr(pretrain[key])}")
+    if "teacher" in pretrain and not isinstance(pretrain["teacher"], str):
+        raise ExportError(f"{path}: 'pretrain.teacher' must be text, got {short_repr(pretrain['teacher'])}")
+
+
 def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
+    from .runs import read_state
+
     if not run.is_dir():
         raise ExportError(f"{run} is not a run folder")
     try:
         cfg = read_yaml(run / "config.yaml")
     except YamlFileError as e:
         raise ExportError(f"the run's config.yaml cannot be read: {e}") from None
-    if not isinstance(cfg, dict) or not isinstance(cfg.get("env"), dict):
-        raise ExportError(f"{run / 'config.yaml'} is not a training config")
-    state: dict = {}
-    if (run / "state.json").is_file():
-        try:
-            state = json.loads((run / "state.json").read_text()) or {}
-        except (OSError, json.JSONDecodeError) as e:
-            raise ExportError(f"{run / 'state.json'} cannot be read: {e}") from None
+    _check_run_config(cfg, run / "config.yaml")
+    state = read_state(run / "state.json", ExportError, "export needs a run's state.json as train wrote it", required=False) or {}
+    _check_pretrain_record(state, run / "state.json")
     if Path(model_name).name != model_name:
         raise ExportError(f"--model names a file of the run folder, got {model_name!r}")
     model = run / model_name
@@ -481,7 +521,7 @@ def main(argv=None) -> int:
     try:
         with signals_interrupt():
             return _export(args)
-    except ExportError as e:
+    except (ExportError, FileProblem) as e:
         print(f"generala export: error: {e}", file=sys.stderr)
         return 2
     except Interrupted as e:
@@ -501,6 +541,8 @@ def _export(args) -> int:
             f"--name must be a plain name of at most {MAX_NAME} characters (letters, digits, '.', '_', '-'; no path), got {short_repr(args.name, 60)}"
         )
     root = Path(args.dest)
+    if root.is_symlink():
+        raise ExportError(f"--dest {root} is a symbolic link: export writes only into a real folder; give the folder it points to, or another --dest")
     if root.exists() and not root.is_dir():
         raise ExportError(f"--dest {root} is a file, not a folder")
     if root.is_dir():

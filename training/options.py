@@ -61,31 +61,58 @@ def parser(prog: str, description: str | None = None, **kwargs) -> argparse.Argu
     return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
 
 
-def claim_out(out, program: str, command: str, files: tuple[str, ...], force: bool = False) -> None:
-    """Check that ``program`` may write ``files`` into the folder ``out``, before any work.
+def claim_out(out, program: str, command: str, files, force: bool = False, adopt: bool = False) -> None:
+    """Check that ``program`` may write ``files`` into the folder ``out``, before any work
+    (the program then writes them through :class:`~generala_env.files.OutputFolder`).
 
-    A folder that holds none of them is free. One whose ``results.json`` a ``program`` wrote
-    is this program's: the same command replaces it; a different one only with ``force``.
-    Anything else there under those names (another program's results, a file of the user's,
-    a symbolic link) is refused whatever ``force`` says: a ``ValueError`` names the path and
-    the way out.
+    Every name must be free or a file the project wrote there and nobody changed since (the
+    folder's record of outputs): a symbolic link, a file of the user's (their own
+    ``scores.png``) or one changed since is refused, ``force`` or not (a folder with no record
+    yet, from an older version or a program that keeps none, has only its links and other
+    non-regular files refused; with ``adopt``, for a program that writes through
+    ``OutputFolder``, the files the command rule lets it replace are recorded as its own). On
+    top of that, a
+    folder whose ``results.json`` another command wrote is that command's: the same command
+    replaces its files; a different command of ``program`` only with ``force``; another
+    program never. A ``ValueError`` names the path and the way out. An ``out`` that is not a
+    folder yet is left for the program to make (and to refuse, if it is a file).
     """
-    import json
+    import stat
     from pathlib import Path
 
+    from generala_env.files import MANIFEST, FileProblem, OutputFolder, check_target, lstat_or_none, read_json
+
     out = Path(out)
-    present = [f for f in files if (out / f).exists() or (out / f).is_symlink()]
+    try:
+        st = lstat_or_none(out)
+    except FileProblem:  # a path under a file: the program's own check of --out names it
+        return
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise ValueError(f"--out {out} is a symbolic link: {program} writes its outputs only into a real folder; choose another --out")
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        return
+    files = tuple(files)
+    try:
+        if lstat_or_none(out / MANIFEST) is not None:
+            OutputFolder(out, program, create=False).claim(files)
+        else:  # no record of outputs yet (an older version's results): links and the like are refused, the rest is the command rule's
+            for name in files:
+                check_target(out / name)
+    except FileProblem as e:
+        raise ValueError(f"--out {out}: {e}") from None
+    present = [f for f in files if lstat_or_none(out / f) is not None]
     if not present:
         return
-    links = [f for f in present if (out / f).is_symlink()]
-    if links:
-        raise ValueError(f"--out {out}: {out / links[0]} is a symbolic link; {program} writes no file through a link it did not make: choose another --out")
     try:
-        held = json.loads((out / "results.json").read_text())
-        held_command = held.get("command") if isinstance(held, dict) else None
-    except (OSError, ValueError):
-        held_command = None
+        held = read_json(out / "results.json", 16 << 20, "results file") if "results.json" in present else None
+    except FileProblem:
+        held = None
+    held_command = held.get("command") if isinstance(held, dict) else None
     if not isinstance(held_command, str) or not (held_command == program or held_command.startswith(program + " ")):
         raise ValueError(f"--out {out} holds {', '.join(present)} that {program} did not write: choose another --out")
     if held_command != command and not force:
         raise ValueError(f"--out {out} holds the results of `{held_command}`, a different command: choose another --out, or --force to replace them")
+    if adopt and lstat_or_none(out / MANIFEST) is None:
+        folder = OutputFolder(out, program, create=False)
+        for name in present:
+            folder.adopt(name)

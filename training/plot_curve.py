@@ -1,27 +1,47 @@
 """Learning curves from runs' ``evaluations.csv``: share of optimal against steps and against wall-clock.
 
 python -m training.plot_curve runs/ppo_classic_bc runs/ppo_classic_scratch --out docs/learning_curve.png
+
+``--out`` is written atomically and never through a link; a file already there is replaced
+when this program wrote it (and nobody changed it since), else only with ``--force``.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
+PROG = "python -m training.plot_curve"
+
 
 def read(run: Path) -> dict[str, list[float]]:
-    with open(run / "evaluations.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    return {k: [float(r[k]) for r in rows] for k in rows[0]} if rows else {}
+    """A run's ``evaluations.csv`` as columns (:func:`training.runs.read_evaluations`: a torn
+    last row skipped with a warning, any other bad row one line naming the file and line)."""
+    from .runs import EVALUATIONS, read_evaluations
+
+    header, rows = read_evaluations(Path(run) / EVALUATIONS)
+    return {k: [r[k] for r in rows] for k in header} if rows else {}
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m training.plot_curve", description=__doc__.split("\n\n")[0])
+    from generala_env.files import FileProblem
+
+    try:
+        return _main(argv)
+    except (FileProblem, ValueError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv=None) -> int:
+    from generala_env.files import OutputFolder, check_target, lstat_or_none
+
+    p = argparse.ArgumentParser(allow_abbrev=False, prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+")
     p.add_argument("--labels", help="comma-separated labels, one per run")
     p.add_argument("--out", default="docs/learning_curve.png")
+    p.add_argument("--force", action="store_true", help="replace a file at --out that this program did not write (never a link)")
     p.add_argument("--title", default="MaskablePPO on Generala (classic), seeded evaluations")
     p.add_argument(
         "--reference",
@@ -31,6 +51,12 @@ def main(argv=None) -> int:
         help="a dashed line at Y %% with a label (repeatable; default: the 95%% target and 97%% aim)",
     )
     args = p.parse_args(argv)
+    out = Path(args.out)
+    before = OutputFolder(out.parent, PROG, create=False)  # checked before any work: a link or a file of the user's there is refused
+    if args.force:
+        check_target(out)
+    else:
+        before.check(out.name)
     refs = args.reference or ["95:95% target", "97:97% aim"]
     args.reference = [(float(r.split(":", 1)[0]), r.split(":", 1)[1] if ":" in r else "") for r in refs]
 
@@ -59,9 +85,13 @@ def main(argv=None) -> int:
     ax1.legend(fontsize=8)
     fig.suptitle(args.title)
     fig.tight_layout()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.out, dpi=110)
-    print(f"wrote {args.out}")
+    folder = OutputFolder(out.parent, PROG)
+    if args.force and lstat_or_none(out) is not None and not folder.ours(out.name):
+        check_target(out)
+        folder.adopt(out.name)  # --force: the file there is taken over, then replaced
+    with folder.temporary(out.name) as tmp:
+        fig.savefig(tmp, dpi=110)
+    print(f"wrote {out}")
     return 0
 
 

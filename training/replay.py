@@ -289,28 +289,16 @@ def page(replays: list[Replay], notes: list[str], title: str = "Generala replay"
 
 
 def write_page(path: Path, text: str, force: bool = False) -> None:
-    """Write the page whole or not at all; an existing file only with ``force``."""
-    from agents.solver import write_whole
+    """Write the page to ``path`` atomically: a file already there only with ``force``, and
+    then only a page this program wrote there (never a file of the user's, never a link)."""
+    from generala_env.files import OutputFolder, lstat_or_none
 
-    if path.exists() and not force:
-        raise ValueError(f"{path} exists: pass --force to replace it, or another --out")
-    if path.is_dir():
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
         raise ValueError(f"{path} is a folder: --out names the HTML file to write")
-    write_whole(path, lambda f: f.write(text.encode("utf-8")))
-
-
-def write_replays(names: list[str], rules, games: int, seed: int, out: Path, trust_zip: bool = False) -> list[Path]:
-    """``generala evaluate --replays N``: ``out/replays-NAME.html`` for each one-player agent,
-    its first ``games`` games of the evaluation (the same seeds, so the same dice and totals)."""
-    paths = []
-    for name in names:
-        replays, notes = record([name], rules, min(games, 100), seed, trust_zip=trust_zip)
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name) or "agent"
-        path = Path(out) / f"replays-{safe}.html"
-        write_page(path, page(replays, notes, title=f"Generala replay: {name}"), force=True)  # evaluate's own output folder
-        paths.append(path)
-    print(f"wrote {len(paths)} replay page(s) in {out}")
-    return paths
+    if lstat_or_none(path) is not None and not force:
+        raise ValueError(f"{path} exists: pass --force to replace it, or another --out")
+    OutputFolder(path.parent, "generala replay").write(path.name, text.encode("utf-8"))
 
 
 def build_parser() -> argparse.ArgumentParser:

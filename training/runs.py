@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import copy
 import json
-import os
+import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from generala_env import files
+from generala_env.safe_yaml import short_repr
+
 
 # -- the run's files ------------------------------------------------------------------------
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file: a cut write leaves the old file whole."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    """Write ``text`` to ``path`` through a fresh temporary file renamed over it
+    (:func:`generala_env.files.write_atomic`): a cut write leaves the old file whole, a link at
+    ``path`` is refused, and a failed write (a full disk) is one line naming the file."""
+    files.write_atomic(path, text)
 
 
 def write_json(path: Path, data, indent: int = 2) -> Path:
@@ -38,32 +42,58 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _evaluation(e) -> bool:
+    """An entry of ``evaluations``: a mapping whose ``step`` (where present) is a whole number and whose other figures are numbers."""
+    return isinstance(e, dict) and all(_whole(v) if k == "step" else _number(v) for k, v in e.items() if k in ("step", "wall_seconds", *FIGURES))
+
+
+FIGURES = ("mean_score", "share_of_optimal", "win_rate")
+
 # what a state.json may hold, each key checked where it is present: train writes train_seconds,
-# best and evaluations; the benchmark steps, checkpoint, evaluations, train_seconds, eval_seconds and done
+# best, best_step, num_timesteps, pretrain and evaluations; the benchmark steps, checkpoint,
+# evaluations, train_seconds, eval_seconds and done
 _STATE_KEYS: tuple[tuple[str, Callable[[object], bool], str], ...] = (
     ("train_seconds", _number, "a number"),
     ("eval_seconds", _number, "a number"),
     ("best", _number, "a number"),
-    ("steps", lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number"),
+    ("best_step", _whole, "a whole number"),
+    ("num_timesteps", _whole, "a whole number"),
+    ("steps", _whole, "a whole number"),
     ("checkpoint", lambda v: v is None or isinstance(v, str), "a folder name or null"),
     ("done", lambda v: isinstance(v, bool), "true or false"),
-    ("evaluations", lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v), "a list of mappings"),
+    ("pretrain", lambda v: v is None or isinstance(v, dict), "a mapping or null"),
+    (
+        "evaluations",
+        lambda v: isinstance(v, list) and all(_evaluation(e) for e in v),
+        "a list of mappings (step a whole number; wall_seconds, mean_score, share_of_optimal and win_rate numbers)",
+    ),
 )
+
+MAX_STATE_BYTES = 64 << 20
 
 
 def read_state(path: Path, error: type[Exception], broken: str, required: bool = True) -> dict | None:
     """A run's ``state.json`` (steps, times, evaluations so far), its known keys checked.
 
     ``None`` where the file is absent and not ``required``. Anything else that stops it from
-    being read is one line of ``error``; ``broken`` ends the line of a file that is not JSON
-    (what that means for the run).
+    being read (a link, a FIFO, a file too large or nested too deeply, a value of the wrong
+    type) is one line of ``error`` naming the file; ``broken`` ends the line of a file that is
+    not JSON (what that means for the run).
     """
-    if not required and not path.is_file():
+    if not required and files.lstat_or_none(path) is None:
         return None
     try:
-        state = json.loads(path.read_text())
-    except OSError as e:
-        raise error(f"cannot read {path}: {e.strerror}") from None
+        raw = files.read_regular(path, MAX_STATE_BYTES, "state file")
+    except files.FileProblem as e:
+        raise error(str(e)) from None
+    try:
+        state = json.loads(raw)
+    except RecursionError:
+        raise error(f"{path} is nested too deeply to be read; {broken}") from None
     except ValueError as e:
         raise error(f"{path} is not valid JSON ({e}); {broken}") from None
     if not isinstance(state, dict):
@@ -71,8 +101,55 @@ def read_state(path: Path, error: type[Exception], broken: str, required: bool =
         raise error(f"{path} must hold a mapping (the run's steps, time and evaluations), got {got}")
     for key, ok, what in _STATE_KEYS:
         if key in state and not ok(state[key]):
-            raise error(f"{path}: {key!r} must be {what}, got {state[key]!r}")
+            raise error(f"{path}: {key!r} must be {what}, got {short_repr(state[key])}")
     return state
+
+
+EVALUATIONS = "evaluations.csv"
+
+
+def read_evaluations(path: Path, error: type[Exception] = files.FileProblem) -> tuple[list[str], list[dict[str, float]]]:
+    """The header and rows of a run's ``evaluations.csv`` (each row its numbers by column).
+
+    A torn last line (a write cut short: no newline at its end, or too few fields) is skipped
+    with a warning naming the file and line; any other line that is not numbers, one for each
+    column, is one line of ``error`` naming the file and line. An absent file has no rows.
+    """
+    if files.lstat_or_none(path) is None:
+        return [], []
+    try:
+        raw = files.read_regular(path, MAX_STATE_BYTES, "evaluations file")
+        text = raw.decode("utf-8")
+    except files.FileProblem as e:
+        raise error(str(e)) from None
+    except UnicodeDecodeError as e:
+        raise error(f"{path} is not UTF-8 text (byte {e.start})") from None
+    lines = text.split("\n")
+    last = len(lines) if text.endswith("\n") else len(lines) - 1  # lines before this one ended with a newline
+    header = lines[0].split(",") if lines and lines[0] else []
+    if header and (len(set(header)) != len(header) or "step" not in header or not all(h.replace("_", "").isalnum() for h in header)):
+        if last == 0:
+            warnings.warn(f"{path}, line 1: a torn header (a write cut short) is skipped", stacklevel=2)
+            return [], []
+        raise error(f"{path}, line 1: not the header of a run's evaluations (step, wall_seconds, ...): {short_repr(lines[0])}")
+    rows = []
+    for number, line in enumerate(lines[1:], 2):
+        if not line:
+            continue
+        fields = line.split(",")
+        try:
+            if len(fields) != len(header):
+                raise ValueError(f"{len(fields)} fields for {len(header)} columns")
+            row = dict(zip(header, map(float, fields), strict=True))
+            if not all(math.isfinite(v) for v in row.values()):
+                raise ValueError("a number that is not finite")
+        except ValueError as e:
+            if number - 1 >= last:  # the last line, without its newline: cut short
+                warnings.warn(f"{path}, line {number}: a torn last line (a write cut short) is skipped", stacklevel=2)
+                continue
+            raise error(f"{path}, line {number}: not a row of numbers ({e}): {short_repr(line)}; fix or remove that line") from None
+        rows.append(row)
+    return header, rows
 
 
 # -- the model ------------------------------------------------------------------------------

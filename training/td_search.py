@@ -8,12 +8,18 @@ Everything goes to ``--out DIR``: ``td_search.json`` (the values, the generator'
 learning curve, rewritten whole every ``--save-every`` games) and ``curve.csv``. Run it again on
 the same folder and it goes on from there; Ctrl-C or SIGTERM stops it after saving. No solver
 values are read: the learned values start from the rules alone.
+
+The folder is locked while a run uses it (a second run on it is refused with one line); its
+files are written atomically, never through a link and never over a file this program did
+not write there (``.generala-outputs.json`` records what it wrote). A file it cannot read or
+write is one line, not a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import signal
 import sys
@@ -22,8 +28,22 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.td_search import FORMAT, VALUES_FILE, OnePlayerLearner, TwoPlayerLearner, TwoPlayerValue, save_checkpoint, trained_fingerprint
+from agents.base import AgentError
+from agents.td_search import (
+    FORMAT,
+    VALUES_FILE,
+    OnePlayerLearner,
+    TwoPlayerLearner,
+    TwoPlayerValue,
+    check_sizes,
+    read_values_file,
+    trained_fingerprint,
+)
+from generala_env.files import FileProblem, OutputFolder, lock_folder, lstat_or_none, sha256_of
 from generala_env.rules import RulesError, load_rules
+
+PROG = "python -m training.td_search"
+CURVE_FILE = "curve.csv"
 
 EVAL_SEED = 10**6  # evaluation dice: seeds EVAL_SEED + i, apart from the training dice
 
@@ -32,9 +52,66 @@ def evaluate_1p(learner: OnePlayerLearner, games: int) -> float:
     return float(np.mean([learner.play_game(np.random.default_rng(EVAL_SEED + i), learn=False) for i in range(games)]))
 
 
-# long: the script's whole run in order (arguments, resume, learn on a budget, save at the end or on SIGTERM)
+def curve_csv(curve: list[dict]) -> str:
+    """The learning curve as ``curve.csv`` (a header of the first row's keys)."""
+    text = io.StringIO()
+    w = csv.DictWriter(text, fieldnames=list(curve[0]) if curve else ["games"])
+    w.writeheader()
+    w.writerows(curve)
+    return text.getvalue()
+
+
+def check_state(state: dict, file: Path) -> None:
+    """Refuse a ``td_search.json`` to resume from whose run keys are of the wrong type: one line naming it."""
+    checks = {
+        "games": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number of 0 or more"),
+        "train_seconds": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"),
+        "curve": (lambda v: isinstance(v, list) and all(isinstance(r, dict) for r in v), "a list of mappings"),
+        "rng_state": (lambda v: isinstance(v, dict), "a mapping (numpy's generator state)"),
+    }
+    for key, (ok, what) in checks.items():
+        if not ok(state.get(key)):
+            raise AgentError(f"{file}: {key!r} must be {what}, got {state.get(key)!r:.80}")
+    built_on = state.get("built_on")
+    if built_on is not None and not (isinstance(built_on, dict) and isinstance(built_on.get("solver_in_training"), list)):
+        raise AgentError(f"{file}: 'built_on' must be a mapping with a list 'solver_in_training', got {built_on!r:.80}")
+    recipes = state.get("recipes", [])
+    if not isinstance(recipes, list) or not all(isinstance(r, str) for r in recipes):
+        raise AgentError(f"{file}: 'recipes' must be a list of commands, got {recipes!r:.80}")
+
+
+def claim_folder(folder: OutputFolder, state: dict | None) -> None:
+    """Check before any game that ``td_search.json`` and ``curve.csv`` may be written in the folder.
+
+    Files this program recorded there are its own. A run resumed from a ``td_search.json``
+    written before the folder kept a record takes over that file (it was just read as this
+    program's values) and the ``curve.csv`` beside it if it is exactly that file's curve;
+    anything else there (a link, a file of the user's) is refused with one line."""
+    if state is not None and not folder.ours(VALUES_FILE) and VALUES_FILE not in folder.written():
+        folder.adopt(VALUES_FILE)
+        curve = folder.folder / CURVE_FILE
+        if lstat_or_none(curve) is not None and sha256_of(curve) == _sha256(curve_csv(state["curve"])):
+            folder.adopt(CURVE_FILE)
+    folder.claim([VALUES_FILE, CURVE_FILE])
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m training.td_search", description=__doc__.splitlines()[0])
+    try:
+        return _main(argv)
+    except (AgentError, FileProblem) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+
+
+# long: the script's whole run in order (arguments, resume, learn on a budget, save at the end or on SIGTERM)
+def _main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     ap.add_argument("--players", type=int, choices=(1, 2), default=1)
     ap.add_argument("--rules", default="classic")
     ap.add_argument("--out", required=True, type=Path)
@@ -52,17 +129,33 @@ def main(argv=None) -> int:
     except RulesError as e:
         ap.error(str(e))
     file = args.out / VALUES_FILE
-    state = None
-    if file.is_file():
-        state = json.loads(file.read_text())
-        if trained_fingerprint(state) != rules.fingerprint() or state.get("players") != args.players:
-            ap.error(f"{file} was trained for other rules or players; give another --out")
-        print(f"resuming {file} at {state['games']} games", flush=True)
+    folder = OutputFolder(args.out, PROG)
+    with lock_folder(args.out, f"another {PROG}"):
+        state = None
+        if lstat_or_none(file) is not None:
+            state = read_values_file(file, "td-search values")
+            if trained_fingerprint(state) != rules.fingerprint() or state.get("players") != args.players:
+                raise AgentError(f"{file} was trained for other rules or players; give another --out")
+            check_sizes(state, rules, file)
+            check_state(state, file)
+            print(f"resuming {file} at {state['games']} games", flush=True)
+        claim_folder(folder, state)
+        return _learn(args, rules, file, folder, state, recipe_of(argv))
+
+
+def recipe_of(argv) -> str:
+    return f"{PROG} " + " ".join(sys.argv[1:] if argv is None else argv)
+
+
+# long: learn on a budget, save at the end or on SIGTERM
+def _learn(args, rules, file: Path, folder: OutputFolder, state: dict | None, recipe: str) -> int:
     rng = np.random.default_rng(args.seed)
     if state:
-        rng.bit_generator.state = state["rng_state"]
+        try:
+            rng.bit_generator.state = state["rng_state"]
+        except (TypeError, ValueError, KeyError) as e:
+            raise AgentError(f"{file}: 'rng_state' is not a state of numpy's generator ({e})") from None
     curve = state["curve"] if state else []
-    recipe = "python -m training.td_search " + " ".join(sys.argv[1:] if argv is None else argv)
     previous = (state.get("recipes") or ([state["recipe"]] if "recipe" in state else [])) if state else []
     recipes = [*previous, recipe]
     spent = state["train_seconds"] if state else 0.0
@@ -77,10 +170,13 @@ def main(argv=None) -> int:
             value = TwoPlayerValue(rules, V1, state["a"], state["b"], state.get("c"))
         else:
             if args.values is None:
-                ap.error("--players 2 builds on a one-player table: give --values DIR/td_search.json")
-            one = json.loads(args.values.read_text())
-            if trained_fingerprint(one) != rules.fingerprint():
-                ap.error(f"{args.values} was trained for other rules")
+                raise AgentError("--players 2 builds on a one-player table: give --values DIR/td_search.json")
+            one = read_values_file(args.values, "--values")
+            if trained_fingerprint(one) != rules.fingerprint() or one.get("players") != 1:
+                raise AgentError(
+                    f"--values {args.values} holds {one.get('players')}-player values trained for other rules or players; give a one-player table of these rules"
+                )
+            check_sizes(one, rules, f"--values {args.values}")
             V1 = one["values"]
             value = TwoPlayerValue(rules, V1)
             inside = one.get("solver_in_training")
@@ -119,14 +215,9 @@ def main(argv=None) -> int:
             data["a"], data["b"], data["c"] = learner.value.a.tolist(), learner.value.b.tolist(), learner.value.c.tolist()
         if args.players == 1:
             data["expected_score_estimate"] = float(learner.V[0])
-        save_checkpoint(file, data)
-        with open(args.out / "curve.csv.tmp", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(curve[0]) if curve else ["games"])
-            w.writeheader()
-            w.writerows(curve)
-        (args.out / "curve.csv.tmp").replace(args.out / "curve.csv")
+        folder.write(VALUES_FILE, json.dumps(data, indent=1))
+        folder.write(CURVE_FILE, curve_csv(curve))
 
-    args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     base = spent
     recent = []

@@ -15,13 +15,13 @@ and writes nothing (exit status 130 or 143).
 from __future__ import annotations
 
 import itertools
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from generala_env.files import OutputFolder
 from generala_env.game import outcome_points
 
 from .evaluate import check_agents, require_outputs, run_guarded
@@ -201,7 +201,8 @@ def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, co
         "agents": names,
         "command": command,
     }
-    (out / "results.json").write_text(json.dumps(result, indent=2))
+    folder = OutputFolder(out, "generala tournament")
+    folder.write_json("results.json", result)
     md = [
         f"# Tournament on `{rules.name}`: {args.players} players, {args.games} seeds per matchup, seats swapped on the same dice",
         "",
@@ -215,8 +216,9 @@ def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, co
             f"{r['loss_rate'][0]:.1%} | {mm[0]:+.2f} ({mm[1]:+.2f} … {mm[2]:+.2f}) | {r['served_generala_endings']} | "
             f"{r['seat_0_points_rate'][0]:.1%} ({r['seat_0_points_rate'][1]:.1%} … {r['seat_0_points_rate'][2]:.1%}) |"
         )
-    (out / "results.md").write_text("\n".join(md) + "\n")
-    plot_matrix(names, matrix, out / "winrates.png", f"Win rate, {rules.name}, {args.players} players")
+    folder.write("results.md", "\n".join(md) + "\n")
+    with folder.temporary("winrates.png") as tmp:
+        plot_matrix(names, matrix, tmp, f"Win rate, {rules.name}, {args.players} players")
     print(f"wrote {out}/results.json, results.md, winrates.png ({wall:.1f} s)")
 
 
@@ -249,7 +251,7 @@ def main(argv=None) -> int:
     _check_lineup(names, args.players)
     out = Path(args.out or f"results/tournament-{rules.name}-{args.players}p-seed{args.seed}")
     command = "generala tournament " + " ".join(argv if argv is not None else sys.argv[1:])
-    claim_out(out, "generala tournament", command, ("results.json", "results.md", "winrates.png"), args.force)
+    claim_out(out, "generala tournament", command, ("results.json", "results.md", "winrates.png"), args.force, adopt=True)
     total = len(_lineups(names, args.players, args.games, args.seed))
 
     def body(progress: dict) -> None:

@@ -13,6 +13,13 @@ through a temporary file, so a kill never leaves a torn one. Ctrl-C or SIGTERM s
 ``latest.zip`` before exiting, so a cut run loses nothing. A run cut before its first
 ``state.json`` (during pretraining, say) is started again by the same command or ``--resume``.
 
+The run folder is locked (its ``.lock``) while a run or ``--resume`` uses it: a second one on
+the same folder is refused with one line and touches nothing. ``evaluations.csv`` and
+``command.txt`` grow by whole-line appends; a save that fails (a full disk) is one line naming
+the file, and leaves the previous file whole and no temporary file. ``init_from`` is a
+checkpoint folder (``generala export``), or an SB3 ``.zip`` with ``--trust-zip`` (a pickle:
+it runs code when loaded); a run's own ``latest.zip`` needs no flag.
+
 Overrides on ``--resume`` may change ``total_timesteps``, ``device``, ``threads``,
 ``checkpoint_every``, ``algo.*`` and ``eval.*``; the others made the saved model and its envs,
 and are refused. Nothing is written to a run folder before its model has been built or loaded.
@@ -21,6 +28,7 @@ and are refused. Nothing is written to a run folder before its model has been bu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -28,6 +36,7 @@ import pickle
 import re
 import shlex
 import signal
+import stat
 import sys
 import time
 import zipfile
@@ -39,9 +48,11 @@ import numpy as np
 import yaml
 from stable_baselines3.common.callbacks import BaseCallback
 
+from generala_env.files import FileProblem, append_line, lock_folder, lstat_or_none
+
 from . import runs
 from .config import Config, ConfigError, EnvConfig, load_config
-from .runs import Evaluator, Played, build_model, write_atomic
+from .runs import EVALUATIONS, Evaluator, Played, build_model, write_atomic
 
 if TYPE_CHECKING:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
@@ -164,25 +175,98 @@ def algo_kwargs(cfg: Config) -> dict:
     return dict(learning_rate=lr, **{k: getattr(a, k) for k in keys})
 
 
-def model_from_config(cfg: Config, venv, tb_dir: Path):
-    """The run's model on ``venv``: ``init_from``'s weights, or a fresh MaskablePPO of
-    ``cfg.policy`` (:func:`training.runs.build_model`), with the hyperparameters of ``cfg.algo``."""
+TRUST_ZIP_HELP = (
+    "load the SB3 .zip that config key init_from names: an SB3 zip is a pickle, which runs code when loaded, "
+    "so pass this only for a zip you made (asked at every use, never remembered; a run's own latest.zip needs no flag)"
+)
+
+
+def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = None, **kwargs):
+    """``MaskablePPO.load`` of the SB3 zip ``path``: the one way a training run unpickles a model.
+
+    An SB3 zip runs code when it is loaded, so it is loaded only where the user asked at this
+    call (``trusted``: ``--trust-zip``), or where it is the run's own file (``own_run``: a
+    regular file, not a link, directly in that run folder, which the run wrote). Anything else
+    is a :class:`ConfigError` naming ``why`` (what asked for it), the flag and the safe route: a
+    checkpoint folder (``generala export``), which holds weights only. The file is read through
+    a descriptor opened without following links.
+    """
     from sb3_contrib import MaskablePPO
 
-    if cfg.init_from:
-        # the saved weights, this config's hyperparameters; the step count starts again at 0
+    path = Path(path)
+    own = own_run is not None and path.parent == own_run
+    if not (trusted or own):
+        raise ConfigError(
+            f"{why}: {path} is an SB3 zip, which runs code when loaded: pass --trust-zip if you made it, "
+            "or start from a checkpoint folder (generala export RUN --name NAME makes one from a run; it holds weights only)"
+        )
+    st = lstat_or_none(path)
+    if st is None:
+        raise ConfigError(f"{why}: cannot load {path}: it does not exist")
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"{why}: {path} is not a regular file (a link, a folder or a pipe): nothing is loaded from it")
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | nofollow)) as f:
+            return MaskablePPO.load(f, **kwargs)
+    except LOAD_ERRORS as e:
+        raise ConfigError(f"{why}: {path} cannot be loaded: {e}") from None
+
+
+def model_from_config(cfg: Config, venv, tb_dir: Path, trust_zip: bool = False):
+    """The run's model on ``venv``: ``init_from``'s weights, or a fresh MaskablePPO of
+    ``cfg.policy`` (:func:`training.runs.build_model`), with the hyperparameters of ``cfg.algo``.
+
+    ``init_from`` is a checkpoint folder (``generala export``: weights only, loaded into a
+    fresh model of ``cfg.policy``, which must be its network) or, with ``trust_zip``, an SB3
+    ``.zip`` (see :func:`load_sb3_zip`); either way the step count starts again at 0."""
+    from sb3_contrib import MaskablePPO
+
+    if cfg.init_from and not Path(cfg.init_from).is_dir():
+        # the saved weights, this config's hyperparameters
         hyper = dict(algo_kwargs(cfg), tensorboard_log=str(tb_dir), seed=cfg.seed, verbose=0)
-        try:
-            model = MaskablePPO.load(cfg.init_from, env=venv, device=cfg.device, **hyper)
-        except LOAD_ERRORS as e:
-            raise ConfigError(f"config key 'init_from': cannot load {cfg.init_from}: {e}") from None
+        model = load_sb3_zip(Path(cfg.init_from), "config key 'init_from'", trusted=trust_zip, env=venv, device=cfg.device, **hyper)
         model.num_timesteps = 0
         return model
     try:
         policy_class, policy_kwargs = _policy(cfg)
-        return build_model(MaskablePPO, venv, policy_class, policy_kwargs, seed=cfg.seed, device=cfg.device, tensorboard_log=str(tb_dir), **algo_kwargs(cfg))
+        model = build_model(MaskablePPO, venv, policy_class, policy_kwargs, seed=cfg.seed, device=cfg.device, tensorboard_log=str(tb_dir), **algo_kwargs(cfg))
     except (ValueError, RuntimeError, AssertionError) as e:
         raise ConfigError(f"cannot build the model from config keys 'policy', 'algo' and 'device': {e}") from None
+    if cfg.init_from:
+        load_checkpoint_weights(model, Path(cfg.init_from), cfg)
+    return model
+
+
+def load_checkpoint_weights(model, folder: Path, cfg: Config) -> None:
+    """Put the weights of the checkpoint folder ``folder`` into ``model`` (built from ``cfg.policy``).
+
+    The checkpoint is checked as an agent is (its metadata: rules, players, observation layout;
+    its ``policy.safetensors``: tensors only, bounded by the metadata), then every tensor of
+    the model must be there with its shape: a checkpoint of another network is refused."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from agents.base import AgentError
+    from agents.ppo import WEIGHTS_FILE, PPOAgent
+
+    why = "config key 'init_from'"
+    try:
+        PPOAgent(folder, rules=cfg.env.rules, num_players=cfg.env.num_players)
+    except AgentError as e:
+        raise ConfigError(f"{why}: {e}") from None
+    try:
+        tensors = load_file(str(folder / WEIGHTS_FILE), device="cpu")
+    except (SafetensorError, OSError, ValueError) as e:
+        raise ConfigError(f"{why}: {folder / WEIGHTS_FILE} cannot be read: {e}") from None
+    want = model.policy.state_dict()
+    wrong = sorted(set(want) ^ set(tensors)) or sorted(k for k in want if tuple(want[k].shape) != tuple(tensors[k].shape))
+    if wrong:
+        raise ConfigError(
+            f"{why}: checkpoint {folder} holds another network than config key 'policy' makes "
+            f"(first difference: {wrong[0]}); give 'policy' the checkpoint's network (its metadata.json says which)"
+        )
+    model.policy.load_state_dict(tensors)
 
 
 def _policy(cfg: Config) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
@@ -222,14 +306,11 @@ def _policy(cfg: Config) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
 
 
 def load_latest(cfg: Config, run: Path, venv):
-    """The run's ``latest.zip`` on ``venv``, with the hyperparameters of ``cfg.algo`` (so overrides apply)."""
-    from sb3_contrib import MaskablePPO
-
-    path = run / "latest.zip"
-    try:
-        return MaskablePPO.load(path, env=venv, device=cfg.device, tensorboard_log=str(run / "tb"), **algo_kwargs(cfg))
-    except LOAD_ERRORS as e:
-        raise ConfigError(f"{path} cannot be loaded: {e}") from None
+    """The run's ``latest.zip`` on ``venv``, with the hyperparameters of ``cfg.algo`` (so overrides
+    apply): the run's own file, which needs no ``--trust-zip`` (:func:`load_sb3_zip`)."""
+    return load_sb3_zip(
+        run / "latest.zip", "--resume", trusted=False, own_run=run, env=venv, device=cfg.device, tensorboard_log=str(run / "tb"), **algo_kwargs(cfg)
+    )
 
 
 # -- evaluation during training ---------------------------------------------------------
@@ -339,10 +420,7 @@ class TrainCallback(BaseCallback):
         key = "mean_score" if self.cfg.env.num_players == 1 else "win_rate"
         line = {"step": self.num_timesteps, "wall_seconds": state["train_seconds"] + time.time() - self.t_start, **res}
         state["evaluations"].append(line)
-        with open(run / "evaluations.csv", "a") as f:
-            if f.tell() == 0:
-                f.write(",".join(line) + "\n")
-            f.write(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in line.values()) + "\n")
+        append_evaluation(run / EVALUATIONS, line)
         if res[key] > state.get("best", -np.inf):
             state["best"] = res[key]
             state["best_step"] = self.num_timesteps
@@ -359,12 +437,23 @@ def _callback(cfg: Config, run: Path, state: dict, total: int, evaluator: Evalua
     return TrainCallback(cfg, run, state, total, evaluator or make_evaluator(cfg))
 
 
+def append_evaluation(path: Path, line: dict) -> None:
+    """One evaluation as a row of ``evaluations.csv`` (its header first, in a new file): each a
+    whole line in one append (:func:`generala_env.files.append_line`), never through a link."""
+    st = lstat_or_none(path)
+    if st is None or st.st_size == 0:
+        append_line(path, ",".join(line))
+    append_line(path, ",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in line.values()))
+
+
 def save_model(model, path: Path) -> None:
-    """``model.save(path)`` through a hidden temporary file beside it: a cut save leaves the old
-    file whole (or none), never a torn zip that a resume or a self-play pool would load."""
-    tmp = path.with_name(f".{path.name}.tmp")  # suffix .tmp: SB3 adds no .zip, the pool's glob skips it
-    model.save(tmp)
-    os.replace(tmp, path)
+    """``model.save`` into a fresh hidden temporary file beside ``path``, renamed over it
+    (:func:`generala_env.files.write_atomic`): a cut save leaves the old file whole (or none),
+    never a torn zip that a resume or a self-play pool would load; a failed save (a full disk)
+    removes the temporary file and is one line naming ``path``; a link at ``path`` is refused."""
+    from generala_env.files import write_atomic as write_file
+
+    write_file(path, model.save)  # SB3 writes a zip to a binary file it is given and leaves it open
 
 
 def save_latest(model, run: Path, state: dict, t_start: float) -> None:
@@ -397,8 +486,11 @@ def resume_config(run: Path, overrides: list[str] | None = None) -> Config:
     if not run.is_dir():
         raise ConfigError(f"{run} is not a run folder")
     for name in ("config.yaml", "latest.zip", "state.json"):
-        if not (run / name).is_file():
+        st = lstat_or_none(run / name)
+        if st is None:
             raise ConfigError(f"{run / name} is missing: --resume needs a run folder with config.yaml, latest.zip and state.json")
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"{run / name} is not a regular file (a link, a folder or a pipe): a run reads only the files it wrote")
     path = run / "config.yaml"
     try:
         saved = load_config(path)
@@ -423,10 +515,39 @@ def read_state(run: Path) -> dict:
 
 
 # -- runs cut short -------------------------------------------------------------------------
-# what a run writes before its first state.json (temporary files included); a folder holding
-# only these and no state.json is a start that was cut short, and starts again
-_START_FILES = {"config.yaml", "config.yaml.tmp", "command.txt", "pretrained.zip", ".pretrained.zip.tmp", "latest.zip", ".latest.zip.tmp"}
-_START_FILES |= {"best_model.zip", ".best_model.zip.tmp", "evaluations.csv", "state.json.tmp"}
+# what a run writes before its first state.json; a folder holding only these (and the
+# temporary files of their saves) and no state.json is a start that was cut short, and starts again
+_START_FILES = {"config.yaml", "command.txt", "pretrained.zip", "latest.zip", "best_model.zip", "evaluations.csv", ".lock"}
+_RUN_FILES = ("config.yaml", "state.json", "evaluations.csv", "latest.zip", "best_model.zip", "final_model.zip", "pretrained.zip")
+# a save's temporary file: files.write_atomic's ".NAME.XXXXXXXX.tmp", or an older version's ".NAME.tmp" / "NAME.tmp"
+_TEMPORARY = re.compile(r"\.?(?P<name>[A-Za-z0-9_.]+?)(\.[a-z0-9_]{8})?\.tmp")
+
+
+def _temporary_of(name: str, files: tuple[str, ...] | re.Pattern) -> bool:
+    """Whether ``name`` is the temporary file of a save of one of ``files`` (names, or a pattern of names)."""
+    m = _TEMPORARY.fullmatch(name)
+    if m is None:
+        return False
+    return m.group("name") in files if isinstance(files, tuple) else bool(files.fullmatch(m.group("name")))
+
+
+_STEP = re.compile(r"step_\d+\.zip")
+
+
+def sweep_temporaries(run: Path) -> list[str]:
+    """Remove the temporary files of saves cut short (a kill during a save) from ``run`` and its
+    ``checkpoints/``; called with the run folder locked, when no save of the run is under way.
+    Only regular files with a save's temporary name are removed."""
+    gone = []
+    for folder, names in ((run, _RUN_FILES), (run / "checkpoints", _STEP)):
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for p in folder.iterdir():
+            if p.name.endswith(".tmp") and _temporary_of(p.name, names) and stat.S_ISREG(p.lstat().st_mode):
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+                    gone.append(p.name)
+    return gone
 
 
 def _own_tree(folder: Path, ok) -> bool:
@@ -439,26 +560,29 @@ def _own_tree(folder: Path, ok) -> bool:
 def unfinished_start(run: Path) -> bool:
     """Whether ``run`` is a run folder cut short before it first saved ``state.json``, holding
     nothing but files a run writes (so starting it again loses nothing anyone else made)."""
-    if run.is_symlink() or not run.is_dir() or (run / "state.json").exists() or not any(run.iterdir()):
+    if run.is_symlink() or not run.is_dir() or os.path.lexists(run / "state.json") or not any(p.name != ".lock" for p in run.iterdir()):
         return False
     for p in run.iterdir():
         if p.name == "checkpoints":
-            ok = _own_tree(p, lambda n: bool(re.fullmatch(r"\.?step_\d+\.zip(\.tmp)?", n)))
+            ok = _own_tree(p, lambda n: bool(_STEP.fullmatch(n)) or _temporary_of(n, _STEP))
         elif p.name == "tb":
             ok = _own_tree(p, lambda n: n.startswith("events.out.tfevents."))
         else:
-            ok = p.name in _START_FILES and p.is_file() and not p.is_symlink()
+            ok = (p.name in _START_FILES or _temporary_of(p.name, _RUN_FILES)) and p.is_file() and not p.is_symlink()
         if not ok:
             return False
     return True
 
 
 def clear_unfinished(run: Path) -> None:
-    """Remove what a cut-short start wrote (see :func:`unfinished_start`), keeping the folder."""
+    """Remove what a cut-short start wrote (see :func:`unfinished_start`), keeping the folder
+    and its ``.lock`` (held by the run that clears it)."""
     import shutil
 
     for p in run.iterdir():
-        if p.is_dir():
+        if p.name == ".lock":
+            continue
+        if p.is_dir() and not p.is_symlink():
             shutil.rmtree(p)
         else:
             p.unlink()
@@ -481,25 +605,30 @@ def reconcile_best(run: Path, state: dict, key: str) -> None:
     step's row of ``evaluations.csv`` becomes the best, so a later, worse model cannot replace it.
     Rows of ``evaluations.csv`` after ``latest.zip``'s step are dropped: those steps are trained again.
     """
-    csv = run / "evaluations.csv"
-    lines = csv.read_text().splitlines() if csv.is_file() else []
-    header, rows = (lines[0].split(","), lines[1:]) if lines else ([], [])
-    parsed = []
-    for line in rows:
-        try:
-            parsed.append((line, dict(zip(header, map(float, line.split(",")), strict=True))))
-        except ValueError:
-            parsed.append((line, {}))
+    csv = run / EVALUATIONS
+    header, rows = runs.read_evaluations(csv, ConfigError)  # a torn last row is skipped with a warning
     best_step = _model_steps(run / "best_model.zip") if (run / "best_model.zip").is_file() else None
     if best_step is not None and best_step != state.get("best_step"):
-        row = next((r for _, r in parsed if r.get("step") == best_step and key in r), None)
+        row = next((r for r in rows if r.get("step") == best_step and key in r), None)
         if row is not None:
             state["best"], state["best_step"] = row[key], best_step
             print(f"best_model.zip is the model of step {best_step:,} ({key} {row[key]:.4g}), saved after state.json: it stays the best")
     saved = state.get("num_timesteps")
-    if isinstance(saved, int) and any(r.get("step", 0) > saved for _, r in parsed):
-        kept = [line for line, r in parsed if r.get("step", 0) <= saved]
-        write_atomic(csv, "\n".join([lines[0], *kept]) + "\n")
+    cut = any(r.get("step", 0) > saved for r in rows) if isinstance(saved, int) else False
+    if header and (cut or _torn(csv)):
+        kept = [r for r in rows if not isinstance(saved, int) or r.get("step", 0) <= saved]
+        lines = [",".join(header)] + [",".join(f"{r[h]:.6g}" if h != "step" else str(int(r[h])) for h in header) for r in kept]
+        write_atomic(csv, "\n".join(lines) + "\n")
+
+
+def _torn(path: Path) -> bool:
+    """Whether ``path`` ends without a newline (its last append was cut short)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except OSError:
+        return False
 
 
 def check_run_name(name: str) -> str:
@@ -519,46 +648,81 @@ def _build_envs(cfg: Config, run: Path):
         raise ConfigError(f"cannot build the training envs from config keys 'env' and 'vec_env': {e}") from None
 
 
-def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Path:
+def lock_run(run: Path):
+    """Hold the run folder's lock (:func:`generala_env.files.lock_folder`) while a run uses it: a
+    second ``generala train`` or ``--resume`` on the folder is refused with one line."""
+    return lock_folder(run, "another generala train (or --resume)")
+
+
+def _check_fresh(run: Path) -> None:
+    """Refuse a folder a fresh run may not use: a link, a file, or a folder that holds anything
+    but a start cut short (:func:`unfinished_start`) or the lock."""
+    if run.is_symlink():
+        raise ConfigError(f"run folder {run} is a symbolic link: a run writes only into a real folder; pick another --run-name")
+    if unfinished_start(run):
+        return
+    if os.path.lexists(run) and (not run.is_dir() or any(p.name != ".lock" for p in run.iterdir())):
+        raise ConfigError(f"run folder {run} already exists and is not empty; continue it with --resume {run} or pick another --run-name")
+
+
+@contextlib.contextmanager
+def _fresh_run(run: Path):
+    """Make and lock the folder of a fresh run, checked again under the lock (another run may
+    have taken it since the first check); a start cut short there is cleared."""
+    run.mkdir(parents=True, exist_ok=True)
+    with lock_run(run):
+        _check_fresh(run)
+        if unfinished_start(run):
+            clear_unfinished(run)
+        yield
+
+
+def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust_zip: bool = False) -> Path:
     """Train a fresh run in folder ``run``, or (``resume``) continue the one there.
 
     Nothing is written until the envs, the model (resuming: ``latest.zip`` loaded) and the
     evaluator are built, so a config that cannot train leaves no folder and changes no run.
     A fresh run needs ``run`` to be absent or empty: an earlier run there is never overwritten,
     unless it is a start cut short before its first ``state.json`` that holds nothing but what a
-    run writes (:func:`unfinished_start`), which is started again.
+    run writes (:func:`unfinished_start`), which is started again. The folder is locked
+    (:func:`lock_run`) for as long as the run uses it: resuming, from before its files are read.
+    ``trust_zip``: ``init_from`` may name an SB3 zip (:func:`load_sb3_zip`).
     """
     import torch
 
-    state = {"train_seconds": 0.0, "evaluations": [], "best": -float("inf")}
-    if resume:
-        state.update(read_state(run))
-    elif unfinished_start(run):
-        print(f"{run} was started but never saved (no state.json: stopped during pretraining or before its first checkpoint); starting it again")
-    elif run.exists() and (not run.is_dir() or any(run.iterdir())):
-        raise ConfigError(f"run folder {run} already exists and is not empty; continue it with --resume {run} or pick another --run-name")
-    torch.set_num_threads(cfg.threads)
-    venv = _build_envs(cfg, run)
-    try:
-        model = load_latest(cfg, run, venv) if resume else model_from_config(cfg, venv, run / "tb")
-        evaluator = make_evaluator(cfg)
-    except BaseException:
-        venv.close()
-        raise
-    if resume:
-        reconcile_best(run, state, "mean_score" if cfg.env.num_players == 1 else "win_rate")
-    elif unfinished_start(run):
-        clear_unfinished(run)
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "checkpoints").mkdir(exist_ok=True)
-    write_atomic(run / "config.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
-    with open(run / "command.txt", "a") as f:
-        f.write(command + "\n")
-    old = signal.signal(signal.SIGTERM, _term)
-    try:
-        return _train_in(cfg, run, resume, state, model, venv, evaluator)
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    state: dict = {"train_seconds": 0.0, "evaluations": []}
+    with contextlib.ExitStack() as held:
+        if resume:
+            held.enter_context(lock_run(run))
+            gone = sweep_temporaries(run)
+            if gone:
+                print(f"removed the temporary files of saves cut short in {run}: {', '.join(gone)}")
+            state.update(read_state(run))
+        else:
+            _check_fresh(run)
+            if unfinished_start(run):
+                print(f"{run} was started but never saved (no state.json: stopped during pretraining or before its first checkpoint); starting it again")
+        torch.set_num_threads(cfg.threads)
+        venv = _build_envs(cfg, run)
+        try:
+            model = load_latest(cfg, run, venv) if resume else model_from_config(cfg, venv, run / "tb", trust_zip)
+            evaluator = make_evaluator(cfg)
+            if resume:
+                reconcile_best(run, state, "mean_score" if cfg.env.num_players == 1 else "win_rate")
+            else:
+                held.enter_context(_fresh_run(run))
+            (run / "checkpoints").mkdir(exist_ok=True)
+            write_atomic(run / "config.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
+            append_line(run / "command.txt", command.replace("\n", "\\n"))
+        except BaseException:
+            venv.close()
+            raise
+        old = signal.signal(signal.SIGTERM, _term)
+        try:
+            _train_in(cfg, run, resume, state, model, venv, evaluator)
+        finally:
+            signal.signal(signal.SIGTERM, old)
+    return run
 
 
 def _term(signum, frame):  # SIGTERM saves like Ctrl-C
@@ -593,6 +757,11 @@ def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, ev
         save_latest(model, run, state, t0)
         print(f"\ninterrupted at step {model.num_timesteps:,}: saved {run / 'latest.zip'}; continue with: generala train --resume {run}")
         raise SystemExit(130) from None
+    except Exception:
+        bar = getattr(cb, "bar", None)
+        if bar is not None:
+            bar.close()  # the error's line starts a line of its own
+        raise
     finally:
         venv.close()
     save_latest(model, run, state, t0)
@@ -608,6 +777,7 @@ def parse_args(argv):
     src.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its latest.zip")
     p.add_argument("overrides", nargs="*", help="KEY=VALUE overrides, e.g. algo.learning_rate=1e-4 total_timesteps=2e6")
     p.add_argument("--run-name", help="folder name under run_dir (default NAME__seedS__TIME)")
+    p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
     return p.parse_intermixed_args(argv)
 
 
@@ -622,14 +792,14 @@ def main(argv=None) -> int:
             run = Path(args.resume)
             if unfinished_start(run) and (run / "config.yaml").is_file():
                 print(f"{run} was cut short before its first save (no state.json): starting it again from its config.yaml")
-                train(load_config(run / "config.yaml", args.overrides), run, command=command)
+                train(load_config(run / "config.yaml", args.overrides), run, command=command, trust_zip=args.trust_zip)
                 return 0
             train(resume_config(run, args.overrides), run, resume=True, command=command)
             return 0
         cfg = load_config(args.config, args.overrides)
         name = check_run_name(args.run_name) if args.run_name is not None else f"{cfg.name}__seed{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-        train(cfg, Path(cfg.run_dir) / name, command=command)
-    except ConfigError as e:
+        train(cfg, Path(cfg.run_dir) / name, command=command, trust_zip=args.trust_zip)
+    except (ConfigError, FileProblem) as e:  # FileProblem: a save that failed (a full disk), a folder in use, a link
         print(f"generala train: error: {e}", file=sys.stderr)
         return 2
     except AgentError as e:  # an opponent that cannot play on (a self-play pool's unreadable step_N.zip)
