@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from . import dice, engine, observe
-from .cache import numba_cache_root, with_disk_cache
+from .cache import numba_cache_root, warn_once
 from .dice import DICE, EMPTY_KEEP, NUM_KEEPS, NUM_MASKS, NUM_ROLLS
 from .engine import FIRST_ROLL, OPEN, GameState, Tables
 from .engine import OneGame as G
@@ -83,14 +83,14 @@ def cache_root() -> Path:
     """Where numba's on-disk cache of this project's loops goes: ``numba/`` in the project's
     cache folder (:func:`generala_env.cache.cache_dir`, where the solvers keep their tables),
     or ``NUMBA_CACHE_DIR`` if the user set it; used only while it is private
-    (:func:`generala_env.cache.with_disk_cache`)."""
+    (:func:`generala_env.numba_cache.with_disk_cache`)."""
     root, parts = numba_cache_root()
     return root.joinpath(*parts)
 
 
 def cached_njit(**options):
     """``njit(**options)`` with the project's on-disk cache
-    (:func:`generala_env.cache.with_disk_cache`): in :func:`cache_root`, never beside the
+    (:func:`generala_env.numba_cache.with_disk_cache`): in :func:`cache_root`, never beside the
     sources (in ``site-packages`` pip would never remove the files, and others may write
     there), each file checked before numba unpickles it, and keyed on
     :data:`SOURCES_DIGEST` too: numba keys it on the defining file alone, so after an edit of
@@ -102,7 +102,14 @@ def cached_njit(**options):
 
     def decorate(f):
         dispatcher = njit(**options)(f)
-        return with_disk_cache(dispatcher, SOURCES_DIGEST) if SOURCES_DIGEST else dispatcher
+        if not SOURCES_DIGEST:
+            return dispatcher
+        try:
+            from .numba_cache import with_disk_cache
+        except (ImportError, AttributeError) as e:  # another numba, without the classes the project's cache builds on
+            warn_once("numba", f"numba's cache cannot be used with this numba ({type(e).__name__}: {e}): the loops are compiled without it")
+            return dispatcher
+        return with_disk_cache(dispatcher, SOURCES_DIGEST)
 
     return decorate
 

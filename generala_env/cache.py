@@ -10,13 +10,13 @@ one :class:`CacheWarning` per folder and process says so, and the work goes on w
 (numba compiles in memory, the solvers solve again). Folders the project makes here are
 made readable by this user only.
 
-:func:`with_disk_cache` gives a numba function this on-disk cache: in the project's folder
+:func:`generala_env.numba_cache.with_disk_cache` gives a numba function this on-disk cache: in the project's folder
 (``$GENERALA_CACHE/numba``, or ``NUMBA_CACHE_DIR`` if set), never beside the sources, each
 file checked before it is unpickled; a damaged cache file costs one warning and a compile,
 and a cache that cannot be written (a read-only folder, a full disk) one warning and a
 compile in memory, never an error.
 
-No framework imports (:func:`with_disk_cache` imports numba, and
+No framework imports (:func:`generala_env.numba_cache.with_disk_cache` imports numba, and
 :mod:`generala_env.numba_cache`, the classes it builds numba's cache from).
 """
 
@@ -26,7 +26,6 @@ import os
 import stat
 import warnings
 from pathlib import Path
-from typing import Any
 
 from .files import make_private_folder, private_folder
 
@@ -116,25 +115,4 @@ def numba_cache_root() -> tuple[Path, tuple[str, ...]]:
     return cache_dir(), ("numba",)
 
 
-def with_disk_cache(dispatcher: Any, digest: str = "") -> Any:
-    """``dispatcher``, a numba function made without ``cache=True``, with the project's on-disk
-    cache (see the module's doc). ``digest`` joins numba's stamp of the source file, for code
-    the function inlines from other files. Where the cache cannot be had (a folder that is not
-    private, another numba) the function compiles in memory, as it was given."""
-    if not hasattr(dispatcher, "_cache") or not hasattr(dispatcher, "py_func"):
-        return dispatcher  # NUMBA_DISABLE_JIT: a plain Python function
-    try:
-        from .numba_cache import ProjectCache, Untrusted, report
-    except (ImportError, AttributeError) as e:  # another numba, without the classes the project's cache builds on
-        warn_once("numba", f"numba's cache cannot be used with this numba ({type(e).__name__}: {e}): the loops are compiled without it")
-        return dispatcher
-    try:
-        dispatcher._cache = ProjectCache(dispatcher.py_func, digest)
-    except Untrusted:
-        pass  # reported once by private_cache
-    except Exception as e:  # another numba's internals, a source that cannot be read
-        report("cannot be used", e)
-    return dispatcher
-
-
-__all__ = ["CacheWarning", "cache_dir", "cache_file_problem", "numba_cache_root", "private_cache", "warn_once", "with_disk_cache"]
+__all__ = ["CacheWarning", "cache_dir", "cache_file_problem", "numba_cache_root", "private_cache", "warn_once"]

@@ -1,5 +1,5 @@
-"""The classes :func:`generala_env.cache.with_disk_cache` makes numba's on-disk cache of a
-function from (imported with numba, by that function only).
+"""Numba's on-disk cache of the project's loops: :func:`with_disk_cache`, and the classes it
+builds it from (imported with numba, where a loop is compiled).
 
 Numba finds a function's cache folder with a list of locators, tried in turn: the folder of
 ``NUMBA_CACHE_DIR``, ``__pycache__`` beside the source (in ``site-packages``, which pip never
@@ -19,6 +19,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from numba.core import caching
 
@@ -163,3 +164,19 @@ class ProjectCache(caching.FunctionCache):
         except Exception as e:  # a read-only folder, a full disk: this process compiles in memory
             report(f"in {self._cache_path} cannot be written", e)
             self.disable()
+
+
+def with_disk_cache(dispatcher: Any, digest: str = "") -> Any:
+    """``dispatcher``, a numba function made without ``cache=True``, with the project's on-disk
+    cache (see the module's doc). ``digest`` joins numba's stamp of the source file, for code
+    the function inlines from other files. Where the cache cannot be had (a folder that is not
+    private, another numba) the function compiles in memory, as it was given."""
+    if not hasattr(dispatcher, "_cache") or not hasattr(dispatcher, "py_func"):
+        return dispatcher  # NUMBA_DISABLE_JIT: a plain Python function
+    try:
+        dispatcher._cache = ProjectCache(dispatcher.py_func, digest)
+    except Untrusted:
+        pass  # reported once by private_cache
+    except Exception as e:  # another numba's internals, a source that cannot be read
+        report("cannot be used", e)
+    return dispatcher

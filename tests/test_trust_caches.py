@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 import generala_env.cache as cache_mod
-from generala_env.cache import CacheWarning, with_disk_cache
+from generala_env.cache import CacheWarning
+from generala_env.numba_cache import with_disk_cache
 
 OTHER = 12345  # a user id that is not ours
 ROOT_ONLY = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="changing a file's owner needs root")

@@ -531,11 +531,9 @@ def main(argv=None) -> int:
         return e.exit_status
 
 
-def _export(args) -> int:
-    from agents.base import AgentError
-    from agents.ppo import METADATA_FILE, WEIGHTS_FILE, is_plain_name
-    from generala_env.rules import RulesError, load_rules
-
+def _check_name_and_dest(args, is_plain_name) -> Path:
+    """``--dest``, checked with ``--name`` before any work: a plain name, a real folder (never a
+    link), what a killed export left there swept, and ``DEST/NAME`` free or replaceable."""
     if not is_plain_name(args.name) or len(args.name) > MAX_NAME:
         raise ExportError(
             f"--name must be a plain name of at most {MAX_NAME} characters (letters, digits, '.', '_', '-'; no path), got {short_repr(args.name, 60)}"
@@ -548,6 +546,15 @@ def _export(args) -> int:
     if root.is_dir():
         sweep_leftovers(root, args.name)
     check_dest(root / args.name, args.force)
+    return root
+
+
+def _export(args) -> int:
+    from agents.base import AgentError
+    from agents.ppo import METADATA_FILE, WEIGHTS_FILE, is_plain_name
+    from generala_env.rules import RulesError, load_rules
+
+    root = _check_name_and_dest(args, is_plain_name)
     cfg, state, model_file = _read_run(Path(args.run), args.model)
     try:
         rules = load_rules(cfg["env"]["rules"])
