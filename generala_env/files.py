@@ -91,6 +91,24 @@ def check_target(path: Path) -> None:
         raise FileProblem(f"{path} is {_kind(st)}: nothing is written through or over it; move it or choose another place")
 
 
+def _open_regular(path: Path, flags: int, name: str, refused: str, failed: str) -> int:
+    """A descriptor of ``path`` opened with ``flags`` and never through a link, checked to be a
+    regular file; else a :class:`FileProblem`: ``{name} is a ...: {refused}``, or ``{failed}: why``."""
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
+    except FileNotFoundError:
+        raise FileProblem(f"{name} does not exist") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FileProblem(f"{name} is a symbolic link: {refused}") from None
+        raise FileProblem(f"{failed}: {_why(e)}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise FileProblem(f"{name} is {_kind(st)}: {refused}")
+    return fd
+
+
 # -- writing -----------------------------------------------------------------------------------
 def write_atomic(path: str | os.PathLike, data: bytes | str | Callable[[IO[bytes]], None], *, mode: int = 0o644) -> Path:
     """Write ``data`` (bytes, text, or a function that writes to a binary file) to ``path``
@@ -136,16 +154,8 @@ def append_line(path: str | os.PathLike, line: str) -> None:
     st = lstat_or_none(path)
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise FileProblem(f"{path} is {_kind(st)}: nothing is appended to it; move it")
+    fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, str(path), "nothing is appended to it; move it", f"cannot append to {path}")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o644)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise FileProblem(f"{path} is a symbolic link: nothing is appended through it; move it") from None
-        raise FileProblem(f"cannot append to {path}: {_why(e)}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise FileProblem(f"{path} is {_kind(st)}: nothing is appended to it; move it")
         data = (line + "\n").encode()
         written = os.write(fd, data)
         if written != len(data):
@@ -229,18 +239,9 @@ def _renameat2_noreplace(src: Path, dst: Path) -> bool | None:
 def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:
     """The bytes of ``path``, a regular file (no link, FIFO or device) of at most ``limit`` bytes."""
     path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
-    except FileNotFoundError:
-        raise FileProblem(f"{what} {path} does not exist") from None
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise FileProblem(f"{what} {path} is a symbolic link: only regular files are read") from None
-        raise FileProblem(f"{what} {path} cannot be read: {_why(e)}") from None
+    fd = _open_regular(path, os.O_RDONLY, f"{what} {path}", "only regular files are read", f"{what} {path} cannot be read")
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise FileProblem(f"{what} {path} is {_kind(st)}: only regular files are read")
         if st.st_size > limit:
             raise FileProblem(f"{what} {path} has {st.st_size:,} bytes, more than the {limit:,} read")
         chunks, total = [], 0
@@ -299,15 +300,8 @@ def lock_folder(folder: str | os.PathLike, who: str = "another process") -> Iter
 
     folder = Path(folder)
     path = folder / LOCK
+    fd = _open_regular(path, os.O_RDWR | os.O_CREAT, str(path), "the folder cannot be locked; remove it", f"cannot lock {folder}")
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise FileProblem(f"{path} is a symbolic link: the folder cannot be locked; remove the link") from None
-        raise FileProblem(f"cannot lock {folder}: {_why(e)}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise FileProblem(f"{path} is not a regular file: the folder cannot be locked; remove it")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -78,7 +78,11 @@ def test_cli_writes_the_page_and_never_overwrites(tmp_path, capsys):
     out.write_text("mine")
     assert cli_main(["replay", "greedy", "--out", str(out)]) == 2
     assert "exists: pass --force" in capsys.readouterr().err and out.read_text() == "mine"
-    assert cli_main(["replay", "greedy", "--out", str(out), "--force"]) == 0 and out.read_text() != "mine"
+    assert cli_main(["replay", "greedy", "--out", str(out), "--force"]) == 2  # --force replaces a page of its own, never the user's file
+    assert "was not written by generala replay" in capsys.readouterr().err and out.read_text() == "mine"
+    out.unlink()
+    assert cli_main(["replay", "greedy", "--out", str(out)]) == 0
+    assert cli_main(["replay", "greedy", "--games", "2", "--out", str(out), "--force"]) == 0 and "Game 2" in out.read_text()
     assert cli_main(["replay", "no-such-agent", "--out", str(tmp_path / "x.html")]) == 2
     assert "no-such-agent" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
     with pytest.raises(ValueError, match="is a folder"):

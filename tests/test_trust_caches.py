@@ -235,21 +235,26 @@ def test_a_damaged_numba_cache_is_compiled_again_with_one_warning(tmp_path, monk
     assert g.stats.cache_hits  # the damaged file was written again, and is read from now on
 
 
-def test_a_numba_cache_on_a_full_disk_compiles_in_memory_with_one_warning(tmp_path, monkeypatch):
-    """ENOSPC for real: the cache's files are written into /dev/full."""
+def full_disk(monkeypatch) -> None:
+    """Every temporary file made from now on writes into /dev/full: ENOSPC for real."""
     import tempfile
 
-    if not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full here")
-    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
     real = tempfile.mkstemp
 
-    def full_disk(*args, **kwargs):
+    def into_dev_full(*args, **kwargs):
         fd, name = real(*args, **kwargs)
         os.close(fd)
         return os.open("/dev/full", os.O_WRONLY), name
 
-    monkeypatch.setattr(tempfile, "mkstemp", full_disk)
+    monkeypatch.setattr(tempfile, "mkstemp", into_dev_full)
+
+
+def test_a_numba_cache_on_a_full_disk_compiles_in_memory_with_one_warning(tmp_path, monkeypatch):
+    """ENOSPC for real: the cache's files are written into /dev/full."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
+    full_disk(monkeypatch)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         assert run_once() == 42 and run_once() == 42
@@ -580,21 +585,12 @@ def test_a_two_player_file_that_is_not_a_table_is_refused_without_blocking(tmp_p
 
 def test_a_table_that_cannot_be_written_is_kept_in_memory_with_a_warning(tmp_path, monkeypatch, two_player_files):
     """ENOSPC for real (/dev/full) while the table is written: a warning, the table in memory, no file left."""
-    import tempfile
-
     from agents.solver2p import TwoPlayerSolver, load_or_solve_2p
 
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
-    real = tempfile.mkstemp
-
-    def full_disk(*args, **kwargs):
-        fd, name = real(*args, **kwargs)
-        os.close(fd)
-        return os.open("/dev/full", os.O_WRONLY), name
-
-    monkeypatch.setattr(tempfile, "mkstemp", full_disk)
+    full_disk(monkeypatch)
     with pytest.warns(RuntimeWarning, match="No space left"):
         s, source = load_or_solve_2p(TINY)
     assert source == "solved" and isinstance(s, TwoPlayerSolver)

@@ -3,7 +3,7 @@
 python -m training.plot_curve runs/ppo_classic_bc runs/ppo_classic_scratch --out docs/learning_curve.png
 
 ``--out`` is written atomically and never through a link; a file already there is replaced
-when this program wrote it (and nobody changed it since), else only with ``--force``.
+only when this program wrote it there (and nobody changed it since): move any other away first.
 """
 
 from __future__ import annotations
@@ -35,13 +35,12 @@ def main(argv=None) -> int:
 
 
 def _main(argv=None) -> int:
-    from generala_env.files import OutputFolder, check_target, lstat_or_none
+    from generala_env.files import OutputFolder
 
     p = argparse.ArgumentParser(allow_abbrev=False, prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+")
     p.add_argument("--labels", help="comma-separated labels, one per run")
     p.add_argument("--out", default="docs/learning_curve.png")
-    p.add_argument("--force", action="store_true", help="replace a file at --out that this program did not write (never a link)")
     p.add_argument("--title", default="MaskablePPO on Generala (classic), seeded evaluations")
     p.add_argument(
         "--reference",
@@ -53,10 +52,7 @@ def _main(argv=None) -> int:
     args = p.parse_args(argv)
     out = Path(args.out)
     before = OutputFolder(out.parent, PROG, create=False)  # checked before any work: a link or a file of the user's there is refused
-    if args.force:
-        check_target(out)
-    else:
-        before.check(out.name)
+    before.check(out.name)
     refs = args.reference or ["95:95% target", "97:97% aim"]
     args.reference = [(float(r.split(":", 1)[0]), r.split(":", 1)[1] if ":" in r else "") for r in refs]
 
@@ -86,9 +82,6 @@ def _main(argv=None) -> int:
     fig.suptitle(args.title)
     fig.tight_layout()
     folder = OutputFolder(out.parent, PROG)
-    if args.force and lstat_or_none(out) is not None and not folder.ours(out.name):
-        check_target(out)
-        folder.adopt(out.name)  # --force: the file there is taken over, then replaced
     with folder.temporary(out.name) as tmp:
         fig.savefig(tmp, dpi=110)
     print(f"wrote {out}")

@@ -15,7 +15,7 @@ makes it; ``--solve-2p`` here solves it first, which takes minutes for the prese
 
 The games are played on the shared seeded dice of :mod:`training.harness`, as
 ``generala evaluate`` plays them. The page needs no network and no server. An existing
-``--out`` file is never overwritten (``--force`` replaces it); the page is written whole
+``--out`` file is never overwritten (``--force`` replaces a page this program wrote there, never another file); the page is written whole
 or not at all.
 """
 
@@ -310,7 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--games", type=positive_int, default=1)
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--out", default="replay.html", help="the HTML file to write (default replay.html; never overwritten without --force)")
-    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--force", action="store_true", help="replace --out if it is a page generala replay wrote there (never a file of yours)")
     p.add_argument("--solve-2p", action="store_true", help="two players: solve the two-player table first if it is not cached (minutes)")
     p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
     return p
