@@ -38,7 +38,7 @@ import numpy as np
 from .engine import OneGame
 from .game import Game
 from .observe import EncodingTables
-from .rules import RuleSet
+from .rules import RuleSet, load_rules
 from .scoring import line_max, points_table
 
 _ROLL, _ROLLS_LEFT, _LOCKED, _PENDING = OneGame.ROLL, OneGame.ROLLS_LEFT, OneGame.LOCKED, OneGame.PENDING
@@ -46,8 +46,10 @@ _ROLL, _ROLLS_LEFT, _LOCKED, _PENDING = OneGame.ROLL, OneGame.ROLLS_LEFT, OneGam
 LAYOUT_VERSION = 1
 
 
-def observation_layout(rules: RuleSet, num_players: int = 1) -> dict[str, slice]:
-    """Name → slice of the observation vector, in order."""
+def observation_layout(rules: RuleSet | str, num_players: int = 1) -> dict[str, slice]:
+    """Name → slice of the observation vector, in order; ``rules`` a rule set or anything
+    :func:`~generala_env.rules.load_rules` takes (``"classic"``)."""
+    rules = load_rules(rules)
     L = rules.num_lines
     sizes = [
         ("dice_counts", 6),

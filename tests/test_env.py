@@ -580,3 +580,10 @@ def test_render_marks_crossed_out_lines_and_the_end():
     rows = {row.split()[0]: row.split()[1:] for row in env.render().splitlines()[1:]}
     assert rows["generala"] == ["x"] and rows["ones"] == ["1"] and rows["total"] == ["1"]
     assert env.render().splitlines()[0].startswith("Game over")
+
+
+def test_observation_layout_takes_a_rule_name():
+    lay = observation_layout("classic", 2)
+    assert lay["dice_counts"] == slice(0, 6) and lay["dice_sorted"] == slice(6, 11)
+    assert lay == observation_layout(load_rules("classic"), 2)
+    assert max(s.stop for s in lay.values()) == observation_size(load_rules("classic"), 2)
