@@ -110,25 +110,42 @@ def _open_regular(path: Path, flags: int, name: str, refused: str, failed: str) 
 
 
 # -- writing -----------------------------------------------------------------------------------
+def _temporary_beside(path: Path, suffix: str = ".tmp") -> str:
+    """A fresh empty file ``.NAME.XXXXXXXX`` + ``suffix`` in ``path``'s folder, made with
+    ``O_EXCL`` (never a link someone left there), closed; its path."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    except OSError as e:
+        raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+    os.close(fd)
+    return tmp
+
+
+def _fill(tmp: str, data: bytes | str | Callable[[IO[bytes]], None], path: Path) -> None:
+    """Write ``data`` (bytes, text, or a function that writes to a binary file) into the
+    temporary file ``tmp`` of ``path``, opened without following a link, and sync it to disk."""
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | _NOFOLLOW | _CLOEXEC)
+    except OSError as e:
+        raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+    with os.fdopen(fd, "wb") as f:
+        if callable(data):
+            data(f)
+        else:
+            f.write(data.encode() if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def write_atomic(path: str | os.PathLike, data: bytes | str | Callable[[IO[bytes]], None], *, mode: int = 0o644) -> Path:
     """Write ``data`` (bytes, text, or a function that writes to a binary file) to ``path``
     atomically: a temporary file beside it, made with ``O_EXCL``, renamed over it. ``path``
     must not be a link or other non-regular file; its folder must exist. Returns ``path``."""
     path = Path(path)
     check_target(path)
-    folder = path.parent
+    tmp = _temporary_beside(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as e:
-        raise FileProblem(f"cannot write {path}: {_why(e)}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if callable(data):
-                data(f)
-            else:
-                f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
+        _fill(tmp, data, path)
         os.chmod(tmp, mode)
         check_target(path)  # checked again just before the rename: a link made meanwhile is not replaced
         os.replace(tmp, path)
@@ -151,9 +168,7 @@ def append_line(path: str | os.PathLike, line: str) -> None:
     path = Path(path)
     if "\n" in line:
         raise ValueError("append_line takes one line without a newline")
-    st = lstat_or_none(path)
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise FileProblem(f"{path} is {_kind(st)}: nothing is appended to it; move it")
+    check_target(path)  # first: opening a FIFO to write fails (ENXIO) before it could be named
     fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, str(path), "nothing is appended to it; move it", f"cannot append to {path}")
     try:
         data = (line + "\n").encode()
@@ -173,11 +188,7 @@ def create_new(path: str | os.PathLike, write_to: Callable[[Path], None], *, mod
     is then hard-linked to ``path`` only if that name is free (a file, a link or a folder there is
     one line) and removed in every case. For outputs never replaced, such as a recorded video."""
     path = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)
-        os.close(fd)
-    except OSError as e:
-        raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+    tmp = _temporary_beside(path, ".tmp" + path.suffix)
     try:
         write_to(Path(tmp))
         os.chmod(tmp, mode)
@@ -437,17 +448,25 @@ class OutputFolder:
         digest = sha256_of(path)
         return digest is not None and digest in self.written().get(name, [])
 
-    def check(self, name: str) -> Path:
-        """The path of ``name`` in the folder, refused if something not ours is there."""
+    def _checked(self, name: str) -> str | None:
+        """The digest of the file ``name`` holds now (``None``: absent), refused if it is not ours."""
         if not name or "/" in name or name in (".", "..", MANIFEST, LOCK):
             raise FileProblem(f"{name!r} is not a file name an output can have")
         path = self.folder / name
         st = lstat_or_none(path)
-        if st is not None and not stat.S_ISREG(st.st_mode):
+        if st is None:
+            return None
+        if not stat.S_ISREG(st.st_mode):
             raise FileProblem(f"{path} is {_kind(st)}: {self.program} writes nothing through or over it; move it or choose another folder")
-        if not self.ours(name):
+        digest = sha256_of(path)
+        if digest is None or digest not in self.written().get(name, []):
             raise FileProblem(f"{path} was not written by {self.program} here (or was changed since): it is not replaced; move it or choose another folder")
-        return path
+        return digest
+
+    def check(self, name: str) -> Path:
+        """The path of ``name`` in the folder, refused if something not ours is there."""
+        self._checked(name)
+        return self.folder / name
 
     def claim(self, names) -> None:
         """Check, before any work, that every one of ``names`` may be written here."""
@@ -457,17 +476,7 @@ class OutputFolder:
     def write(self, name: str, data: bytes | str | Callable[[IO[bytes]], None]) -> Path:
         """Write the file ``name`` atomically and record it as ours."""
         with self.temporary(name) as tmp:
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | _NOFOLLOW | _CLOEXEC)
-            except OSError as e:
-                raise FileProblem(f"cannot write {self.folder / name}: {_why(e)}") from None
-            with os.fdopen(fd, "wb") as f:
-                if callable(data):
-                    data(f)
-                else:
-                    f.write(data.encode() if isinstance(data, str) else data)
-                f.flush()
-                os.fsync(f.fileno())
+            _fill(str(tmp), data, self.folder / name)
         return self.folder / name
 
     def write_json(self, name: str, value: Any) -> Path:
@@ -491,19 +500,14 @@ class OutputFolder:
         block ends without an error, removed otherwise. The new file's digest is recorded
         beside the old one before the rename and alone after it."""
         final = self.check(name)
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp" + Path(name).suffix, dir=self.folder)
-        except OSError as e:
-            raise FileProblem(f"cannot write {final}: {_why(e)}") from None
-        os.close(fd)
+        tmp = _temporary_beside(final, ".tmp" + final.suffix)
         try:
             yield Path(tmp)
             os.chmod(tmp, 0o644)
             digest = sha256_of(Path(tmp))
             if digest is None:
                 raise FileProblem(f"cannot write {final}: its temporary file {tmp} was replaced")
-            self.check(name)
-            current = sha256_of(final)
+            current = self._checked(name)  # checked again just before the rename
             self._record(name, [current, digest] if current else [digest])
             os.replace(tmp, final)
         except BaseException as e:
