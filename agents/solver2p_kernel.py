@@ -24,14 +24,14 @@ from numba import njit, prange
 if not os.environ.get("NUMBA_THREADING_LAYER"):
     numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]  # numba.config's names are set at import
 
+from generala_env.batched import disk_cached
 from generala_env.dice import NUM_KEEPS, NUM_ROLLS
-from generala_env.numba_cache import with_disk_cache
 
 
 def cached(**options):
     """``njit(**options)`` with the project's on-disk cache, in a private cache folder only,
-    never beside this file (:func:`generala_env.numba_cache.with_disk_cache`)."""
-    return lambda f: with_disk_cache(njit(**options)(f))
+    never beside this file (:func:`generala_env.batched.disk_cached`)."""
+    return lambda f: disk_cached(njit(**options)(f))
 
 
 _R = NUM_ROLLS

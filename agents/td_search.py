@@ -26,9 +26,7 @@ in arrays.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -232,17 +230,6 @@ class TwoPlayerLearner:
 
 
 # -- checkpoints -----------------------------------------------------------------------------
-def save_checkpoint(path: Path, data: dict) -> None:
-    """Write a checkpoint file whole (a temp file renamed over it)."""
-    from .solver import write_whole
-
-    def write(f) -> None:
-        os.fchmod(f.fileno(), 0o644)
-        f.write(json.dumps(data, indent=1).encode())
-
-    write_whole(Path(path), write)
-
-
 MAX_VALUES_BYTES = 256 << 20  # a td_search.json: tens of MB for rules with many lines
 
 

@@ -88,6 +88,18 @@ def cache_root() -> Path:
     return root.joinpath(*parts)
 
 
+def disk_cached(dispatcher, digest: str = ""):
+    """``dispatcher`` (a numba function) with the project's on-disk cache
+    (:func:`generala_env.numba_cache.with_disk_cache`); compiled in memory, with one warning,
+    where this numba lacks the classes that cache builds on."""
+    try:
+        from .numba_cache import with_disk_cache
+    except (ImportError, AttributeError) as e:  # another numba, without the classes the project's cache builds on
+        warn_once("numba", f"numba's cache cannot be used with this numba ({type(e).__name__}: {e}): the loops are compiled without it")
+        return dispatcher
+    return with_disk_cache(dispatcher, digest)
+
+
 def cached_njit(**options):
     """``njit(**options)`` with the project's on-disk cache
     (:func:`generala_env.numba_cache.with_disk_cache`): in :func:`cache_root`, never beside the
@@ -102,14 +114,7 @@ def cached_njit(**options):
 
     def decorate(f):
         dispatcher = njit(**options)(f)
-        if not SOURCES_DIGEST:
-            return dispatcher
-        try:
-            from .numba_cache import with_disk_cache
-        except (ImportError, AttributeError) as e:  # another numba, without the classes the project's cache builds on
-            warn_once("numba", f"numba's cache cannot be used with this numba ({type(e).__name__}: {e}): the loops are compiled without it")
-            return dispatcher
-        return with_disk_cache(dispatcher, SOURCES_DIGEST)
+        return disk_cached(dispatcher, SOURCES_DIGEST) if SOURCES_DIGEST else dispatcher
 
     return decorate
 

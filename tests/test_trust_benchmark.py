@@ -166,6 +166,23 @@ def test_a_checkpoint_link_is_removed_not_followed(tmp_path, victim):
     assert (folder / "ckpt_128" / "model.zip").read_bytes() == b"zip"
 
 
+@pytest.mark.parametrize("name", ["../elsewhere", "ckpt_64/../../elsewhere", "/tmp", "ckpt_7", None])
+def test_a_resumed_run_loads_only_its_own_checkpoint(name, tmp_path):
+    """A state.json naming a checkpoint outside the run, or a link to one, is refused before
+    any zip there is unpickled; the run's own ckpt_N folder is loaded as before."""
+    from training.benchmark.run import _own_checkpoint
+
+    folder = tmp_path / "run"
+    (folder / "ckpt_128").mkdir(parents=True)
+    (folder / "ckpt_128" / "model.zip").write_bytes(b"zip")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "model.zip").write_bytes(b"a forged zip")
+    (folder / "ckpt_7").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with pytest.raises(BenchmarkError, match="not a checkpoint folder of the run"):
+        _own_checkpoint(folder, name)
+    assert _own_checkpoint(folder, "ckpt_128") == folder / "ckpt_128"
+
+
 # -- 2. report --runs reads regular files only, bounded --------------------------------------------
 def _good_submission(suite, **change) -> dict:
     data = submission.make(

@@ -656,6 +656,16 @@ def test_export_of_a_run_with_a_forged_file_is_one_line_naming_it(run, tmp_path,
     assert not (tmp_path / "cks" / "ck").exists()
 
 
+def test_export_unpickles_only_the_runs_own_model_file_never_a_link(run, tmp_path, capsys):
+    marker = tmp_path / "ran"
+    outside = _hostile_zip(tmp_path / "elsewhere.zip", marker)
+    (run / "best_model.zip").unlink()
+    (run / "best_model.zip").symlink_to(outside)
+    assert _export([str(run), "--name", "ck", "--games", "2", "--dest", str(tmp_path / "cks")]) == 2
+    assert "best_model.zip is a symbolic link" in _one_error_line(capsys.readouterr().err, "export")
+    assert not marker.exists() and not (tmp_path / "cks" / "ck").exists()
+
+
 def _edit_yaml(run: Path, change) -> None:
     import yaml
 

@@ -428,6 +428,15 @@ def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
     model = run / model_name
     if not model.is_file():
         raise ExportError(f"{model} does not exist")
+    if model.is_symlink():
+        raise ExportError(f"{model} is a symbolic link: export unpickles only the run's own model file, never what a link points to")
+    from agents import AgentError, Trust
+    from agents.specs import require_trusted_zip
+
+    try:  # the run's own zip, which export reads as the run wrote it (the loader's trust policy says so)
+        require_trusted_zip(model, Trust(zip_folders=(str(run),)))
+    except AgentError as e:
+        raise ExportError(str(e)) from None
     return cfg, state, model
 
 

@@ -151,10 +151,11 @@ def record(specs: list[str], rules="classic", games: int = 1, seed: int = 0, sol
     else:
         notes.append("Games of three or more players are shown without a judgement: no exact solver covers them.")
     out = []
+    players = [load_agent(spec, rules, trust_zip) for spec in specs]  # play_game resets each with the game's seed
     for i in range(games):
         s = game_seed(seed, i)
         rep = Replay(seed=s, seats=tuple(specs), rules=rules)
-        seats = [Recorder(load_agent(spec, rules, trust_zip), rep, rules, solver, two) for spec in specs]
+        seats = [Recorder(agent, rep, rules, solver, two) for agent in players]
         result = play_game(seats, rules, s, names=specs)
         rep.sheets, rep.totals, rep.winners = result.sheets, result.totals.tolist(), result.winners
         rep.served_generala_win = result.served_generala_win

@@ -193,9 +193,10 @@ def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = 
     """
     from sb3_contrib import MaskablePPO
 
+    from agents import Trust
+
     path = Path(path)
-    own = own_run is not None and path.parent == own_run
-    if not (trusted or own):
+    if not Trust(zip=trusted, zip_folders=(str(own_run),) if own_run is not None else ()).trusts_zips_in(path.parent):
         raise ConfigError(
             f"{why}: {path} is an SB3 zip, which runs code when loaded: pass --trust-zip if you made it, "
             "or start from a checkpoint folder (generala export RUN --name NAME makes one from a run; it holds weights only)"

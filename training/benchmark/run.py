@@ -18,6 +18,7 @@ regular files (a link, a FIFO or a folder of that name is refused).
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import stat
 import time
@@ -239,6 +240,23 @@ def _remove_checkpoint(path: Path) -> None:
         path.unlink()
 
 
+def _own_checkpoint(folder: Path, name) -> Path:
+    """The run's checkpoint folder ``name`` (``ckpt_STEPS``, as :func:`_save_checkpoint` names
+    it, a real folder of the run), its ``model.zip`` allowed through the loader's trust policy
+    as the run's own zip: a ``state.json`` naming anything else is refused, never unpickled."""
+    from agents import Trust
+    from agents.specs import require_trusted_zip
+
+    if not isinstance(name, str) or not re.fullmatch(r"ckpt_\d+", name):
+        raise BenchmarkError(f"{folder / STATE_FILE}: checkpoint {name!r} is not a checkpoint folder of the run (ckpt_STEPS)")
+    ck = folder / name
+    st = lstat_or_none(ck)
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        raise BenchmarkError(f"{ck} is not a checkpoint folder of the run (a link, a file, or missing): nothing is loaded from it")
+    require_trusted_zip(ck / "model.zip", Trust(zip_folders=(str(ck),)))
+    return ck
+
+
 def _save_checkpoint(model, folder: Path, off_policy: bool) -> str:
     name = f"ckpt_{model.num_timesteps}"
     ck = folder / name
@@ -322,7 +340,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
         chunk = len(state["evaluations"])
         seed = _chunk_seed(spec.seed, chunk)
         venv = make_venv(task, cfg, seed=seed)
-        ck = folder / state["checkpoint"]
+        ck = _own_checkpoint(folder, state["checkpoint"])
         model = silent(cls.load(ck / "model.zip", env=venv, device="cpu"))
         model.budget_steps = spec.steps
         if algo.off_policy:
@@ -345,7 +363,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
         if report:
             report(point)
     # the run's score: the final policy on the evaluation's longer set of games
-    ck = folder / state["checkpoint"]
+    ck = _own_checkpoint(folder, state["checkpoint"])
     model = cls.load(ck / "model.zip", device="cpu")
     t0 = time.perf_counter()
     state["final"] = {"step": state["steps"], **task_evaluator(task, ev["seed"], ev["final_games"])(policy_actions(model, algo.masked))}
