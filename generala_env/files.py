@@ -110,24 +110,18 @@ def _open_regular(path: Path, flags: int, name: str, refused: str, failed: str) 
 
 
 # -- writing -----------------------------------------------------------------------------------
-def _temporary_beside(path: Path, suffix: str = ".tmp") -> str:
+def _temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
     """A fresh empty file ``.NAME.XXXXXXXX`` + ``suffix`` in ``path``'s folder, made with
-    ``O_EXCL`` (never a link someone left there), closed; its path."""
+    ``O_EXCL`` (never a link someone left there): its open descriptor and its path."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     except OSError as e:
         raise FileProblem(f"cannot write {path}: {_why(e)}") from None
-    os.close(fd)
-    return tmp
 
 
-def _fill(tmp: str, data: bytes | str | Callable[[IO[bytes]], None], path: Path) -> None:
-    """Write ``data`` (bytes, text, or a function that writes to a binary file) into the
-    temporary file ``tmp`` of ``path``, opened without following a link, and sync it to disk."""
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | _NOFOLLOW | _CLOEXEC)
-    except OSError as e:
-        raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+def _fill(fd: int, data: bytes | str | Callable[[IO[bytes]], None]) -> None:
+    """Write ``data`` (bytes, text, or a function that writes to a binary file) into the open
+    file ``fd``, sync it to disk and close it."""
     with os.fdopen(fd, "wb") as f:
         if callable(data):
             data(f)
@@ -143,9 +137,9 @@ def write_atomic(path: str | os.PathLike, data: bytes | str | Callable[[IO[bytes
     must not be a link or other non-regular file; its folder must exist. Returns ``path``."""
     path = Path(path)
     check_target(path)
-    tmp = _temporary_beside(path)
+    fd, tmp = _temporary_beside(path)
     try:
-        _fill(tmp, data, path)
+        _fill(fd, data)
         os.chmod(tmp, mode)
         check_target(path)  # checked again just before the rename: a link made meanwhile is not replaced
         os.replace(tmp, path)
@@ -188,7 +182,8 @@ def create_new(path: str | os.PathLike, write_to: Callable[[Path], None], *, mod
     is then hard-linked to ``path`` only if that name is free (a file, a link or a folder there is
     one line) and removed in every case. For outputs never replaced, such as a recorded video."""
     path = Path(path)
-    tmp = _temporary_beside(path, ".tmp" + path.suffix)
+    fd, tmp = _temporary_beside(path, ".tmp" + path.suffix)
+    os.close(fd)
     try:
         write_to(Path(tmp))
         os.chmod(tmp, mode)
@@ -476,7 +471,11 @@ class OutputFolder:
     def write(self, name: str, data: bytes | str | Callable[[IO[bytes]], None]) -> Path:
         """Write the file ``name`` atomically and record it as ours."""
         with self.temporary(name) as tmp:
-            _fill(str(tmp), data, self.folder / name)
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC | _NOFOLLOW | _CLOEXEC)
+            except OSError as e:
+                raise FileProblem(f"cannot write {self.folder / name}: {_why(e)}") from None
+            _fill(fd, data)
         return self.folder / name
 
     def write_json(self, name: str, value: Any) -> Path:
@@ -500,7 +499,8 @@ class OutputFolder:
         block ends without an error, removed otherwise. The new file's digest is recorded
         beside the old one before the rename and alone after it."""
         final = self.check(name)
-        tmp = _temporary_beside(final, ".tmp" + final.suffix)
+        fd, tmp = _temporary_beside(final, ".tmp" + final.suffix)
+        os.close(fd)
         try:
             yield Path(tmp)
             os.chmod(tmp, 0o644)
