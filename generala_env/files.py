@@ -119,6 +119,20 @@ def _temporary_beside(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
         raise FileProblem(f"cannot write {path}: {_why(e)}") from None
 
 
+@contextlib.contextmanager
+def _removed_on_failure(tmp: str, path: Path) -> Iterator[None]:
+    """Remove the temporary file ``tmp`` of ``path`` if the block fails; an ``OSError`` there
+    (a full disk) becomes one :class:`FileProblem` line naming ``path``."""
+    try:
+        yield
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise FileProblem(f"cannot write {path}: {_why(e)}") from None
+        raise
+
+
 def _fill(fd: int, data: bytes | str | Callable[[IO[bytes]], None]) -> None:
     """Write ``data`` (bytes, text, or a function that writes to a binary file) into the open
     file ``fd``, sync it to disk and close it."""
@@ -138,17 +152,11 @@ def write_atomic(path: str | os.PathLike, data: bytes | str | Callable[[IO[bytes
     path = Path(path)
     check_target(path)
     fd, tmp = _temporary_beside(path)
-    try:
+    with _removed_on_failure(tmp, path):
         _fill(fd, data)
         os.chmod(tmp, mode)
         check_target(path)  # checked again just before the rename: a link made meanwhile is not replaced
         os.replace(tmp, path)
-    except BaseException as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise FileProblem(f"cannot write {path}: {_why(e)}") from None
-        raise
     return path
 
 
@@ -501,7 +509,7 @@ class OutputFolder:
         final = self.check(name)
         fd, tmp = _temporary_beside(final, ".tmp" + final.suffix)
         os.close(fd)
-        try:
+        with _removed_on_failure(tmp, final):
             yield Path(tmp)
             os.chmod(tmp, 0o644)
             digest = sha256_of(Path(tmp))
@@ -510,12 +518,6 @@ class OutputFolder:
             current = self._checked(name)  # checked again just before the rename
             self._record(name, [current, digest] if current else [digest])
             os.replace(tmp, final)
-        except BaseException as e:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            if isinstance(e, OSError):
-                raise FileProblem(f"cannot write {final}: {_why(e)}") from None
-            raise
         self._record(name, [digest])
 
 
