@@ -2,7 +2,7 @@
 
 Every agent has ``act(observation, info) -> action`` and plays legal actions only::
 
-    import agents
+    import generala_agents as agents
     greedy = agents.load("greedy", rules="classic")
 
 Importing this package registers its agents by name in :mod:`generala_env.opponents`, where
@@ -68,7 +68,7 @@ def _checkpoint_folder(name: str, trust: Trust):
 
 
 def _td_search_folder(name: str, trust: Trust):
-    """A factory for a folder of td-search values (``python -m training.td_search --out``), or ``None``."""
+    """A factory for a folder of td-search values (``python -m generala_training.td_search --out``), or ``None``."""
     from .td_search import folder_agent
 
     cls = folder_agent(name) if trust.paths else None

@@ -1,6 +1,6 @@
 """Agents that play many games of :class:`generala_env.vector.GeneralaVectorEnv` at once.
 
-:class:`BatchedGreedy` is :class:`agents.baselines.GreedyAgent` as a loop over games
+:class:`BatchedGreedy` is :class:`generala_agents.baselines.GreedyAgent` as a loop over games
 compiled by numba (like the env's own loops in :mod:`generala_env.batched`): the same
 choice in every game, which ``tests/test_vector.py`` checks game for game against
 ``GreedyAgent`` in single envs. ``agents`` registers it as the batched version of
@@ -31,7 +31,7 @@ KEEP_OF_KEY_I = KEEP_OF_KEY.astype(np.int64)
 
 
 class BatchedGreedy(BatchedOpponent):
-    """:class:`agents.baselines.GreedyAgent`, for many games at once (the same choices)."""
+    """:class:`generala_agents.baselines.GreedyAgent`, for many games at once (the same choices)."""
 
     name = "greedy"
 

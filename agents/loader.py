@@ -33,7 +33,7 @@ def describe() -> dict[str, str]:
 
 
 def load(name, rules="classic", seed: int | None = None, *, trust_zip: bool = False, trust: Trust | None = None, **kwargs) -> Agent:
-    """An agent from a spec (see :mod:`agents.specs`): a registered name (:func:`names`), a
+    """An agent from a spec (see :mod:`generala_agents.specs`): a registered name (:func:`names`), a
     checkpoint folder, ``pool:DIR``, ``module:attr``, ``path/to/file.py:attr``, or an SB3
     ``.zip`` with ``trust_zip=True`` (loading a zip runs the code inside it). An object
     with ``act(observation, info)``, or a factory, is taken as it is.

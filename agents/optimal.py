@@ -39,10 +39,10 @@ class OptimalTwoPlayerAgent(Agent):
     """Maximises its chance to win a two-player game, from the exact two-player solution.
 
     It plays either seat: P(win) + ½·P(draw) of every action comes from
-    :class:`agents.solver2p.TwoPlayerSolver` (solved once per rule set, then read from the
+    :class:`generala_agents.solver2p.TwoPlayerSolver` (solved once per rule set, then read from the
     disk cache; one table per process for all agents of the same rules), given both sheets
     and the score difference read from ``info``. ``table``: a solved table to play from
-    instead (:func:`agents.solver2p.shared_table`'s, for a caller that must never solve).
+    instead (:func:`generala_agents.solver2p.shared_table`'s, for a caller that must never solve).
     """
 
     name = "optimal-2p"

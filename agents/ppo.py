@@ -42,7 +42,7 @@ from .loader import load
 WEIGHTS_FILE = "policy.safetensors"
 METADATA_FILE = "metadata.json"
 NETWORK_FORMAT = "sb3-actor-critic-mlp"  # SB3's MlpPolicy layout: Flatten, mlp_extractor, action_net, value_net
-KEEP_HEAD_FORMAT = "generala-keep-head"  # training.policies.KeepHeadMaskablePolicy
+KEEP_HEAD_FORMAT = "generala-keep-head"  # generala_training.policies.KeepHeadMaskablePolicy
 NETWORK_FORMATS = (NETWORK_FORMAT, KEEP_HEAD_FORMAT)
 
 
@@ -164,7 +164,7 @@ class PolicyNet:
 
     ``network`` is the checkpoint's ``metadata["network"]``; ``tensors`` maps SB3's state-dict
     names to arrays. Two formats: ``sb3-actor-critic-mlp`` (SB3's MlpPolicy: a linear layer
-    on the trunk gives the logits) and ``generala-keep-head`` (``training.policies.KeepHead``:
+    on the trunk gives the logits) and ``generala-keep-head`` (``generala_training.policies.KeepHead``:
     one scorer shared by every hold mask, fed the trunk's output and the kept dice). Both may
     have LayerNorm in the trunk. Every shape is checked here, so weights that do not belong to
     the metadata are refused at load time, not at the first move.

@@ -8,7 +8,7 @@ mover's total − opponent's total). A sheet is its set of filled lines plus, wh
 rule set has a double_generala line, whether the generala line holds points (as in the
 one-player solver). ``V(a, b, d)`` is the mover's value under optimal play by both. The
 turn inside is solved exactly with the 252 rolls and 462 keeps, as in
-:mod:`agents.solver`, except that a write's value is ``1 − V(b, a + line, −(d + points))``
+:mod:`generala_agents.solver`, except that a write's value is ``1 − V(b, a + line, −(d + points))``
 (the opponent moves next), a finished game is worth 1, ½ or 0, and a served generala
 wins on the spot where the rule set says so.
 
@@ -399,7 +399,7 @@ class TwoPlayerSolver:
 
 
 def _turn_arrays(rules: RuleSet, W: np.ndarray) -> dict[str, np.ndarray]:
-    """:meth:`agents.solver.Solver.turn` for one state: it needs only the locked-holds setting."""
+    """:meth:`generala_agents.solver.Solver.turn` for one state: it needs only the locked-holds setting."""
     from .solver import Solver
 
     s = Solver.__new__(Solver)
@@ -575,7 +575,7 @@ def load_or_solve_2p(
     """A solved :class:`TwoPlayerSolver` and where its values came from (``"cache"`` or
     ``"solved"``). With ``use_cache``, the table shared in this process (:func:`shared_table`):
     every caller on the same rules gets the same object; a table not in the cache is solved,
-    written there (``solve2p-*.npy`` in :func:`agents.solver.cache_dir`, with a ``.json``
+    written there (``solve2p-*.npy`` in :func:`generala_agents.solver.cache_dir`, with a ``.json``
     record of the fingerprint, solver version and checksum beside it) and shared. A cache that
     cannot be written costs a warning only. Without ``use_cache``, a table of its own is solved
     and nothing is read or written."""

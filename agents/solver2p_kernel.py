@@ -1,4 +1,4 @@
-"""The numba loops of :mod:`agents.solver2p`: one turn of many sheet pairs, vectorised
+"""The numba loops of :mod:`generala_agents.solver2p`: one turn of many sheet pairs, vectorised
 over the score difference. Imported when a two-player table is solved (numba compiles
 it once and caches it on disk, in a private cache folder only).
 

@@ -14,7 +14,7 @@ What a spec may do is decided by who asks (:class:`agents.Trust`): a command lin
 caller may name code and folders, a zip only when asked for at that use; a web request names
 only registered agents.
 
-Every wrong spec is an :class:`~agents.base.AgentError` of one line that names it.
+Every wrong spec is an :class:`~generala_agents.base.AgentError` of one line that names it.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ outcomes (the 252 rolls, every keep's distribution over them) and every hold and
 exactly, down to the turn's end. The turn's end is valued by a learned function of the
 sheet it leaves; that function is all that is learned, by temporal-difference learning
 from the agent's own games. No solver values and no cloning: the within-turn array code is
-:class:`agents.solver.Solver`'s (``write_values`` and ``turn``, fed the learned values),
+:class:`generala_agents.solver.Solver`'s (``write_values`` and ``turn``, fed the learned values),
 which is the same expectimax a search through :mod:`generala_env.model` would compute,
 in arrays.
 
@@ -234,7 +234,7 @@ MAX_VALUES_BYTES = 256 << 20  # a td_search.json: tens of MB for rules with many
 
 
 def read_values_file(file: Path, what: str = "td-search values") -> dict:
-    """A ``td_search.json`` (shipped, or written by ``python -m training.td_search``), read bounded
+    """A ``td_search.json`` (shipped, or written by ``python -m generala_training.td_search``), read bounded
     (a regular file, not a link or a FIFO) and its shape checked: a mapping of format
     ``td-search-v1`` whose ``players`` is 1 or 2 and whose ``values`` (and two players' ``a``,
     ``b``, ``c``) are lists of finite numbers. Anything else is one :class:`AgentError` line
@@ -290,13 +290,13 @@ def read_checkpoint(name: str, folder: Path | None = None) -> dict:
 
 def read_values(spec: str) -> dict:
     """The values file of a td-search spec: a shipped name (``td-search``, ``td-search-2p``) or
-    a folder made by ``python -m training.td_search --out``."""
+    a folder made by ``python -m generala_training.td_search --out``."""
     shipped = spec in (TDSearchAgent.name, TDSearchTwoPlayerAgent.name)
     return read_checkpoint(spec) if shipped else read_checkpoint(spec, Path(spec))
 
 
 def folder_agent(folder) -> type[TDSearchAgent] | type[TDSearchTwoPlayerAgent] | None:
-    """The td-search class that plays the values in ``folder`` (a ``python -m training.td_search
+    """The td-search class that plays the values in ``folder`` (a ``python -m generala_training.td_search
     --out`` folder), or ``None`` where it holds no such values."""
     if not str(folder) or not Path(folder).is_dir() or not (Path(folder) / VALUES_FILE).is_file():
         return None
@@ -306,7 +306,7 @@ def folder_agent(folder) -> type[TDSearchAgent] | type[TDSearchTwoPlayerAgent] |
 
 def trained_fingerprint(data: dict) -> str:
     """The fingerprint of the rules a td-search file learned under, from the settings it
-    recorded (``rules``, by :func:`~agents.base.recorded_rules`, as a PPO checkpoint's are
+    recorded (``rules``, by :func:`~generala_agents.base.recorded_rules`, as a PPO checkpoint's are
     read). A file without settings has the fingerprint it recorded."""
     settings = data.get("rules")
     if isinstance(settings, dict):

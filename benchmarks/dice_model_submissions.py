@@ -1,10 +1,10 @@
 """The "uses the dice model" track of the benchmark: td-search learned from scratch, scored by the suite.
 
 For each seed, a ``td-search`` table is learned from scratch by TD from its own games
-(``agents.td_search.OnePlayerLearner``: expectimax over the turn through the dice model, the
+(``generala_agents.td_search.OnePlayerLearner``: expectimax over the turn through the dice model, the
 turn's end valued by the table) until its training games hold ``--budget`` decisions (the
 benchmark's environment steps). Along the way, at ``points`` evenly spaced steps, and at the
-end it is scored with ``training.benchmark.score_policy`` on the suite's own evaluation games:
+end it is scored with ``generala_training.benchmark.score_policy`` on the suite's own evaluation games:
 the same dice, the same normalisation by the exact optimum as every model-free run. Each seed
 is written as a submission with ``uses_dice_model: true``, so ``generala benchmark report``
 ranks the track in a table of its own:
@@ -25,9 +25,9 @@ import numpy as np
 def run(task: str, seed: int, budget: int, out: Path | None) -> dict:
     """One seed: learn to ``budget`` steps, scored along the way; its submission (written to ``out``)."""
     import generala_env
-    from agents.td_search import OnePlayerLearner, TDSearchAgent
-    from training.benchmark import score_policy, submission
-    from training.benchmark.suite import load_suite
+    from generala_agents.td_search import OnePlayerLearner, TDSearchAgent
+    from generala_training.benchmark import score_policy, submission
+    from generala_training.benchmark.suite import load_suite
 
     suite = load_suite()
     rules = suite.tasks[task].env.get("rules", "classic")

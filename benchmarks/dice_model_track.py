@@ -1,9 +1,9 @@
 """The benchmark suite's tasks played by td-search: a "uses the dice model" track.
 
 For each one-player task of ``configs/benchmark/tasks.yaml`` it learns a ``td-search`` table
-from scratch by TD from its own games (``agents.td_search.OnePlayerLearner``, ``--games``
+from scratch by TD from its own games (``generala_agents.td_search.OnePlayerLearner``, ``--games``
 games from ``--seed``), then plays the suite's final evaluation: game ``i`` on the shared
-dice of ``training.harness.game_seed(20261130, i)``, ``i < 1000``, the same games every
+dice of ``generala_training.harness.game_seed(20261130, i)``, ``i < 1000``, the same games every
 model-free run of ``generala benchmark`` is scored on, normalised by the same optimum.
 ``classic_vs_greedy``: the shipped ``td-search-2p`` against ``greedy`` on those dice, each seed
 from both seats (a shared win counts half).
@@ -32,11 +32,11 @@ def main(argv=None) -> int:
     ap.add_argument("--optimal", action="store_true", help="only the yardstick: the exact optimal agent on the same evaluation dice")
     args = ap.parse_args(argv)
 
-    import agents
-    from agents.solver import load_or_solve
-    from agents.td_search import OnePlayerLearner, TDSearchAgent
+    import generala_agents as agents
+    from generala_agents.solver import load_or_solve
+    from generala_agents.td_search import OnePlayerLearner, TDSearchAgent
     from generala_env.game import outcome_points
-    from training.harness import game_seed, play_game
+    from generala_training.harness import game_seed, play_game
 
     seeds = [game_seed(EVAL_SEED, i) for i in range(args.eval_games)]
     if args.optimal:

@@ -1,6 +1,6 @@
 """The first player's chance under optimal play: exact, and from simulated games.
 
-``agents.solver2p`` gives seat 0's P(win) + ½·P(draw) when both seats play ``optimal-2p``;
+``generala_agents.solver2p`` gives seat 0's P(win) + ½·P(draw) when both seats play ``optimal-2p``;
 this plays that many games on seeded dice and prints both, with the simulated 95% interval::
 
     python benchmarks/first_player.py --rules classic --games 10000 --seed 0
@@ -22,11 +22,11 @@ def main(argv=None) -> None:
     p.add_argument("--workers", type=int, default=None)
     args = p.parse_args(argv)
 
-    from agents.solver2p import load_or_solve_2p
+    from generala_agents.solver2p import load_or_solve_2p
     from generala_env.game import outcome_points
     from generala_env.rules import load_rules
-    from training.harness import game_seed, play_many
-    from training.stats import mean_ci
+    from generala_training.harness import game_seed, play_many
+    from generala_training.stats import mean_ci
 
     rules = load_rules(args.rules)
     exact = load_or_solve_2p(rules)[0].first_player_value

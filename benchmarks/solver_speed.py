@@ -1,4 +1,4 @@
-"""Time and memory to solve each preset exactly: ``agents.solver.Solver(rules).solve()``.
+"""Time and memory to solve each preset exactly: ``generala_agents.solver.Solver(rules).solve()``.
 
 No disk cache is read or written. Each preset is solved in a fresh process (spawned), so
 its peak resident memory is that solve's alone:
@@ -13,7 +13,7 @@ its peak resident memory is that solve's alone:
     python benchmarks/solver_speed.py --quick    # classic, one solve
     python benchmarks/solver_speed.py --players 2 --rules classic   # the two-player table
 
-With ``--players 2`` it times ``agents.solver2p.TwoPlayerSolver(rules).solve()`` (one
+With ``--players 2`` it times ``generala_agents.solver2p.TwoPlayerSolver(rules).solve()`` (one
 solve, numba compiled beforehand in the same process, not timed); a rule set whose table
 would exceed ``--max-memory`` GiB is reported as refused, with the memory it would need.
 """
@@ -33,7 +33,7 @@ def _rss_peak_mib() -> float:
 
 
 def solve_in_this_process(rules: str, repeat: int) -> dict:
-    from agents.solver import Solver
+    from generala_agents.solver import Solver
 
     base = _rss_peak_mib()
     times, value = [], None
@@ -52,7 +52,7 @@ def solve_in_this_process(rules: str, repeat: int) -> dict:
 
 
 def solve_2p_in_this_process(rules: str, max_memory_gib: float) -> dict:
-    from agents.solver2p import Layout, SolveTooBigError, TwoPlayerSolver
+    from generala_agents.solver2p import Layout, SolveTooBigError, TwoPlayerSolver
     from generala_env.rules import load_rules
 
     need = Layout.bytes_needed(load_rules(rules)) / 2**20
@@ -112,7 +112,7 @@ def main(argv=None) -> None:
         import numba
 
         print(
-            f"exact two-player solve (agents.solver2p.TwoPlayerSolver(rules).solve(), no cache), {numba.get_num_threads()} numba threads; python {platform.python_version()}, {platform.machine()}"
+            f"exact two-player solve (generala_agents.solver2p.TwoPlayerSolver(rules).solve(), no cache), {numba.get_num_threads()} numba threads; python {platform.python_version()}, {platform.machine()}"
         )
         head = f"{'rules':<10}{'seconds':>9}{'seat 0 value':>14}{'table needs':>13}{'peak RSS':>10}{'solve added':>13}"
         print(head)
@@ -126,7 +126,7 @@ def main(argv=None) -> None:
             )
         return
 
-    print(f"exact solve (agents.solver.Solver(rules).solve(), no cache), best of {repeat}; python {platform.python_version()}, {platform.machine()}")
+    print(f"exact solve (generala_agents.solver.Solver(rules).solve(), no cache), best of {repeat}; python {platform.python_version()}, {platform.machine()}")
     head = f"{'rules':<10}{'seconds':>9}{'E[score]':>10}{'peak traced':>13}{'peak RSS':>10}{'solve added':>13}"
     print(head)
     print("-" * len(head))

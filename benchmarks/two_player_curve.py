@@ -56,8 +56,8 @@ def main(argv=None) -> int:
     found = models(args.run)
     if not found:
         ap.error(f"{args.run} holds no pretrained.zip and no checkpoints/step_N.zip")
-    from training.stats import wilson
-    from training.tournament import tournament
+    from generala_training.stats import wilson
+    from generala_training.tournament import tournament
 
     walls = wall_at(args.run)
     rows = []

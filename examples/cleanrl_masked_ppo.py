@@ -9,10 +9,10 @@
     generala benchmark report --runs docs/benchmarks/classic_1m runs/cleanrl_subs --out runs/leaderboard
 
 Benchmark scoring (``--score-points``, on by default): before training and at evenly spaced
-steps, the greedy policy is scored with ``training.benchmark.score_policy`` on the suite's
+steps, the greedy policy is scored with ``generala_training.benchmark.score_policy`` on the suite's
 evaluation games (its ``games``; at the end its ``final_games``), exactly as the built-in
 runs are scored; with ``--submissions DIR`` each seed's learning curve and final score are
-written as a submission file (``training.benchmark.submission``).
+written as a submission file (``generala_training.benchmark.submission``).
 
 The whole algorithm is below: rollout, GAE, clipped surrogate, value loss. The masks come
 from ``info["action_mask"]`` (int8, one row per game): illegal logits are set to -1e8
@@ -206,8 +206,8 @@ class Scorer:
     """Benchmark scores of the policy along the way: the curve and the final score of a submission."""
 
     def __init__(self, args: Args, steps: int):
-        from training.benchmark import score_policy
-        from training.benchmark.suite import load_suite
+        from generala_training.benchmark import score_policy
+        from generala_training.benchmark.suite import load_suite
 
         self.score_policy, self.suite, self.task = score_policy, load_suite(), args.task
         task_rules = self.suite.tasks[args.task].env.get("rules", "classic")
@@ -340,7 +340,7 @@ def write_submission(args: Args, scorer: Scorer, final: dict, steps: int, second
     """This run as a submission file in ``--submissions``."""
     from pathlib import Path
 
-    from training.benchmark import submission
+    from generala_training.benchmark import submission
 
     budget = args.budget or args.total_timesteps
     data = submission.make(

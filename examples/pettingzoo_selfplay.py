@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.distributions import Categorical
 
-import agents
+import generala_agents as agents
 from generala_env.multiagent import env as generala_aec
 
 

@@ -8,7 +8,7 @@ envs come from SB3's own ``make_vec_env`` as for any Gymnasium id, and the polic
 picks legal actions. The hyperparameters are the project's from-scratch recipe
 (``configs/ppo_classic_scratch.yaml``): 256 games x 64 steps a rollout, 8 minibatches,
 10 epochs, lr 3e-4, gamma 1, GAE lambda 0.1, no entropy bonus, rewards x 0.02, and a
-256-256 ReLU network with LayerNorm (``training.policies.LayerNormMaskablePolicy``). The
+256-256 ReLU network with LayerNorm (``generala_training.policies.LayerNormMaskablePolicy``). The
 recipe reached 95.9% of the optimal player's mean after 6.5M steps; it ran on the batched
 env (``generala_env.sb3.make_sb3_vec_env``), which steps all games at once and is what
 ``generala train`` uses. Here each game is its own ``GeneralaEnv`` in a ``DummyVecEnv``.
@@ -30,7 +30,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from torch import nn
 
 import generala_env  # noqa: F401  (registers Generala-v0)
-from training.policies import LayerNormMaskablePolicy
+from generala_training.policies import LayerNormMaskablePolicy
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -5,7 +5,7 @@ They repeat no rule: each compiles the same functions (:data:`generala_env.engin
 :data:`generala_env.observe.ENCODING`), inlined (``inline="always"``), over the games' state,
 a :class:`~generala_env.engine.GameState` of arrays indexed by game, and the rule set's
 :class:`~generala_env.engine.Tables` as arrays (agents that play batched, such as
-:mod:`agents.batched`, compile their loops the same way with :func:`cached_njit`).
+:mod:`generala_agents.batched`, compile their loops the same way with :func:`cached_njit`).
 :class:`generala_env.vector.GeneralaVectorEnv` owns the arrays of its games and calls the
 loops; :class:`generala_env.game.Game` owns one game's and calls :func:`play_game`, whose
 body is the loops' per-game bodies (:func:`decide_game`, :func:`land_game`,
@@ -108,7 +108,7 @@ def cached_njit(**options):
     :data:`SOURCES_DIGEST` too: numba keys it on the defining file alone, so after an edit of
     the rules it would load the loops compiled from the old ones. Where the sources cannot be
     read the loop is compiled without the on-disk cache: slower to start, never stale. Agents
-    that inline the rules into loops of their own (:mod:`agents.batched`) use it too."""
+    that inline the rules into loops of their own (:mod:`generala_agents.batched`) use it too."""
     if not NUMBA:
         return njit
 

@@ -1,7 +1,7 @@
 """How opponents play in the vector env: the protocol (:class:`BatchedOpponent`) and its
 two general players, uniform random (:class:`BatchedRandom`) and any single-env agent
 called game by game (:class:`PerGameOpponent`). Agents that play many games at once, such
-as :class:`agents.batched.BatchedGreedy`, subclass :class:`BatchedOpponent`."""
+as :class:`generala_agents.batched.BatchedGreedy`, subclass :class:`BatchedOpponent`."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ def sb3_logs_in_the_session_folder(tmp_path_factory):
 def tiny_run(tmp_path_factory):
     """A run of the tiny training config (seconds), made once per test module that asks for it."""
     pytest.importorskip("sb3_contrib")  # training needs the train extra (MaskablePPO on SB3 and torch)
-    from training.train import main as train_main
+    from generala_training.train import main as train_main
 
     runs = tmp_path_factory.mktemp("runs")
     assert train_main(["--config", TINY, f"run_dir={runs}", "--run-name", "tiny"]) == 0

@@ -4,11 +4,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import agents
+import generala_agents as agents
 import generala_env  # noqa: F401
-from agents.base import AgentError
+from generala_agents.base import AgentError
 from generala_env.env import opponent_moves
-from training.harness import game_seed, play_game, play_many
+from generala_training.harness import game_seed, play_game, play_many
 
 BASELINES = ["random", "greedy", "turn-optimal", "rules-of-thumb", "optimal"]
 

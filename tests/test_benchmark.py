@@ -12,9 +12,9 @@ import yaml
 pytest.importorskip("sb3_contrib")
 pytest.importorskip("rliable")
 
-from training.benchmark import main, plan  # noqa: E402
-from training.benchmark.run import check_hyperparams_build, run_one, task_evaluator  # noqa: E402
-from training.benchmark.suite import (  # noqa: E402
+from generala_training.benchmark import main, plan  # noqa: E402
+from generala_training.benchmark.run import check_hyperparams_build, run_one, task_evaluator  # noqa: E402
+from generala_training.benchmark.suite import (  # noqa: E402
     ALGOS,
     Task,
     load_algo,
@@ -95,7 +95,7 @@ def grid(configs, tmp_path_factory):
 
 
 def test_results_json_agrees_with_the_run_folders(grid):
-    from agents.solver import load_or_solve
+    from generala_agents.solver import load_or_solve
 
     res = json.loads((grid / "results.json").read_text())
     assert res["suite"] == {"name": "tiny-suite", "version": 1}
@@ -124,7 +124,7 @@ def test_results_json_agrees_with_the_run_folders(grid):
         assert curve[0].startswith("step,score,normalized_score") and len(curve) == 1 + len(state["evaluations"]) == 1 + 3  # before training, then 2 points
         assert [e["step"] for e in state["evaluations"]][0] == 0
     agg = res["aggregates"]
-    from training.benchmark.report import iqm
+    from generala_training.benchmark.report import iqm
 
     for t in ("classic", "duel"):
         for a in ("ppo_mask", "dqn"):
@@ -161,7 +161,7 @@ class Cut(Exception):
 
 
 def _params(path: Path, algo: str):
-    from training.benchmark.suite import algo_class
+    from generala_training.benchmark.suite import algo_class
 
     return {k: v.numpy() for k, v in algo_class(algo).load(path, device="cpu").policy.state_dict().items()}
 
@@ -283,7 +283,7 @@ def test_two_local_workers_give_the_one_worker_results(grid, configs, tmp_path):
 
 
 def test_the_evaluation_plays_the_harness_games_and_stops_at_an_illegal_action():
-    from training.harness import game_seed, play_lockstep
+    from generala_training.harness import game_seed, play_lockstep
 
     task = Task("classic", {"rules": "classic"}, 0.02, -10, 100)
     first_legal = lambda obs, masks: masks.argmax(axis=1)  # noqa: E731
@@ -304,9 +304,9 @@ def test_the_evaluation_plays_the_harness_games_and_stops_at_an_illegal_action()
     stopped = task_evaluator(task, seed=3, games=20)(third_illegal)
     assert stopped["illegal_stops"] == 1.0 and 0 <= stopped["score"] < res["score"]
     # with an opponent: the harness's games, the agent in each seat in turn on the same dice
-    import agents
+    import generala_agents as agents
     from generala_env.game import outcome_points
-    from training.harness import play_game
+    from generala_training.harness import play_game
 
     class FirstLegal:
         name = "first-legal"
@@ -344,7 +344,7 @@ def test_our_statistics_equal_rliables():
     from rliable import library as rly
     from rliable import metrics as rm
 
-    from training.benchmark.report import (
+    from generala_training.benchmark.report import (
         TAUS,
         iqm,
         metrics,
@@ -366,7 +366,7 @@ def test_our_statistics_equal_rliables():
 
 
 def test_wall_seconds_count_only_the_calls_that_trained_this_grid(configs, tmp_path):
-    from training.benchmark import CALLS_FILE, calls_of
+    from generala_training.benchmark import CALLS_FILE, calls_of
 
     out = tmp_path / "out"
     out.mkdir()
@@ -384,7 +384,7 @@ def test_wall_seconds_count_only_the_calls_that_trained_this_grid(configs, tmp_p
 
 def test_the_same_runs_give_the_same_intervals():
     # rliable resamples with NumPy's global generator: the report seeds it, and leaves it as it was
-    from training.benchmark.report import _estimates, metrics
+    from generala_training.benchmark.report import _estimates, metrics
 
     x = {"a": np.random.default_rng(0).random((5, 2))}
     np.random.seed(123)

@@ -55,7 +55,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def server():
-    from training.serve import make_app
+    from generala_training.serve import make_app
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -133,7 +133,7 @@ def test_a_bad_move_shows_the_error_and_the_game_goes_on(browser, server):
 
 
 def test_a_replay_shows_every_move(browser, tmp_path):
-    from training.replay import page, record, write_page
+    from generala_training.replay import page, record, write_page
 
     replays, notes = record(["greedy"], "classic", games=1, seed=3)
     path = tmp_path / "replay.html"

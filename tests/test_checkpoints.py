@@ -15,17 +15,17 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import agents
+import generala_agents as agents
 import generala_env  # noqa: F401  (registers the env)
-from agents.base import AgentError
-from agents.ppo import METADATA_FILE, SHIPPED, WEIGHTS_FILE, PoolAgent, checkpoint_names, read_metadata
-from training.export import main as export_main
+from generala_agents.base import AgentError
+from generala_agents.ppo import METADATA_FILE, SHIPPED, WEIGHTS_FILE, PoolAgent, checkpoint_names, read_metadata
+from generala_training.export import main as export_main
 
 
 def train_main(argv):
     """``generala train``'s main: it needs the train extra, so a core-only install skips the test."""
     pytest.importorskip("stable_baselines3")
-    from training.train import main
+    from generala_training.train import main
 
     return main(argv)
 
@@ -99,7 +99,7 @@ def test_generala_evaluate_on_a_crafted_checkpoint_runs_no_code(shipped_copy, tm
     (shipped_copy / WEIGHTS_FILE).unlink()
     crafted_model_zip(shipped_copy / "model.zip", marker)
     proc = subprocess.run(
-        [sys.executable, "-m", "training.cli", "evaluate", "--agents", str(shipped_copy), "--games", "2", "--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "generala_training.cli", "evaluate", "--agents", str(shipped_copy), "--games", "2", "--out", str(tmp_path / "out")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -234,8 +234,8 @@ def test_the_wheel_carries_presets_checkpoints_and_license(tmp_path):
     for preset in ("classic", "double", "sixty"):
         assert f"generala_env/presets/{preset}.yaml" in names
     for ck in checkpoint_names():
-        assert {f"agents/checkpoints/{ck}/{METADATA_FILE}", f"agents/checkpoints/{ck}/{WEIGHTS_FILE}"} <= names
-    assert "generala_env/py.typed" in names and "agents/py.typed" in names
+        assert {f"generala_agents/checkpoints/{ck}/{METADATA_FILE}", f"generala_agents/checkpoints/{ck}/{WEIGHTS_FILE}"} <= names
+    assert "generala_env/py.typed" in names and "generala_agents/py.typed" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.endswith(".zip") for n in names)
     assert generala_env.__version__ in whl.name
@@ -320,7 +320,7 @@ def test_a_keep_head_policy_trains_exports_and_plays_the_same_actions(tmp_path):
 
 
 def test_the_keep_head_gives_masks_that_keep_the_same_dice_the_same_logit():
-    from agents.ppo import keep_features
+    from generala_agents.ppo import keep_features
 
     dice = np.array([2, 2, 5, 5, 6]) / 6.0
     f = keep_features(dice)
@@ -331,7 +331,7 @@ def test_the_keep_head_gives_masks_that_keep_the_same_dice_the_same_logit():
 
 # -- learned from scratch, or not ---------------------------------------------------------
 def test_solver_ingredients_are_named():
-    from training.export import solver_ingredients
+    from generala_training.export import solver_ingredients
 
     clean = {"env": {"opponents": None}, "pretrain": {"games": 0}, "init_from": None}
     assert solver_ingredients(clean) == []
@@ -343,8 +343,8 @@ def test_solver_ingredients_are_named():
 
 @pytest.mark.parametrize("name", checkpoint_names())
 def test_a_checkpoint_called_scratch_has_no_solver_in_its_training(name):
-    from training.config import LEARNED_TEACHERS
-    from training.export import solver_ingredients
+    from generala_training.config import LEARNED_TEACHERS
+    from generala_training.export import solver_ingredients
 
     meta = read_metadata(SHIPPED / name)
     if meta.get("from_scratch") or "scratch" in name:
@@ -360,7 +360,7 @@ def test_a_checkpoint_called_scratch_has_no_solver_in_its_training(name):
 
 
 def test_an_exports_temporary_folder_is_not_a_shipped_checkpoint(monkeypatch, tmp_path):
-    import agents.ppo as ppo
+    import generala_agents.ppo as ppo
 
     shutil.copytree(SHIPPED / "ppo-classic", tmp_path / "ppo-classic")
     shutil.copytree(SHIPPED / "ppo-classic", tmp_path / ".ppo-classic.new-x1y2")

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from training.cli import main as cli
+from generala_training.cli import main as cli
 
 
 def test_rules_prints_the_sheet_and_settings(capsys):

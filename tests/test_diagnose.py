@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from agents.base import AgentError
-from training.diagnose import diagnose, main
+from generala_agents.base import AgentError
+from generala_training.diagnose import diagnose, main
 
 
 def test_the_optimal_player_has_no_regret_and_always_the_best_action():
@@ -37,8 +37,8 @@ def test_a_run_is_diagnosed_checkpoint_by_checkpoint_with_its_training_scalars(t
     pytest.importorskip("tensorboard")  # the training scalars are read from its event files
     from pathlib import Path
 
-    from training.diagnose import curve_markdown, over_training
-    from training.train import main as train_main
+    from generala_training.diagnose import curve_markdown, over_training
+    from generala_training.train import main as train_main
 
     tiny = str(Path(__file__).resolve().parent.parent / "configs" / "ppo_tiny.yaml")
     assert train_main(["--config", tiny, f"run_dir={tmp_path}", "--run-name", "r"]) == 0
@@ -53,8 +53,8 @@ def test_a_run_is_diagnosed_checkpoint_by_checkpoint_with_its_training_scalars(t
 
 def test_learning_curves_are_drawn_against_steps_and_wall_clock(tmp_path):
     pytest.importorskip("matplotlib")
-    from training.plot_curve import main as plot_main
-    from training.plot_curve import read
+    from generala_training.plot_curve import main as plot_main
+    from generala_training.plot_curve import read
 
     for name, share in (("a", [0.5, 0.7]), ("b", [0.6, 0.9])):
         run = tmp_path / name

@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from training.cli import main as cli
-from training.harness import SharedDice, game_seed, play_many
-from training.stats import wilson
+from generala_training.cli import main as cli
+from generala_training.harness import SharedDice, game_seed, play_many
+from generala_training.stats import wilson
 
 
 class Recorder:
@@ -26,8 +26,8 @@ class Recorder:
 
 
 def test_shared_dice_give_every_agent_the_same_first_rolls():
-    import agents
-    from training.harness import play_game
+    import generala_agents as agents
+    from generala_training.harness import play_game
 
     for seed in (1, 2, 3):
         a, b = Recorder(agents.load("greedy")), Recorder(agents.load("random", seed=0))
@@ -88,7 +88,7 @@ def test_tournament_swaps_seats_on_the_same_dice(tmp_path, capsys):
 def test_a_tournament_table_keeps_a_long_spec_in_its_own_column(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     spec = tmp_path / "a_rather_long_agent_file_name.py"
-    spec.write_text("from agents.baselines import GreedyAgent as make\n")
+    spec.write_text("from generala_agents.baselines import GreedyAgent as make\n")
     assert cli(["tournament", "--agents", f"{spec}:make,random", "--games", "3", "--out", str(tmp_path / "t"), "--no-progress", "--workers", "1"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(str(spec)))
     assert row.split()[:2] == [f"{spec}:make", "random"]

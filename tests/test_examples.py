@@ -75,8 +75,8 @@ def test_cleanrl_scores_itself_and_joins_the_leaderboard(tmp_path):
     pytest.importorskip("rliable")
     import json
 
-    from training.benchmark import score_policy
-    from training.benchmark.leaderboard import report_main
+    from generala_training.benchmark import score_policy
+    from generala_training.benchmark.leaderboard import report_main
 
     subs = tmp_path / "subs"
     argv = ["--total-timesteps", "512", "--num-envs", "4", "--num-steps", "64", "--eval-games", "2", "--seeds", "2"]

@@ -25,7 +25,7 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from agents.ppo import SHIPPED  # noqa: E402
+from generala_agents.ppo import SHIPPED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -116,11 +116,11 @@ def test_kills_during_train_and_export_lose_nothing(tmp_path):
         token = uuid.uuid4().hex
         runs = tmp_path / f"runs{r}"
         run = runs / "r"
-        fresh = ["training.cli", "train", *TINY, f"run_dir={runs}", "--run-name", "r"]
+        fresh = ["generala_training.cli", "train", *TINY, f"run_dir={runs}", "--run-name", "r"]
         # train: killed twice at random moments (the second while it recovers), then recovered to the end
         for window in ((1.0, 14.0), (0.5, 8.0), None):
             resume = (run / "state.json").is_file() or (run / "config.yaml").is_file()
-            args = ["training.cli", "train", "--resume", str(run)] if resume else fresh
+            args = ["generala_training.cli", "train", "--resume", str(run)] if resume else fresh
             sig = rng.choice(SIGNALS)
             rc, out = _run(args, token, rng.uniform(*window) if window else None, sig, counts)
             assert "Traceback" not in out, out[-3000:]
@@ -133,7 +133,7 @@ def test_kills_during_train_and_export_lose_nothing(tmp_path):
         dest = tmp_path / f"cks{r}"
         shutil.copytree(SHIPPED / "ppo-classic", dest / "ck")
         before = {p.name: p.read_bytes() for p in (dest / "ck").iterdir()}
-        export = ["training.cli", "export", str(run), "--name", "ck", "--games", "60", "--dest", str(dest), "--force"]
+        export = ["generala_training.cli", "export", str(run), "--name", "ck", "--games", "60", "--dest", str(dest), "--force"]
         sig = rng.choice(SIGNALS)
         rc, out = _run(export, token, rng.uniform(1.0, 10.0), sig, counts)
         assert "Traceback" not in out, out[-3000:]
@@ -160,7 +160,7 @@ def test_kills_during_a_benchmark_grid_change_no_result(tmp_path):
     pytest.importorskip("rliable")
     from test_benchmark import grid_args, write_configs
 
-    from training.benchmark import main as benchmark_main
+    from generala_training.benchmark import main as benchmark_main
 
     rng = random.Random(int(os.environ.get("FAULT_SEED", "19")))
     counts = {"faults injected": 0, "recoveries": 0}
@@ -169,7 +169,7 @@ def test_kills_during_a_benchmark_grid_change_no_result(tmp_path):
     assert benchmark_main(grid_args(configs, whole, "ppo_mask,dqn", "classic", 2)) == 0
     cut = tmp_path / "cut"
     token = uuid.uuid4().hex
-    args = ["training.cli", "benchmark", *grid_args(configs, cut, "ppo_mask,dqn", "classic", 2)]
+    args = ["generala_training.cli", "benchmark", *grid_args(configs, cut, "ppo_mask,dqn", "classic", 2)]
     for window in ((1.5, 4.0), (1.0, 3.0), None):
         rc, out = _run(args, token, rng.uniform(*window) if window else None, rng.choice(SIGNALS), counts)
         assert "Traceback" not in out, out[-3000:]
@@ -189,7 +189,7 @@ def test_a_ctrl_c_inside_a_c_callback_is_raised_again_not_lost(capfd):
     import ctypes
     import sys
 
-    from training.cli import _interrupt_again
+    from generala_training.cli import _interrupt_again
 
     def callback():
         raise KeyboardInterrupt

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import training.evaluate
-import training.tournament
-from training.cli import main as cli
+import generala_training.evaluate
+import generala_training.tournament
+from generala_training.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,21 @@ def _reset_signals():  # in the child: Ctrl-C handled even if this test run igno
 def test_a_signal_stops_the_workers_and_exits_with_one_line(program, agents, sig, tmp_path):
     pytest.importorskip("matplotlib")  # evaluate and tournament check for the plot (the eval extra) first
     out = tmp_path / "new" / "out"
-    cmd = [sys.executable, "-m", "training.cli", program, "--agents", agents, "--games", "100000", "--workers", "2", "--no-progress", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "generala_training.cli",
+        program,
+        "--agents",
+        agents,
+        "--games",
+        "100000",
+        "--workers",
+        "2",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_reset_signals)
     workers: set[int] = set()
     try:
@@ -94,8 +108,8 @@ def no_games(monkeypatch):
         calls.append(a)
         raise AssertionError("a game was played")
 
-    monkeypatch.setattr(training.evaluate, "play_many", play_many)
-    monkeypatch.setattr(training.tournament, "play_many", play_many)
+    monkeypatch.setattr(generala_training.evaluate, "play_many", play_many)
+    monkeypatch.setattr(generala_training.tournament, "play_many", play_many)
     return calls
 
 
@@ -135,7 +149,7 @@ def test_a_folder_that_takes_no_file_fails_and_is_removed_again(tmp_path, no_gam
     def refuse(*a, **k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(training.evaluate.tempfile, "TemporaryFile", refuse)
+    monkeypatch.setattr(generala_training.evaluate.tempfile, "TemporaryFile", refuse)
     out = tmp_path / "a" / "b"
     assert cli(_program("evaluate") + ["--games", "3", "--no-progress", "--out", str(out)]) == 2
     assert f"--out {out}: cannot write there (Permission denied)" in capsys.readouterr().err
@@ -190,7 +204,7 @@ def test_output_read_by_a_reader_that_stops_early_ends_quietly(unbuffered):
     import sys
 
     env = dict(os.environ, PYTHONUNBUFFERED=unbuffered)
-    proc = subprocess.Popen([sys.executable, "-m", "training.cli", "rules", "classic"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "generala_training.cli", "rules", "classic"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # before the program writes a line
     err = proc.stderr.read().decode()

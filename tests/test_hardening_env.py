@@ -451,7 +451,7 @@ def test_numpy_whole_numbers_and_booleans_are_rule_values():
 
 # -- 6. the solver's disk cache ------------------------------------------------------------------
 def test_an_empty_cache_variable_means_the_default_folder(tmp_path, monkeypatch):
-    from agents.solver import cache_dir, load_or_solve
+    from generala_agents.solver import cache_dir, load_or_solve
 
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
@@ -466,7 +466,7 @@ def test_an_empty_cache_variable_means_the_default_folder(tmp_path, monkeypatch)
 
 
 def test_a_cache_that_cannot_be_written_warns_and_leaves_no_temp_file(tmp_path, monkeypatch):
-    from agents.solver import _cache_path, load_or_solve
+    from generala_agents.solver import _cache_path, load_or_solve
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules({"lines": ["twos", "generala"]})
@@ -479,7 +479,7 @@ def test_a_cache_that_cannot_be_written_warns_and_leaves_no_temp_file(tmp_path, 
 
 
 def test_a_cache_folder_that_cannot_be_made_warns(tmp_path, monkeypatch):
-    from agents.solver import load_or_solve
+    from generala_agents.solver import load_or_solve
 
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

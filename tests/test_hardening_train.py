@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import yaml
 
-from training.config import BOUNDS, CHOICES, DEFAULTS, ConfigError, load_config
+from generala_training.config import BOUNDS, CHOICES, DEFAULTS, ConfigError, load_config
 
 
 def train_main(argv):
     """``generala train``'s main: it needs the train extra, so a core-only install skips the test."""
     pytest.importorskip("stable_baselines3")
-    from training.train import main
+    from generala_training.train import main
 
     return main(argv)
 
@@ -245,7 +245,7 @@ def test_resume_applies_hyperparameter_overrides(run):
 
 
 def test_resume_loads_the_schedule_and_rollout_of_the_overrides(run):
-    import training.train as tt
+    import generala_training.train as tt
 
     cfg = tt.resume_config(run, ["algo.learning_rate=2e-3", "algo.lr_schedule=linear", "algo.n_steps=32", "algo.gamma=0.9"])
     venv = tt.make_vec_env(cfg, run)
@@ -320,7 +320,7 @@ def test_sb3_vec_env_ending_info_has_the_agents_seat_and_total():
 
 def test_train_callback_logs_the_agents_total_in_random_seats(tmp_path):
     pytest.importorskip("sb3_contrib")
-    import training.train as tt
+    import generala_training.train as tt
 
     cfg = load_config(
         TINY,

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
-import agents
-from agents.base import AgentError
-from agents.ppo import METADATA_FILE, WEIGHTS_FILE, PPOAgent, network_shapes
+import generala_agents as agents
+from generala_agents.base import AgentError
+from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE, PPOAgent, network_shapes
 from generala_env.encoding import LAYOUT_VERSION, observation_layout, observation_size
 from generala_env.env import GeneralaEnv
 from generala_env.rules import load_rules
@@ -127,7 +127,7 @@ def test_act_raises_when_no_legal_action_can_be_played(tmp_path):
 
 def test_a_torn_self_play_checkpoint_is_one_clear_line(tmp_path):
     pytest.importorskip("sb3_contrib")
-    from agents.ppo import PoolAgent
+    from generala_agents.ppo import PoolAgent
 
     (tmp_path / "step_5632.zip").write_bytes(b"PK\x03\x04" + b"\0" * 100)  # a save cut by kill -9
     pool = PoolAgent(tmp_path, rules=RULES, trust_zip=True)

@@ -58,7 +58,7 @@ def test_rules_file_with_an_alias_bomb_is_refused(tmp_path, key):
 
 @pytest.mark.parametrize("key", ["name", "env.opponents", "env.rules"])
 def test_config_file_with_an_alias_bomb_is_refused(tmp_path, key):
-    from training.config import ConfigError, load_config
+    from generala_training.config import ConfigError, load_config
 
     f = tmp_path / "cfg.yaml"
     f.write_text(alias_bomb(key))
@@ -69,14 +69,14 @@ def test_config_file_with_an_alias_bomb_is_refused(tmp_path, key):
 
 
 def test_config_override_with_an_alias_bomb_is_refused():
-    from training.config import ConfigError, load_config
+    from generala_training.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match="aliases expanded"):
         load_config("configs/ppo_tiny.yaml", [f"name={bomb_value()}"])
 
 
 def test_deeply_nested_lists_are_refused_in_one_line(tmp_path):
-    from training.config import ConfigError, load_config
+    from generala_training.config import ConfigError, load_config
 
     f = tmp_path / "deep.yaml"
     f.write_text("lines: " + "[" * 100_000 + "]" * 100_000 + "\n")
@@ -89,7 +89,7 @@ def test_deeply_nested_lists_are_refused_in_one_line(tmp_path):
 
 
 def test_integer_keys_are_refused_in_one_line(tmp_path):
-    from training.config import ConfigError, load_config
+    from generala_training.config import ConfigError, load_config
 
     f = tmp_path / "ints.yaml"
     f.write_text("1: 2\nlines: [ones]\n")
@@ -102,7 +102,7 @@ def test_integer_keys_are_refused_in_one_line(tmp_path):
 
 
 def test_bad_bytes_and_huge_integers_name_the_file(tmp_path):
-    from training.config import ConfigError, load_config
+    from generala_training.config import ConfigError, load_config
 
     f = tmp_path / "latin1.yaml"
     f.write_bytes("served_bonus: 5 # \u00e9\n".encode("latin-1"))
@@ -123,7 +123,7 @@ def test_a_rules_path_that_is_a_folder_says_so(tmp_path):
 
 
 def test_error_messages_never_expand_a_value_without_bound():
-    from training.config import ConfigError, load_config
+    from generala_training.config import ConfigError, load_config
 
     huge = ["ones"] * 10**6
     with pytest.raises(RulesError) as e:
@@ -172,7 +172,7 @@ def test_fuzz_rules_files_fail_only_with_rules_error(tmp_path_factory, mapping, 
 @FUZZ
 @given(mapping=st.dictionaries(CONFIG_KEYS, values, max_size=5), junk=st.text(max_size=20), cut=st.integers(0, 10**6))
 def test_fuzz_config_files_fail_only_with_config_error(tmp_path_factory, mapping, junk, cut):
-    from training.config import ConfigError, load_config
+    from generala_training.config import ConfigError, load_config
 
     f = tmp_path_factory.mktemp("c") / "cfg.yaml"
     f.write_text(_text(mapping, junk, cut), encoding="utf-8", errors="surrogatepass")
@@ -185,7 +185,7 @@ def test_fuzz_config_files_fail_only_with_config_error(tmp_path_factory, mapping
 @FUZZ
 @given(data=st.binary(max_size=300))
 def test_fuzz_raw_bytes_fail_only_with_the_loaders_errors(tmp_path_factory, data):
-    from training.config import ConfigError, load_config
+    from generala_training.config import ConfigError, load_config
 
     f = tmp_path_factory.mktemp("b") / "raw.yaml"
     f.write_bytes(data)

@@ -1,7 +1,8 @@
 """No two modules of the project import each other, directly or round a loop.
 
 The graph is read from the source (no module is imported): every ``import`` and ``from ...
-import`` of ``generala_env``, ``agents`` or ``training``, at the top of a module or inside a
+import`` of ``generala_env``, ``generala_agents`` (the folder ``agents/``) or ``generala_training``
+(``training/``), at the top of a module or inside a
 function, relative ones resolved. ``from P import X`` is an edge to the module ``P.X`` when
 there is one, else to ``P``. A package's ``__init__`` that Python runs before one of its
 modules is not an edge: only what a module names.
@@ -16,15 +17,17 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("generala_env", "agents", "training")
+PACKAGES = ("generala_env", "generala_agents", "generala_training")
+FOLDER = {"generala_agents": "agents", "generala_training": "training"}  # pyproject.toml's package-dir
 
 
 def module_files(root: Path, packages=PACKAGES) -> dict[str, Path]:
     """Every module of ``packages`` under ``root`` by its dotted name (a package by its own)."""
     out = {}
     for pkg in packages:
-        for path in sorted((root / pkg).rglob("*.py")):
-            parts = list(path.relative_to(root).with_suffix("").parts)
+        folder = root / FOLDER.get(pkg, pkg)
+        for path in sorted(folder.rglob("*.py")):
+            parts = [pkg, *path.relative_to(folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts.pop()
             out[".".join(parts)] = path
@@ -120,7 +123,7 @@ def test_the_graph_leaves_out_imports_for_type_checkers_only(tmp_path):
 
 
 def test_no_import_cycle_in_agents_and_training():
-    found = cycles(import_graph(ROOT), ("agents", "training"))
+    found = cycles(import_graph(ROOT), ("generala_agents", "generala_training"))
     assert not found, f"modules that import each other: {say(found)}"
 
 

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-import training.pretrain  # noqa: E402
-from training.train import main as train_main  # noqa: E402
+import generala_training.pretrain  # noqa: E402
+from generala_training.train import main as train_main  # noqa: E402
 
 TINY = ["--config", "configs/ppo_tiny.yaml", "pretrain.games=6", "pretrain.epochs=1", "eval.games=4"]
 
@@ -23,7 +23,7 @@ def _steps(path: Path) -> int:
 
 
 def test_an_interrupt_during_pretraining_gives_one_line_and_the_run_starts_again(tmp_path, monkeypatch, capsys):
-    real = training.pretrain.behaviour_clone
+    real = generala_training.pretrain.behaviour_clone
     cut = {"left": 2}
 
     def clone(model, cfg, log=print):
@@ -32,7 +32,7 @@ def test_an_interrupt_during_pretraining_gives_one_line_and_the_run_starts_again
             raise KeyboardInterrupt  # what SIGINT (or SIGTERM, turned into it) raises mid-clone
         return real(model, cfg, log)
 
-    monkeypatch.setattr(training.pretrain, "behaviour_clone", clone)
+    monkeypatch.setattr(generala_training.pretrain, "behaviour_clone", clone)
     args = [*TINY, f"run_dir={tmp_path}", "--run-name", "pt1"]
     run = tmp_path / "pt1"
     with pytest.raises(SystemExit) as e:

@@ -24,10 +24,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import agents
+import generala_agents as agents
 import generala_env
-from agents.base import AgentError
-from agents.ppo import SHIPPED
+from generala_agents.base import AgentError
+from generala_agents.ppo import SHIPPED
 from generala_env import dice, opponents
 from generala_env.rules import load_rules
 from generala_env.vector import BatchedRandom, GeneralaVectorEnv, PerGameOpponent, uniform_legal
@@ -85,7 +85,7 @@ def test_the_other_tables_by_loops():
 
 # -- generala_env stands alone ----------------------------------------------------------------
 PACKAGE = Path(generala_env.__file__).parent
-ABOVE = ("agents", "training")  # the packages that sit on top of the env
+ABOVE = ("generala_agents", "generala_training", "agents", "training")  # the packages that sit on top of the env, and their folders' names
 
 
 def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
@@ -150,7 +150,7 @@ def test_using_the_env_alone_loads_no_agent_and_no_training_module():
         rng = np.random.default_rng(0)
         for _ in range(50):
             venv.step(uniform_legal(rng, venv.action_masks()))
-        print(sorted(m for m in sys.modules if m.split(".")[0] in ("agents", "training")))
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("generala_agents", "generala_training")))
         """
     )
     assert out.strip() == "[]"
@@ -177,7 +177,7 @@ def test_playing_agents_and_shipped_checkpoints_imports_no_torch():
         venv.reset(seed=0)
         venv.step(uniform_legal(np.random.default_rng(0), venv.action_masks()))
 
-        import agents
+        import generala_agents as agents
         for name, players in (("ppo-classic", 1), ("ppo-classic-2p", 2)):
             agent = agents.load(name)
             env = gym.make("Generala-v0", num_players=players, opponents="rules-of-thumb" if players > 1 else None)
@@ -231,8 +231,8 @@ def test_an_unknown_name_lists_the_known_ones():
 
 
 def test_greedy_and_random_are_played_batched_and_subclasses_game_by_game():
-    from agents.baselines import GreedyAgent, RandomAgent
-    from agents.batched import BatchedGreedy
+    from generala_agents.baselines import GreedyAgent, RandomAgent
+    from generala_agents.batched import BatchedGreedy
 
     class Careful(GreedyAgent):
         pass
@@ -283,7 +283,7 @@ def test_an_installed_package_registers_through_its_entry_point(tmp_path):
         import generala_env
         env = gym.make("Generala-v0", num_players=2, opponents="last-legal")
         env.reset(seed=0)
-        print(type(env.unwrapped.opponent_agents[0]).__name__, "agents" in sys.modules)
+        print(type(env.unwrapped.opponent_agents[0]).__name__, "generala_agents" in sys.modules)
         """,
         PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
     )
@@ -305,7 +305,7 @@ def test_a_program_without_its_extra_says_which_to_install(argv, missing, extra,
     code = f"""
         import sys
         sys.modules[{missing!r}] = None  # as if it were not installed
-        from training.cli import main
+        from generala_training.cli import main
         sys.exit(main({argv + ["--out", str(tmp_path / "out")] if argv[0] != "train" else argv!r}))
         """
     res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
@@ -326,8 +326,8 @@ def test_the_core_install_is_light_and_the_extras_hold_the_rest():
     assert names["tune"] == {"generala-rl", "optuna"}
     assert names["benchmark"] == {"generala-rl", "rliable", "pandas"}
     assert extras["all"] == ["generala-rl[train,eval,multiagent,tune,benchmark]"] and "generala-rl[all]" in extras["test"]
-    assert project["scripts"] == {"generala": "training.cli:main"}
-    assert project["entry-points"][opponents.ENTRY_POINT_GROUP] == {"agents": "agents"}
+    assert project["scripts"] == {"generala": "generala_training.cli:main"}
+    assert project["entry-points"][opponents.ENTRY_POINT_GROUP] == {"generala_agents": "generala_agents"}
 
 
 def _long_functions(root: Path) -> list[str]:

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from agents.ppo import METADATA_FILE, WEIGHTS_FILE  # noqa: E402
-from training.export import main as export_main  # noqa: E402
+from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE  # noqa: E402
+from generala_training.export import main as export_main  # noqa: E402
 
 
 def _tree(folder: Path) -> dict:
@@ -89,7 +89,7 @@ def test_leftovers_of_a_killed_export_are_cleaned_up_and_a_moved_checkpoint_rest
 
 
 def test_run_name_may_not_leave_run_dir(tmp_path, capsys):
-    from training.train import main as train_main
+    from generala_training.train import main as train_main
 
     runs = tmp_path / "runs"
     for bad in ("../x", "a/b", "..", "x" * 300):
@@ -99,7 +99,7 @@ def test_run_name_may_not_leave_run_dir(tmp_path, capsys):
 
 
 def test_evaluate_does_not_write_through_a_link_in_out(tmp_path, capsys):
-    from training.cli import main as cli_main
+    from generala_training.cli import main as cli_main
 
     out = tmp_path / "out"
     out.mkdir()

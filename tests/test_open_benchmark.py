@@ -11,17 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import agents
-from agents.base import AgentError
-from training.evaluate import evaluate
-from training.tournament import tournament
+import generala_agents as agents
+from generala_agents.base import AgentError
+from generala_training.evaluate import evaluate
+from generala_training.tournament import tournament
 
 ROOT = Path(__file__).resolve().parent.parent
 
 AGENT_FILE = textwrap.dedent(
     """
     import numpy as np
-    import agents
+    import generala_agents as agents
 
     class Wrapped:
         '''greedy, from outside: the factory is called as Wrapped(rules=..., seed=...)'''
@@ -119,7 +119,7 @@ def test_a_zip_needs_the_flag_at_every_use(tmp_path):
     rows = evaluate([str(path)], games=5, trust_zip=True, workers=1)
     assert rows[0]["games"] == 5 and agent.masked
     out = subprocess.run(
-        [sys.executable, "-m", "training.cli", "evaluate", "--agents", str(path), "--games", "2", "--out", str(tmp_path / "o"), "--no-progress"],
+        [sys.executable, "-m", "generala_training.cli", "evaluate", "--agents", str(path), "--games", "2", "--out", str(tmp_path / "o"), "--no-progress"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -148,8 +148,8 @@ import torch
 torch.ones(64, 64) @ torch.ones(64, 64)
 import numpy as np
 from generala_env import opponents
-from training.evaluate import evaluate
-from training.tournament import tournament
+from generala_training.evaluate import evaluate
+from generala_training.tournament import tournament
 
 class Last:
     name = "last"
@@ -192,7 +192,7 @@ def _tiny_grid(tmp_path, algos="ppo_mask,ppo"):
     pytest.importorskip("rliable")
     from test_benchmark import grid_args, write_configs
 
-    from training.benchmark import main
+    from generala_training.benchmark import main
 
     configs = write_configs(tmp_path / "configs")
     out = tmp_path / "grid"
@@ -202,7 +202,7 @@ def _tiny_grid(tmp_path, algos="ppo_mask,ppo"):
 
 def test_score_policy_gives_a_built_in_runs_recorded_score(tmp_path):
     pytest.importorskip("sb3_contrib")
-    from training.benchmark import score_policy
+    from generala_training.benchmark import score_policy
 
     configs, out, res = _tiny_grid(tmp_path)
     for run in res["runs"]:
@@ -215,7 +215,7 @@ def test_score_policy_gives_a_built_in_runs_recorded_score(tmp_path):
     # the CLI prints the same figure
     run = res["runs"][0]
     cli = subprocess.run(
-        [sys.executable, "-m", "training.cli", "benchmark", "score", "--agent", str(out / run["folder"] / "final_model.zip"), "--task", run["task"], "--configs", str(configs), "--trust-zip", "--json"],
+        [sys.executable, "-m", "generala_training.cli", "benchmark", "score", "--agent", str(out / run["folder"] / "final_model.zip"), "--task", run["task"], "--configs", str(configs), "--trust-zip", "--json"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -226,7 +226,7 @@ def test_score_policy_gives_a_built_in_runs_recorded_score(tmp_path):
 
 
 def test_score_policy_takes_a_batched_callable_and_an_agent():
-    from training.benchmark import score_policy
+    from generala_training.benchmark import score_policy
 
     greedy = agents.load("greedy")
     by_agent = score_policy(greedy, task="classic", games=20)
@@ -245,7 +245,7 @@ def test_score_policy_takes_a_batched_callable_and_an_agent():
 
 # -- submissions and the merged report -------------------------------------------------------------
 def _submission(suite, **change):
-    from training.benchmark import submission
+    from generala_training.benchmark import submission
 
     data = submission.make(
         task="classic",
@@ -265,9 +265,9 @@ def _submission(suite, **change):
 
 
 def _merge_a_submission(tmp_path, configs, grid, res):
-    from training.benchmark import submission
-    from training.benchmark.leaderboard import report_main
-    from training.benchmark.suite import load_suite
+    from generala_training.benchmark import submission
+    from generala_training.benchmark.leaderboard import report_main
+    from generala_training.benchmark.suite import load_suite
 
     suite = load_suite(configs)
     subs = tmp_path / "subs"
@@ -295,8 +295,8 @@ def _merge_a_submission(tmp_path, configs, grid, res):
 
 
 def test_a_bad_submission_is_refused_with_its_field():
-    from training.benchmark import BenchmarkError, submission
-    from training.benchmark.suite import load_suite
+    from generala_training.benchmark import BenchmarkError, submission
+    from generala_training.benchmark.suite import load_suite
 
     suite = load_suite()
     good = _submission(suite)
@@ -338,7 +338,7 @@ def test_a_bad_submission_is_refused_with_its_field():
     ],
 )
 def test_no_option_is_taken_from_a_prefix(argv, capsys):
-    from training.cli import main
+    from generala_training.cli import main
 
     # train and export check for the train extra, serve for the serve extra, before they parse
     train = ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tqdm")
@@ -352,7 +352,7 @@ def test_no_option_is_taken_from_a_prefix(argv, capsys):
 
 def test_out_never_replaces_what_a_different_command_wrote(tmp_path):
     pytest.importorskip("matplotlib")
-    from training.evaluate import main
+    from generala_training.evaluate import main
 
     out = tmp_path / "res"
     assert main(["--agents", "greedy", "--games", "3", "--out", str(out), "--no-progress"]) == 0
@@ -383,16 +383,16 @@ def test_the_console_script_finds_a_module_in_the_current_folder(agent_file):
     )
     assert out.returncode == 0, out.stderr
     wrapped = json.loads(out.stdout)["normalized_score"]
-    from training.benchmark import score_policy
+    from generala_training.benchmark import score_policy
 
     assert wrapped == score_policy("greedy", task="classic", games=5)["normalized_score"]
 
 
 def test_curves_a_little_apart_are_one_curve_and_far_apart_are_refused(tmp_path):
     pytest.importorskip("rliable")
-    from training.benchmark import BenchmarkError, submission
-    from training.benchmark.leaderboard import report_runs
-    from training.benchmark.suite import load_suite
+    from generala_training.benchmark import BenchmarkError, submission
+    from generala_training.benchmark.leaderboard import report_runs
+    from generala_training.benchmark.suite import load_suite
 
     suite = load_suite()
     for seed, last in ((0, 250_000), (1, 250_040)):  # a run that counts steps by whole games ends past the target

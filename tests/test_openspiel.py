@@ -11,7 +11,7 @@ import pytest
 pyspiel = pytest.importorskip("pyspiel")
 
 import generala_env.openspiel  # noqa: E402,F401  (registers python_generala)
-from agents.solver import Solver  # noqa: E402
+from generala_agents.solver import Solver  # noqa: E402
 from generala_env.dice import ROLLS  # noqa: E402
 from generala_env.encoding import observation_size  # noqa: E402
 from generala_env.model import Model  # noqa: E402

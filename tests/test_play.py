@@ -16,13 +16,13 @@ from helpers import ScriptedDice
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import agents
+import generala_agents as agents
 from generala_env import Encoder, Game, load_rules
 from generala_env.dice import HOLD_KEEP, KEEPS_LIST, NUM_MASKS
 from generala_env.env import make_info
 from generala_env.render import line_label
-from training import play
-from training.play import MoveError, parse_move
+from generala_training import play
+from generala_training.play import MoveError, parse_move
 
 
 def game_with(dice, rules="classic", players=1) -> Game:
@@ -417,7 +417,7 @@ def test_colour_only_on_a_terminal_without_no_color(monkeypatch, capsys):
 
 
 def test_cli_dispatches_to_play(monkeypatch, capsys):
-    from training.cli import main as cli_main
+    from generala_training.cli import main as cli_main
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("quit\n"))
     assert cli_main(["play", "--opponents", "random", "--seed", "0"]) == 0
@@ -523,8 +523,8 @@ def test_any_text_is_a_legal_move_a_command_or_an_explanation(seed, steps, rules
 
 
 def test_two_player_hint_gives_the_chance_to_win(monkeypatch, capsys, tmp_path):
-    import agents
-    from training.harness import make_info
+    import generala_agents as agents
+    from generala_training.harness import make_info
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules_file = tmp_path / "five.yaml"
@@ -585,7 +585,7 @@ def test_a_two_player_hint_without_a_cached_table_answers_at_once(monkeypatch, c
 
 
 def test_a_negative_seed_names_the_option(capsys):
-    from training.play import main as play_main
+    from generala_training.play import main as play_main
 
     with pytest.raises(SystemExit) as e:
         play_main(["--seed", "-5"])

@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 
 from generala_env.rules import load_rules
-from training.cli import main as cli_main
-from training.harness import game_seed, play_game
-from training.replay import page, record, write_page
+from generala_training.cli import main as cli_main
+from generala_training.harness import game_seed, play_game
+from generala_training.replay import page, record, write_page
 
 SMALL = {"lines": ["ones", "fives", "sixes", "full_house", "generala"]}
 
 
 def test_every_move_is_a_row_and_the_regrets_are_the_diagnosis():
-    import agents
-    from agents.solver import load_or_solve
-    from training.diagnose import Decisions, Judged
+    import generala_agents as agents
+    from generala_agents.solver import load_or_solve
+    from generala_training.diagnose import Decisions, Judged
 
     replays, notes = record(["greedy"], "classic", games=2, seed=3)
     rules = load_rules("classic")
@@ -100,7 +100,7 @@ def test_evaluate_writes_replays_of_its_own_games(tmp_path):
     pytest.importorskip("matplotlib")
     import json
 
-    from training.evaluate import main as evaluate_main
+    from generala_training.evaluate import main as evaluate_main
 
     out = tmp_path / "ev"
     assert evaluate_main(["--agents", "greedy,random", "--games", "3", "--replays", "2", "--workers", "1", "--no-progress", "--out", str(out)]) == 0

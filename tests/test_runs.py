@@ -8,14 +8,14 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from training.config import ConfigError, load_config  # noqa: E402
-from training.harness import game_seed, play_game, play_lockstep, play_many  # noqa: E402
+from generala_training.config import ConfigError, load_config  # noqa: E402
+from generala_training.harness import game_seed, play_game, play_lockstep, play_many  # noqa: E402
 
 TINY = str(Path(__file__).resolve().parent.parent / "configs" / "ppo_tiny.yaml")
 
 
 def _policy(cfg, tmp_path):
-    import training.train as tt
+    import generala_training.train as tt
 
     venv = tt.make_vec_env(cfg)
     try:
@@ -25,9 +25,9 @@ def _policy(cfg, tmp_path):
 
 
 def test_a_runs_evaluation_alone_is_the_harness_games_against_the_opponents_own(tmp_path):
-    import training.train as tt
-    from agents.ppo import masked_argmax_actions
-    from agents.solver import load_or_solve
+    import generala_training.train as tt
+    from generala_agents.ppo import masked_argmax_actions
+    from generala_agents.solver import load_or_solve
     from generala_env.rules import load_rules
 
     cfg = load_config(TINY, ["eval.games=12"])
@@ -41,8 +41,8 @@ def test_a_runs_evaluation_alone_is_the_harness_games_against_the_opponents_own(
 
 
 def test_a_runs_evaluation_with_opponents_is_the_harness_games_from_every_seat(tmp_path):
-    import agents
-    import training.train as tt
+    import generala_agents as agents
+    import generala_training.train as tt
     from generala_env.game import outcome_points
 
     cfg = load_config(TINY, ["env.num_players=2", "env.opponents=greedy", "eval.games=6"])
@@ -60,7 +60,7 @@ def test_a_runs_evaluation_with_opponents_is_the_harness_games_from_every_seat(t
 
 
 def test_an_unknown_evaluation_opponent_is_a_config_error():
-    import training.train as tt
+    import generala_training.train as tt
 
     with pytest.raises(ConfigError, match="config key 'eval.opponent'"):
         tt.make_evaluator(load_config(TINY, ["eval.opponent=nobody"]))
@@ -76,8 +76,8 @@ def test_an_unknown_evaluation_opponent_is_a_config_error():
     ],
 )
 def test_a_benchmark_state_that_cannot_be_used_is_one_line(tmp_path, text, message):
-    from training.benchmark.run import run_state
-    from training.benchmark.suite import BenchmarkError
+    from generala_training.benchmark.run import run_state
+    from generala_training.benchmark.suite import BenchmarkError
 
     assert run_state(tmp_path) is None  # no state yet: a new run
     (tmp_path / "state.json").write_text(text)
@@ -90,8 +90,8 @@ def test_state_round_trip_and_the_activation_by_name(tmp_path):
     import torch
     from sb3_contrib import MaskablePPO
 
-    import training.train as tt
-    from training.runs import build_model, read_state, write_json
+    import generala_training.train as tt
+    from generala_training.runs import build_model, read_state, write_json
 
     state = {"steps": 3, "checkpoint": None, "done": False, "evaluations": [{"step": 0}], "train_seconds": 1.5}
     write_json(tmp_path / "state.json", state)

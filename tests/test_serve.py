@@ -10,8 +10,8 @@ pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from generala_env.env import GeneralaEnv  # noqa: E402
-from training.cli import main as cli_main  # noqa: E402
-from training.serve import make_app  # noqa: E402
+from generala_training.cli import main as cli_main  # noqa: E402
+from generala_training.serve import make_app  # noqa: E402
 
 
 @pytest.fixture
@@ -52,9 +52,9 @@ def test_a_whole_game_against_an_agent_is_the_envs_game(client):
 
 
 def test_the_hint_is_the_solvers_best_move(client):
-    from agents.solver import load_or_solve
+    from generala_agents.solver import load_or_solve
     from generala_env.rules import load_rules
-    from training.diagnose import judged_values
+    from generala_training.diagnose import judged_values
 
     g = new(client, opponent=None, seed=3, rules="double")
     h = client.get(f"/api/games/{g['id']}/hint").json()

@@ -24,11 +24,11 @@ from fastapi.testclient import TestClient  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-import agents  # noqa: E402
-from agents.base import Agent  # noqa: E402
+import generala_agents as agents  # noqa: E402
+from generala_agents.base import Agent  # noqa: E402
 from generala_env import opponents  # noqa: E402
-from training.serve import MAX_DETAIL, HostCheck, make_app  # noqa: E402
-from training.serve import main as serve_main  # noqa: E402
+from generala_training.serve import MAX_DETAIL, HostCheck, make_app  # noqa: E402
+from generala_training.serve import main as serve_main  # noqa: E402
 
 SITE = "http://127.0.0.1:8000"
 JSON = {"Content-Type": "application/json"}
@@ -284,7 +284,7 @@ def test_optimal_2p_without_its_table_is_refused_at_once_with_how_to_build_it(cl
 
 
 def test_games_against_optimal_2p_share_one_table(tmp_path):
-    from agents.solver2p import load_or_solve_2p
+    from generala_agents.solver2p import load_or_solve_2p
 
     rules = tmp_path / "small.yaml"
     rules.write_text("lines: [ones, twos, generala]\n")

@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-import agents
-from agents.solver import SOLVER_VERSION, Solver, _cache_path, load_or_solve
+import generala_agents as agents
+from generala_agents.solver import SOLVER_VERSION, Solver, _cache_path, load_or_solve
 from generala_env.cache import CacheWarning
 from generala_env.rules import load_rules
-from training.harness import game_seed, play_many
+from generala_training.harness import game_seed, play_many
 
 
 def one_line(line, **extra):
@@ -124,7 +124,7 @@ def test_optimal_agent_reports_its_expected_score():
 
 
 def test_a_cache_of_complex_values_with_a_matching_checksum_is_not_trusted(tmp_path, monkeypatch):
-    import agents.solver as solver_mod
+    import generala_agents.solver as solver_mod
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules({"lines": ["ones", "twos", "generala"]})

@@ -10,8 +10,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import agents
-from agents.solver2p import (
+import generala_agents as agents
+from generala_agents.solver2p import (
     SOLVER2P_VERSION,
     Layout,
     SolveTooBigError,
@@ -23,7 +23,7 @@ from agents.solver2p import (
 from generala_env.dice import NUM_ROLLS, ROLL_COUNTS
 from generala_env.rules import load_rules
 from generala_env.scoring import points_table
-from training.harness import game_seed, play_many
+from generala_training.harness import game_seed, play_many
 
 SERVED = 6 / 6**5  # five alike on a turn's first roll
 SMALL = {"lines": ["ones", "fives", "sixes", "full_house", "generala"]}
@@ -174,7 +174,7 @@ def test_agent_plays_either_seat_through_the_env_and_refuses_other_games(tmp_pat
 
 
 def test_cache_is_used_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch):
-    import agents.solver2p as s2p
+    import generala_agents.solver2p as s2p
     from generala_env.cache import CacheWarning
 
     def new_process():  # the table a process shares is read once: the next process reads the file
@@ -222,7 +222,7 @@ def test_a_table_too_big_is_refused_before_anything_is_allocated():
 
 
 def run_cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "training.cli", *args], capture_output=True, text=True, env=env)
+    return subprocess.run([sys.executable, "-m", "generala_training.cli", *args], capture_output=True, text=True, env=env)
 
 
 def test_cli_solves_two_players_as_json_and_refuses_three(tmp_path):
@@ -245,9 +245,9 @@ def test_cli_solves_two_players_as_json_and_refuses_three(tmp_path):
 
 
 def test_behaviour_cloning_from_optimal_2p_learns_its_exact_chances(tmp_path, monkeypatch):
-    from training.config import EnvConfig
-    from training.export import solver_ingredients
-    from training.pretrain import _generate
+    from generala_training.config import EnvConfig
+    from generala_training.export import solver_ingredients
+    from generala_training.pretrain import _generate
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     env_cfg = EnvConfig(rules=SMALL, num_players=2, reward="win", reward_scale=0.5, agent_seat=0, opponents="self-play")
@@ -262,7 +262,7 @@ def test_behaviour_cloning_from_optimal_2p_learns_its_exact_chances(tmp_path, mo
 
 
 def test_values_whose_metadata_cannot_be_written_are_not_left_behind(tmp_path, monkeypatch):
-    import agents.solver2p as s2p
+    import generala_agents.solver2p as s2p
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules({"lines": ["ones", "twos", "generala"]})

@@ -8,14 +8,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import agents
-from agents.base import AgentError
-from agents.solver import Solver
-from agents.td_search import OnePlayerLearner, TwoPlayerLearner, TwoPlayerValue, optimistic_values, read_checkpoint
+import generala_agents as agents
+from generala_agents.base import AgentError
+from generala_agents.solver import Solver
+from generala_agents.td_search import OnePlayerLearner, TwoPlayerLearner, TwoPlayerValue, optimistic_values, read_checkpoint
 from generala_env.dice import ROLL_COUNTS
 from generala_env.game import OPEN
 from generala_env.rules import load_rules
-from training.td_search import main as train_main
+from generala_training.td_search import main as train_main
 
 
 def test_td_learning_from_its_own_games_finds_the_optimum_of_a_small_sheet(tmp_path):
@@ -97,9 +97,9 @@ def test_training_saves_as_it_goes_and_resumes(tmp_path, capsys):
 
 
 def test_cloning_a_learned_teacher_brings_in_no_solver():
-    from training.config import LEARNED_TEACHERS, EnvConfig
-    from training.export import solver_ingredients
-    from training.pretrain import _generate
+    from generala_training.config import LEARNED_TEACHERS, EnvConfig
+    from generala_training.export import solver_ingredients
+    from generala_training.pretrain import _generate
 
     for teacher in LEARNED_TEACHERS:  # each says it learned from its own games
         assert read_checkpoint(teacher)["solver_in_training"] == []
@@ -120,9 +120,9 @@ def test_cloning_a_learned_teacher_brings_in_no_solver():
 
 
 def test_a_folder_of_td_search_values_is_an_agent_and_a_teacher(tmp_path):
-    from training.config import ConfigError, load_config
-    from training.export import solver_ingredients
-    from training.pretrain import teacher_record
+    from generala_training.config import ConfigError, load_config
+    from generala_training.export import solver_ingredients
+    from generala_training.pretrain import teacher_record
 
     assert train_main(["--players", "1", "--rules", "classic", "--out", str(tmp_path / "td"), "--games", "20", "--eval-games", "5", "--save-every", "10"]) == 0
     agent = agents.load(str(tmp_path / "td"), rules="classic")
@@ -139,8 +139,8 @@ def test_a_folder_of_td_search_values_is_an_agent_and_a_teacher(tmp_path):
 
 
 def test_a_two_player_run_carries_what_its_one_player_table_learned_from(tmp_path):
-    from training.export import budget_seconds
-    from training.pretrain import teacher_record
+    from generala_training.export import budget_seconds
+    from generala_training.pretrain import teacher_record
 
     rules = tmp_path / "two.yaml"
     rules.write_text("lines: [sixes, generala]\n")
@@ -168,7 +168,7 @@ def test_values_are_checked_by_the_rules_they_recorded_as_this_code_reads_them(t
     values of other rules are refused."""
     import shutil
 
-    from agents.ppo import SHIPPED
+    from generala_agents.ppo import SHIPPED
 
     folder = tmp_path / "td"
     shutil.copytree(SHIPPED / "td-search", folder)

@@ -7,19 +7,19 @@ import numpy as np
 import pytest
 import yaml
 
-import agents
-from agents.base import AgentError
-from agents.ppo import checkpoint_names, find_checkpoint, read_metadata
+import generala_agents as agents
+from generala_agents.base import AgentError
+from generala_agents.ppo import checkpoint_names, find_checkpoint, read_metadata
 from generala_env.encoding import LAYOUT_VERSION, observation_size
 from generala_env.rules import load_rules
-from training.config import ConfigError, load_config
-from training.harness import game_seed, play_many
+from generala_training.config import ConfigError, load_config
+from generala_training.harness import game_seed, play_many
 
 
 def train_main(argv):
     """``generala train``'s main: it needs the train extra, so a core-only install skips the test."""
     pytest.importorskip("stable_baselines3")
-    from training.train import main
+    from generala_training.train import main
 
     return main(argv)
 
@@ -52,7 +52,7 @@ def test_resume_continues_from_the_saved_step(tiny_run):
 
 
 def test_export_then_load_by_path_and_play_legal_games(tiny_run, tmp_path):
-    from training.export import main as export_main
+    from generala_training.export import main as export_main
 
     assert export_main([str(tiny_run), "--name", "tiny-ppo", "--games", "6", "--dest", str(tmp_path)]) == 0
     ck = tmp_path / "tiny-ppo"
@@ -73,8 +73,8 @@ def test_export_then_load_by_path_and_play_legal_games(tiny_run, tmp_path):
 
 def test_export_measures_the_recipes_other_seeds_on_the_same_games(tmp_path, capsys):
     pytest.importorskip("sb3_contrib")
-    from training.export import main as export_main
-    from training.train import main as train_main
+    from generala_training.export import main as export_main
+    from generala_training.train import main as train_main
 
     runs = tmp_path / "runs"
     tiny_run = runs / "seed0"  # its own run: other tests go on with the module's tiny_run
@@ -97,7 +97,7 @@ def test_export_measures_the_recipes_other_seeds_on_the_same_games(tmp_path, cap
 
 def test_ctrl_c_saves_before_exiting(tmp_path, monkeypatch):
     pytest.importorskip("sb3_contrib")
-    import training.train as tt
+    import generala_training.train as tt
 
     calls = {"n": 0}
     real = tt._callback
@@ -144,7 +144,7 @@ def test_config_errors_name_the_key(override, message):
 def test_a_value_net_of_its_own_shape(tmp_path):
     """``policy.vf_arch`` gives the critic its own hidden layers; the policy keeps ``net_arch``."""
     pytest.importorskip("sb3_contrib")
-    from training.train import make_vec_env, model_from_config
+    from generala_training.train import make_vec_env, model_from_config
 
     cfg = load_config(TINY, ["policy.net_arch=[16]", "policy.vf_arch=[48, 24]"])
     assert load_config(TINY, []).policy.vf_arch is None
@@ -161,7 +161,7 @@ def test_an_entropy_bonus_at_holds_only(tmp_path):
     import torch
 
     from generala_env.env import GeneralaEnv
-    from training.train import make_vec_env, model_from_config
+    from generala_training.train import make_vec_env, model_from_config
 
     on_all = load_config(TINY, ["policy.layer_norm=true"])
     on_holds = load_config(TINY, ["policy.layer_norm=true", "policy.entropy_on=holds"])
@@ -220,9 +220,9 @@ def test_the_one_hot_dice_lever_reads_the_faces_back_and_is_not_exported(tmp_pat
     import torch
 
     from generala_env.encoding import observation_layout
-    from training.export import main as export_main
-    from training.policies import OneHotDice
-    from training.train import main as train_main
+    from generala_training.export import main as export_main
+    from generala_training.policies import OneHotDice
+    from generala_training.train import main as train_main
 
     dice = observation_layout(load_rules("classic"), 1)["dice_sorted"]
     space = gym.spaces.Box(-1, 1, (observation_size(load_rules("classic"), 1),), np.float32)
@@ -243,8 +243,8 @@ def test_normalize_reward_wraps_only_the_training_envs():
     pytest.importorskip("sb3_contrib")
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from training.config import load_config
-    from training.train import training_envs
+    from generala_training.config import load_config
+    from generala_training.train import training_envs
 
     venv = training_envs(load_config(TINY, ["algo.normalize_reward=true"]))
     assert isinstance(venv, VecNormalize) and venv.norm_reward and not venv.norm_obs

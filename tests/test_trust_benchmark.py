@@ -24,10 +24,10 @@ pytest.importorskip("rliable")
 
 from test_benchmark import grid_args, write_configs  # noqa: E402
 
-from training.benchmark import CALLS_FILE, _logged_call, calls_of, main, plan, submission  # noqa: E402
-from training.benchmark.leaderboard import report_main, report_runs  # noqa: E402
-from training.benchmark.report import OUTPUTS, md, md_code  # noqa: E402
-from training.benchmark.suite import BenchmarkError, load_suite  # noqa: E402
+from generala_training.benchmark import CALLS_FILE, _logged_call, calls_of, main, plan, submission  # noqa: E402
+from generala_training.benchmark.leaderboard import report_main, report_runs  # noqa: E402
+from generala_training.benchmark.report import OUTPUTS, md, md_code  # noqa: E402
+from generala_training.benchmark.suite import BenchmarkError, load_suite  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED_RESULTS = ROOT / "docs" / "benchmarks" / "classic_1m" / "results.json"  # a built-in grid, suite version 1
@@ -142,7 +142,7 @@ def test_a_run_folder_behind_a_link_is_refused(configs, tmp_path, capsys):
 
 
 def test_a_fifo_as_a_run_state_is_refused_without_waiting(configs, tmp_path, capsys):
-    from training.benchmark.run import check_folder
+    from generala_training.benchmark.run import check_folder
 
     (spec,) = plan(["ppo_mask"], ["classic"], 1, 128, tmp_path / "out", configs)
     folder = Path(spec.folder)
@@ -154,7 +154,7 @@ def test_a_fifo_as_a_run_state_is_refused_without_waiting(configs, tmp_path, cap
 
 
 def test_a_checkpoint_link_is_removed_not_followed(tmp_path, victim):
-    from training.benchmark.run import _drop_checkpoints
+    from generala_training.benchmark.run import _drop_checkpoints
 
     folder = tmp_path / "run"
     folder.mkdir()
@@ -170,7 +170,7 @@ def test_a_checkpoint_link_is_removed_not_followed(tmp_path, victim):
 def test_a_resumed_run_loads_only_its_own_checkpoint(name, tmp_path):
     """A state.json naming a checkpoint outside the run, or a link to one, is refused before
     any zip there is unpickled; the run's own ckpt_N folder is loaded as before."""
-    from training.benchmark.run import _own_checkpoint
+    from generala_training.benchmark.run import _own_checkpoint
 
     folder = tmp_path / "run"
     (folder / "ckpt_128").mkdir(parents=True)
@@ -215,7 +215,7 @@ def test_report_refuses_a_fifo_or_a_device_at_once(hostile, tmp_path):
     named = bad if hostile == "fifo named" else runs
     # a subprocess, so that a read that waits on the FIFO (or reads /dev/zero without end) fails the test instead of hanging it
     cli = subprocess.run(
-        [sys.executable, "-m", "training.cli", "benchmark", "report", "--runs", str(named), "--out", str(tmp_path / "report"), "--reps", "20"],
+        [sys.executable, "-m", "generala_training.cli", "benchmark", "report", "--runs", str(named), "--out", str(tmp_path / "report"), "--reps", "20"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -345,7 +345,7 @@ def test_a_submission_file_with_nan_is_refused_and_none_is_written(tmp_path):
 
 def test_results_with_a_number_json_cannot_hold_are_not_written(grid):
     from generala_env.files import OutputFolder
-    from training.benchmark.report import write
+    from generala_training.benchmark.report import write
 
     res = json.loads((grid / "results.json").read_text())
     before = (grid / "results.json").read_bytes()
@@ -368,7 +368,7 @@ def test_text_fields_are_escaped_in_results_md(tmp_path):
     for seed in (0, 1):
         submission.write(runs / f"s{seed}.json", _good_submission(suite, seed=seed, **hostile))
     res = report_runs([runs], reps=20, command="generala benchmark report --runs 'a`b' '|x\n<i>'")
-    from training.benchmark.report import markdown
+    from generala_training.benchmark.report import markdown
 
     text = markdown(res)
     command = next(line for line in text.splitlines() if line.startswith("Command: "))
@@ -475,7 +475,7 @@ def test_the_aggregates_plot_overlaps_nothing_and_counts_seeds_in_words(done):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from training.benchmark.report import _aggregates_figure, seeds_per_algorithm
+    from generala_training.benchmark.report import _aggregates_figure, seeds_per_algorithm
 
     res = json.loads((done / "results.json").read_text())
     assert seeds_per_algorithm(res) == "1 seed"

@@ -35,7 +35,7 @@ TINY = {"lines": ["ones", "fives", "generala"]}
 @pytest.fixture(autouse=True)
 def fresh_process_state(monkeypatch):
     """Each test starts as a new process would: no cache warning given yet, no two-player table shared."""
-    import agents.solver2p as s2p
+    import generala_agents.solver2p as s2p
 
     monkeypatch.setattr(cache_mod, "_reported", set())
     monkeypatch.setattr(s2p, "_tables", {})
@@ -318,7 +318,7 @@ def test_a_game_with_garbage_numba_indexes_plays_and_mends_the_cache(tmp_path):
 def forge_one_player(rules, change) -> Path:
     """The cached table of ``rules`` with its values changed by ``change`` and the checksum
     recomputed for them, as whoever edits the file would."""
-    from agents.solver import SOLVER_VERSION, _cache_path, cache_meta
+    from generala_agents.solver import SOLVER_VERSION, _cache_path, cache_meta
 
     path = _cache_path(rules)
     with np.load(path) as z:
@@ -342,7 +342,7 @@ FORGED_VALUES = {
 
 @pytest.mark.parametrize("how", list(FORGED_VALUES))
 def test_forged_one_player_values_with_a_recomputed_checksum_are_refused(tmp_path, monkeypatch, how):
-    from agents.solver import load_or_solve
+    from generala_agents.solver import load_or_solve
     from generala_env.rules import load_rules
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
@@ -359,7 +359,7 @@ def test_forged_one_player_values_with_a_recomputed_checksum_are_refused(tmp_pat
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "folder", "another user's"])
 def test_a_one_player_cache_file_that_is_not_ours_is_neither_read_nor_replaced(tmp_path, monkeypatch, kind):
-    from agents.solver import _cache_path, load_or_solve
+    from generala_agents.solver import _cache_path, load_or_solve
     from generala_env.rules import load_rules
 
     if kind == "another user's" and os.geteuid() != 0:
@@ -392,7 +392,7 @@ def test_a_one_player_cache_file_that_is_not_ours_is_neither_read_nor_replaced(t
 
 def test_a_one_player_cache_bigger_than_its_table_is_not_read(tmp_path, monkeypatch):
     """A file of gigabytes at the cache's name is refused by its size, not read into memory."""
-    from agents.solver import _cache_path, load_or_solve
+    from generala_agents.solver import _cache_path, load_or_solve
     from generala_env.rules import load_rules
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
@@ -409,7 +409,7 @@ def test_a_one_player_cache_bigger_than_its_table_is_not_read(tmp_path, monkeypa
 @ROOT_ONLY
 @pytest.mark.parametrize("mode", [None, 0o777, 0o775])
 def test_a_solver_cache_folder_that_is_not_private_is_neither_read_nor_written(tmp_path, monkeypatch, mode):
-    from agents.solver import _cache_path, load_or_solve
+    from generala_agents.solver import _cache_path, load_or_solve
     from generala_env.rules import load_rules
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
@@ -432,7 +432,7 @@ def test_a_solver_cache_folder_that_is_not_private_is_neither_read_nor_written(t
 
 def solve_cli(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
     """``generala solve``; the timeout only keeps a hang from stopping the suite."""
-    return subprocess.run([sys.executable, "-m", "training.cli", "solve", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "generala_training.cli", "solve", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def warning_lines(err: str) -> list[str]:
@@ -440,7 +440,7 @@ def warning_lines(err: str) -> list[str]:
 
 
 def test_generala_solve_refuses_forged_values_in_one_line(tmp_path):
-    from agents.solver import _cache_path
+    from generala_agents.solver import _cache_path
     from generala_env.rules import load_rules
 
     rules_file = tmp_path / "tiny.yaml"
@@ -468,7 +468,7 @@ def test_generala_solve_refuses_forged_values_in_one_line(tmp_path):
 @pytest.fixture(scope="module")
 def two_player_files(tmp_path_factory):
     """A solved two-player table of :data:`TINY` and its record, as files (solved once)."""
-    from agents.solver2p import _cache_path, load_or_solve_2p
+    from generala_agents.solver2p import _cache_path, load_or_solve_2p
     from generala_env.rules import load_rules
 
     folder = tmp_path_factory.mktemp("solved2p")
@@ -482,7 +482,7 @@ def two_player_files(tmp_path_factory):
 
 
 def place(tmp_path, files) -> Path:
-    from agents.solver2p import _cache_path
+    from generala_agents.solver2p import _cache_path
     from generala_env.rules import load_rules
 
     path = _cache_path(load_rules(TINY))
@@ -493,8 +493,8 @@ def place(tmp_path, files) -> Path:
 
 
 def test_agents_on_the_same_rules_share_one_read_only_table(tmp_path, monkeypatch, two_player_files):
-    import agents
-    from agents.solver2p import is_cached, shared_table
+    import generala_agents as agents
+    from generala_agents.solver2p import is_cached, shared_table
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     assert not is_cached(TINY) and shared_table(TINY) is None  # nothing cached: nothing solved either
@@ -510,8 +510,8 @@ def test_agents_on_the_same_rules_share_one_read_only_table(tmp_path, monkeypatc
 
 
 def forge_two_player(path: Path, change) -> None:
-    from agents.solver import cache_meta
-    from agents.solver2p import SOLVER2P_VERSION
+    from generala_agents.solver import cache_meta
+    from generala_agents.solver2p import SOLVER2P_VERSION
     from generala_env.rules import load_rules
 
     V = np.load(path).copy()
@@ -531,9 +531,9 @@ FORGED_CHANCES = {
 
 @pytest.mark.parametrize("how", list(FORGED_CHANCES))
 def test_a_forged_two_player_table_is_refused_and_a_hint_never_solves(tmp_path, monkeypatch, two_player_files, how):
-    from agents.solver2p import TwoPlayerSolver, is_cached, shared_table
+    from generala_agents.solver2p import TwoPlayerSolver, is_cached, shared_table
     from generala_env.rules import load_rules
-    from training.hints import two_player_table
+    from generala_training.hints import two_player_table
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     path = place(tmp_path, two_player_files)
@@ -558,7 +558,7 @@ def test_a_forged_two_player_table_is_refused_and_a_hint_never_solves(tmp_path, 
 @pytest.mark.parametrize("which", ["npy", "json"])
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "another user's", "too big", "truncated"])
 def test_a_two_player_file_that_is_not_a_table_is_refused_without_blocking(tmp_path, monkeypatch, two_player_files, which, kind):
-    from agents.solver2p import shared_table
+    from generala_agents.solver2p import shared_table
 
     if kind == "another user's" and os.geteuid() != 0:
         pytest.skip("changing a file's owner needs root")
@@ -585,7 +585,7 @@ def test_a_two_player_file_that_is_not_a_table_is_refused_without_blocking(tmp_p
 
 def test_a_table_that_cannot_be_written_is_kept_in_memory_with_a_warning(tmp_path, monkeypatch, two_player_files):
     """ENOSPC for real (/dev/full) while the table is written: a warning, the table in memory, no file left."""
-    from agents.solver2p import TwoPlayerSolver, load_or_solve_2p
+    from generala_agents.solver2p import TwoPlayerSolver, load_or_solve_2p
 
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
@@ -601,7 +601,7 @@ def test_a_table_that_cannot_be_written_is_kept_in_memory_with_a_warning(tmp_pat
 def test_generala_solve_does_not_hang_on_a_fifo_beside_the_table(tmp_path):
     """The review's reproduction: a FIFO as the two-player table's record, which a plain read
     would wait on forever."""
-    from agents.solver2p import _cache_path
+    from generala_agents.solver2p import _cache_path
     from generala_env.rules import load_rules
 
     rules_file = tmp_path / "tiny.yaml"
@@ -633,7 +633,7 @@ def test_a_read_only_cache_works_with_a_warning(tmp_path, monkeypatch, capsys, e
     writes anywhere, so the refusal comes from where a new file is made in the folder)."""
     import tempfile
 
-    from training.cli import main
+    from generala_training.cli import main
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
     assert run_once() == 42  # the cache folders are there: only writing fails

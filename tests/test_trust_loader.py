@@ -19,13 +19,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import agents
+import generala_agents as agents
 import generala_env  # noqa: F401  (registers the env)
-from agents import Trust
-from agents.base import AgentError
-from agents.ppo import SHIPPED, PoolAgent
+from generala_agents import Trust
+from generala_agents.base import AgentError
+from generala_agents.ppo import SHIPPED, PoolAgent
 from generala_env import opponents
-from training.cli import main as cli_main
+from generala_training.cli import main as cli_main
 
 
 class _OpensForWriting:
@@ -53,7 +53,7 @@ def hostile_file(folder: Path, marker: Path) -> Path:
     path = folder / "evil.py"
     path.write_text(
         f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
-        "from agents.baselines import GreedyAgent\n"
+        "from generala_agents.baselines import GreedyAgent\n"
         "def make(rules='classic', seed=None):\n    return GreedyAgent(rules, seed)\n"
     )
     return path
@@ -212,8 +212,8 @@ def test_zips_in_the_programs_own_folder_are_trusted_and_no_other(tmp_path):
 
 def test_a_configs_pool_opponent_is_refused_and_self_play_is_the_runs_own(tmp_path, pool_of_forged_zips):
     pytest.importorskip("sb3_contrib")
-    from training import train as tt
-    from training.config import load_config
+    from generala_training import train as tt
+    from generala_training.config import load_config
 
     pool, marker = pool_of_forged_zips
     cfg = load_config("configs/ppo_tiny.yaml", [f"run_dir={tmp_path}", "env.num_players=2", f"env.opponents=pool:{pool}"])
@@ -244,7 +244,7 @@ def test_programs_refuse_a_pool_of_zips_without_the_flag(pool_of_forged_zips, tm
 
 
 def test_diagnose_refuses_a_zip_and_a_runs_zips_without_the_flag(pool_of_forged_zips, tmp_path, capsys):
-    from training.diagnose import run
+    from generala_training.diagnose import run
 
     pool, marker = pool_of_forged_zips
     assert run([str(pool / "step_256.zip"), "--games", "1"]) == 2
@@ -264,9 +264,9 @@ SMALL = {"lines": ["ones", "twos", "generala"]}
 
 
 def test_a_hint_never_solves_even_when_the_cache_holds_a_table_without_its_record(tmp_path, monkeypatch):
-    import agents.solver2p as s2p
+    import generala_agents.solver2p as s2p
     from generala_env.rules import load_rules
-    from training.hints import two_player_table
+    from generala_training.hints import two_player_table
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules(SMALL)

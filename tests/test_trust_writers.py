@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.cli import main as cli
+from generala_training.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = str(ROOT / "configs" / "ppo_tiny.yaml")
@@ -60,7 +60,7 @@ def test_a_link_at_a_replay_page_is_refused_and_its_target_kept(tmp_path, capsys
 
 def test_two_specs_with_one_file_name_get_two_pages(tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    from training.evaluate import replay_file
+    from generala_training.evaluate import replay_file
 
     a, b = tmp_path / "a" / "ck", tmp_path / "b" / "ck"  # two checkpoint folders, one last name
     for folder in (a, b):
@@ -123,7 +123,7 @@ def test_a_tournament_refuses_a_users_file_and_replaces_its_own(tmp_path, capsys
 # -- 2. a run folder is locked while a run uses it ------------------------------------------------
 def _train(argv: list[str]) -> int:
     pytest.importorskip("sb3_contrib")
-    from training.train import main
+    from generala_training.train import main
 
     return main(argv)
 
@@ -172,7 +172,7 @@ def test_two_trains_in_two_processes_on_one_folder_one_is_refused(tmp_path):
     # the first process trains while holding the run's lock; it stops at its first evaluation until this test lets it go
     first = f"""
 import sys
-import training.train as tt
+import generala_training.train as tt
 real = tt.TrainCallback.evaluate
 def evaluate(self):
     print("in the run", flush=True)
@@ -188,7 +188,7 @@ sys.exit(tt.main(["--resume", {str(run)!r}, "total_timesteps=512"]))
             if "in the run" in line:
                 break
         second = subprocess.run(
-            [sys.executable, "-m", "training.cli", "train", "--resume", str(run), "total_timesteps=512"], cwd=ROOT, capture_output=True, text=True
+            [sys.executable, "-m", "generala_training.cli", "train", "--resume", str(run), "total_timesteps=512"], cwd=ROOT, capture_output=True, text=True
         )
     finally:
         _, err = p.communicate("go\n", timeout=300)
@@ -234,7 +234,7 @@ def test_a_full_disk_during_a_resumes_save_keeps_the_last_model(run, monkeypatch
 
 
 def test_save_model_refuses_a_link_and_writes_through_a_fresh_temporary(tmp_path):
-    from training.train import save_model
+    from generala_training.train import save_model
 
     class Model:
         def save(self, f):
@@ -307,7 +307,7 @@ def test_a_torn_last_evaluation_row_is_skipped_with_a_warning_and_the_run_resume
 
 def test_the_curve_plot_reads_a_torn_row_and_refuses_a_bad_one(run, tmp_path, capsys):
     pytest.importorskip("matplotlib")
-    from training.plot_curve import main as plot_main
+    from generala_training.plot_curve import main as plot_main
 
     out = tmp_path / "curve.png"
     with open(run / "evaluations.csv", "a") as f:
@@ -355,7 +355,7 @@ def test_init_from_an_sb3_zip_needs_trust_zip_at_that_call(tmp_path, capsys):
 
 
 def test_init_from_a_trusted_zip_or_a_checkpoint_folder_trains(tiny_run, tmp_path, capsys):
-    from training.export import main as export_main
+    from generala_training.export import main as export_main
 
     runs = tmp_path / "runs"
     short = ["total_timesteps=256"]
@@ -376,9 +376,9 @@ def test_init_from_a_checkpoint_folder_starts_from_its_weights(tiny_run, tmp_pat
     import torch
     from safetensors.torch import load_file
 
-    from training.config import load_config
-    from training.export import main as export_main
-    from training.train import make_vec_env, model_from_config
+    from generala_training.config import load_config
+    from generala_training.export import main as export_main
+    from generala_training.train import make_vec_env, model_from_config
 
     assert export_main([str(tiny_run), "--name", "ck", "--games", "2", "--dest", str(tmp_path)]) == 0
     cfg = load_config(TINY, [f"init_from={tmp_path / 'ck'}"])
@@ -410,7 +410,7 @@ def _td_args(tmp_path: Path, out: Path, games: int) -> list[str]:
 def test_a_forged_td_search_file_is_one_line_naming_it(tmp_path, capsys, text, message):
     import re
 
-    from training.td_search import main as td_main
+    from generala_training.td_search import main as td_main
 
     folder = tmp_path / "td"
     folder.mkdir()
@@ -426,7 +426,7 @@ def test_a_forged_td_search_file_is_one_line_naming_it(tmp_path, capsys, text, m
 
 
 def test_a_td_search_file_that_is_a_fifo_is_refused_without_blocking(tmp_path, capsys):
-    from training.td_search import main as td_main
+    from generala_training.td_search import main as td_main
 
     folder = tmp_path / "td"
     folder.mkdir()
@@ -437,7 +437,7 @@ def test_a_td_search_file_that_is_a_fifo_is_refused_without_blocking(tmp_path, c
 
 def test_a_td_search_folder_refuses_a_users_file_and_a_second_run_and_resumes_its_own(tmp_path, capsys):
     from generala_env.files import MANIFEST, lock_folder
-    from training.td_search import main as td_main
+    from generala_training.td_search import main as td_main
 
     out = tmp_path / "td"
     assert td_main(_td_args(tmp_path, out, 10)) == 0
@@ -447,10 +447,10 @@ def test_a_td_search_folder_refuses_a_users_file_and_a_second_run_and_resumes_it
     with lock_folder(out, "the first run"):  # a second run on a folder in use
         before = _tree(out)
         assert td_main(_td_args(tmp_path, out, 30)) == 2
-        assert "is in use by another python -m training.td_search" in capsys.readouterr().err and _tree(out) == before
+        assert "is in use by another python -m generala_training.td_search" in capsys.readouterr().err and _tree(out) == before
     (out / "curve.csv").write_text("my own curve\n")  # the user's file at an output's name
     assert td_main(_td_args(tmp_path, out, 30)) == 2
-    assert "curve.csv was not written by python -m training.td_search here" in capsys.readouterr().err
+    assert "curve.csv was not written by python -m generala_training.td_search here" in capsys.readouterr().err
     assert (out / "curve.csv").read_text() == "my own curve\n" and json.loads((out / "td_search.json").read_text())["games"] == 20
     # a folder written before the record existed: its td_search.json and matching curve.csv are taken over and resumed
     (out / "curve.csv").unlink()
@@ -579,7 +579,7 @@ def _play_episode(env, seed: int, rng) -> None:
 # -- export: never through a link, never over a folder it did not make ------------------------------
 def _export(argv: list[str]) -> int:
     pytest.importorskip("sb3_contrib")
-    from training.export import main
+    from generala_training.export import main
 
     return main(argv)
 
@@ -596,7 +596,7 @@ def test_export_refuses_a_dest_that_is_a_link_and_keeps_its_target(tiny_run, tmp
 
 
 def test_export_never_moves_its_checkpoint_over_a_folder_that_appeared_meanwhile(tiny_run, tmp_path, monkeypatch, capsys):
-    import training.export as ex
+    import generala_training.export as ex
 
     dest = tmp_path / "cks"
     real = ex.check_dest
@@ -675,7 +675,7 @@ def _edit_yaml(run: Path, change) -> None:
 
 
 def test_export_force_replaces_only_the_checkpoint_it_checked(tiny_run, tmp_path, monkeypatch, capsys):
-    import training.export as ex
+    import generala_training.export as ex
 
     dest = tmp_path / "cks"
     argv = [str(tiny_run), "--name", "ck", "--games", "2", "--dest", str(dest), "--force"]

@@ -6,7 +6,7 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
-from training.tune import SPACE, main  # noqa: E402
+from generala_training.tune import SPACE, main  # noqa: E402
 
 TINY = str(Path(__file__).resolve().parent.parent / "configs" / "ppo_tiny.yaml")
 

@@ -15,8 +15,8 @@ import numpy as np
 from .options import MissingExtra, positive_float, positive_int, require_extra, seed_int
 
 if TYPE_CHECKING:
-    from agents.solver import Solver
-    from agents.solver2p import TwoPlayerSolver
+    from generala_agents.solver import Solver
+    from generala_agents.solver2p import TwoPlayerSolver
 
 
 def _rules_cmd(args) -> int:
@@ -89,7 +89,7 @@ def describe_action(rules, dice, a: int) -> str:
 
 
 def _agents_cmd(args) -> int:
-    import agents
+    import generala_agents as agents
 
     described = agents.describe()
     width = max(map(len, described), default=0) + 2
@@ -163,12 +163,12 @@ def _solve_cmd(args) -> int:
     solver: Solver | TwoPlayerSolver
     with _warnings_as_lines("solve"):  # a cache not used or not written: one line each, and the solve goes on
         if args.players == 1:
-            from agents.solver import load_or_solve
+            from generala_agents.solver import load_or_solve
 
             solver, source = load_or_solve(rules, use_cache=not args.no_cache)
             out["expected_score"] = solver.expected_score
         else:
-            from agents.solver2p import SolveTooBigError, load_or_solve_2p
+            from generala_agents.solver2p import SolveTooBigError, load_or_solve_2p
 
             progress, close = _solve_progress() if not args.json else (None, lambda: None)
             try:
@@ -228,15 +228,15 @@ TRAIN_MODULES = ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "tq
 # subcommands with parsers of their own: everything after the name goes to them; the extra
 # and modules a program needs before it can start (evaluate and tournament check their own)
 PROGRAMS = {
-    "evaluate": ("training.evaluate", "one-player games of agents on the same dice", None),
-    "tournament": ("training.tournament", "head-to-head games, seats swapped on the same dice", None),
-    "train": ("training.train", "train a MaskablePPO agent from a YAML config", ("train", TRAIN_MODULES)),
-    "export": ("training.export", "make a shipped checkpoint from a training run", ("train", TRAIN_MODULES)),
-    "play": ("training.play", "play in the terminal against agents", None),
-    "replay": ("training.replay", "games as one self-contained HTML page, every move judged by the exact optimum", None),
-    "serve": ("training.serve", "play in the browser against agents, with hints (local only by default)", ("serve", ("fastapi", "uvicorn"))),
+    "evaluate": ("generala_training.evaluate", "one-player games of agents on the same dice", None),
+    "tournament": ("generala_training.tournament", "head-to-head games, seats swapped on the same dice", None),
+    "train": ("generala_training.train", "train a MaskablePPO agent from a YAML config", ("train", TRAIN_MODULES)),
+    "export": ("generala_training.export", "make a shipped checkpoint from a training run", ("train", TRAIN_MODULES)),
+    "play": ("generala_training.play", "play in the terminal against agents", None),
+    "replay": ("generala_training.replay", "games as one self-contained HTML page, every move judged by the exact optimum", None),
+    "serve": ("generala_training.serve", "play in the browser against agents, with hints (local only by default)", ("serve", ("fastapi", "uvicorn"))),
     # checks its own extras ([benchmark], and [ray] for --backend ray)
-    "benchmark": ("training.benchmark", "train RL algorithms on the task suite, scored against the optimum with rliable", None),
+    "benchmark": ("generala_training.benchmark", "train RL algorithms on the task suite, scored against the optimum with rliable", None),
 }
 
 

@@ -142,7 +142,7 @@ class PretrainConfig:
     """whom to imitate: the exact solvers optimal (the score-maximiser) and optimal-2p (the
     two-player win-maximiser), or the learned td-search and td-search-2p (from scratch: a run
     that imitates them still saw no solver), or a folder of td-search values trained by
-    ``python -m training.td_search --out FOLDER``"""
+    ``python -m generala_training.td_search --out FOLDER``"""
 
 
 @dataclass
@@ -297,17 +297,19 @@ def _fail(key: tuple, what: str, v: Any) -> ConfigError:
 
 
 def _teacher_folder(teacher: str) -> str:
-    """The name of the td-search agent that a ``python -m training.td_search --out`` folder
+    """The name of the td-search agent that a ``python -m generala_training.td_search --out`` folder
     holds; a config error for anything else."""
-    from agents.base import AgentError
-    from agents.td_search import folder_agent
+    from generala_agents.base import AgentError
+    from generala_agents.td_search import folder_agent
 
     try:
         cls = folder_agent(teacher)
     except AgentError as e:  # a folder whose td_search.json cannot be read: one line naming the file
         raise ConfigError(f"config key 'pretrain.teacher': {e}") from None
     if cls is None:
-        raise _fail(("pretrain", "teacher"), f"one of {', '.join(TEACHERS)}, or a folder of td-search values (python -m training.td_search --out)", teacher)
+        raise _fail(
+            ("pretrain", "teacher"), f"one of {', '.join(TEACHERS)}, or a folder of td-search values (python -m generala_training.td_search --out)", teacher
+        )
     return cls.name
 
 

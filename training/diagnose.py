@@ -1,11 +1,11 @@
 """Where a one-player agent loses points against perfect play, measured with the exact solver.
 
-    python -m training.diagnose ppo-classic --games 2000
-    python -m training.diagnose runs/RUN/best_model.zip --games 2000 --json diag.json
-    python -m training.diagnose --run runs/RUN --games 300       # every saved checkpoint of a run
+    python -m generala_training.diagnose ppo-classic --games 2000
+    python -m generala_training.diagnose runs/RUN/best_model.zip --games 2000 --json diag.json
+    python -m generala_training.diagnose --run runs/RUN --games 300       # every saved checkpoint of a run
 
 The solver is used here as a yardstick only: it judges the agent's moves, it never trains
-anything. At each decision of the agent (on the shared seeded dice of ``training.harness``)
+anything. At each decision of the agent (on the shared seeded dice of ``generala_training.harness``)
 the solver gives the expected final total after every legal action, so each move has a
 *regret*: the best action's value minus the chosen one's. By the performance-difference
 lemma the regrets of a game add up, in expectation, to the optimal expected score minus the
@@ -52,7 +52,7 @@ def judged_values(solver, info) -> np.ndarray:
     """The one-player solver's expected points still to come after each action of the seat
     to move (``-inf`` for an illegal one): what every judgement of a move here is made of
     (a move's regret is the best value minus its own)."""
-    from agents.base import SeatView
+    from generala_agents.base import SeatView
     from generala_env.scoring import generala_scored
 
     v = SeatView.from_info(info)
@@ -88,7 +88,7 @@ class Judged(Watched):
         self.solver, self.rec = solver, record
 
     def record(self, a: int, obs, info) -> None:
-        from agents.base import SeatView
+        from generala_agents.base import SeatView
 
         v = SeatView.from_info(info)
         vals = judged_values(self.solver, info)
@@ -111,16 +111,16 @@ class Judged(Watched):
 
 def load_agent(spec: str, rules, trust_zip: bool = False):
     """An agent from a name, a checkpoint folder, or an SB3 ``.zip`` (``trust_zip`` only:
-    loading one unpickles it); the zip's policy is read into a :class:`agents.ppo.PolicyAgent`
+    loading one unpickles it); the zip's policy is read into a :class:`generala_agents.ppo.PolicyAgent`
     so that its entropy can be measured."""
-    import agents
-    from agents.specs import is_zip, require_trusted_zip
+    import generala_agents as agents
+    from generala_agents.specs import is_zip, require_trusted_zip
 
     if is_zip(spec):
         require_trusted_zip(spec, agents.Trust.PROGRAM.with_zip(trust_zip))
         from sb3_contrib import MaskablePPO
 
-        from agents.ppo import PolicyAgent, PolicyNet
+        from generala_agents.ppo import PolicyAgent, PolicyNet
 
         from .export import network_of
 
@@ -132,8 +132,8 @@ def load_agent(spec: str, rules, trust_zip: bool = False):
 
 def diagnose(spec: str, rules="classic", games: int = 1000, seed: int = 0, trust_zip: bool = False) -> dict:
     """The report as a mapping (see the module docstring)."""
-    import agents
-    from agents.solver import load_or_solve
+    import generala_agents as agents
+    from generala_agents.solver import load_or_solve
     from generala_env.rules import load_rules
 
     rules = load_rules(rules)
@@ -232,8 +232,8 @@ def over_training(run: Path, rules="classic", games: int = 300, seed: int = 0, t
     the diagnosis and the training scalars then."""
     import re
 
-    from agents import Trust
-    from agents.specs import require_trusted_zip
+    from generala_agents import Trust
+    from generala_agents.specs import require_trusted_zip
 
     steps = sorted((int(m.group(1)), p) for p in (run / "checkpoints").glob("step_*.zip") if (m := re.fullmatch(r"step_(\d+)\.zip", p.name)))
     if not steps:
@@ -273,13 +273,13 @@ def curve_markdown(rows: list[dict]) -> str:
 def _write_json(path, value) -> None:
     """``--json``: atomically, never through a link or over a file this program did not write."""
     path = Path(path)
-    OutputFolder(path.parent, "python -m training.diagnose").write(path.name, json.dumps(value, indent=2))
+    OutputFolder(path.parent, "python -m generala_training.diagnose").write(path.name, json.dumps(value, indent=2))
 
 
 def main(argv=None) -> int:
-    from agents.specs import TRUST_ZIP_HELP
+    from generala_agents.specs import TRUST_ZIP_HELP
 
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m training.diagnose", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m generala_training.diagnose", description=__doc__.split("\n\n")[0])
     p.add_argument("agent", help="agent name, checkpoint folder, a run's SB3 .zip, or with --run a run folder")
     p.add_argument(
         "--run", action="store_true", help="AGENT is a run folder: diagnose each checkpoints/step_N.zip, with TensorBoard's explained variance and value loss"
@@ -312,7 +312,7 @@ def run(argv=None) -> int:
     try:
         return main(argv)
     except (ValueError, OSError) as e:
-        print(f"python -m training.diagnose: error: {e}", file=sys.stderr)
+        print(f"python -m generala_training.diagnose: error: {e}", file=sys.stderr)
         return 2
 
 

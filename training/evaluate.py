@@ -28,7 +28,7 @@ from .stats import mean_ci
 
 
 def default_agents() -> list[str]:
-    import agents
+    import generala_agents as agents
 
     out = ["optimal", "td-search", "turn-optimal", "rules-of-thumb", "greedy", "random"]
     for name in agents.names():
@@ -38,7 +38,7 @@ def default_agents() -> list[str]:
 
 
 def _players_of(name) -> int | None:
-    from agents.ppo import find_checkpoint, read_metadata
+    from generala_agents.ppo import find_checkpoint, read_metadata
 
     path = find_checkpoint(name) if isinstance(name, str) else None
     return int(read_metadata(path)["num_players"]) if path else None
@@ -80,7 +80,7 @@ def check_agents(table, rules, players: int, trust_zip: bool = False) -> None:
     """Build each agent once so a bad spec or rule set fails before any game is played.
 
     ``table``: agent names, or ``{name: spec or agent object}``."""
-    import agents
+    import generala_agents as agents
 
     table = table if isinstance(table, dict) else {n: n for n in table}
     for name, entry in table.items():
@@ -95,7 +95,7 @@ def check_agents(table, rules, players: int, trust_zip: bool = False) -> None:
 def play_evaluation(table: dict, rules, games: int, seed: int, workers=None, progress: bool = False, trust_zip: bool = False, counter=None):
     """Every agent of ``table`` on the same ``games`` seeded one-player games: the rows (sorted
     by mean score, best first), each agent's totals, and the optimal expected score."""
-    from agents.solver import load_or_solve
+    from generala_agents.solver import load_or_solve
 
     check_agents(table, rules, 1, trust_zip)
     optimal = load_or_solve(rules)[0].expected_score
@@ -125,7 +125,7 @@ def evaluate(
     defined in the caller's process (a notebook, ``python -c``) play in the workers too
     where the system can fork, else in this process::
 
-        from training.evaluate import evaluate
+        from generala_training.evaluate import evaluate
         rows = evaluate(["greedy", "optimal"], games=200, seed=0)
     """
     from generala_env.rules import load_rules
@@ -298,7 +298,7 @@ def write_replays(folder: OutputFolder, names: list[str], rules, games: int, see
 
 
 def main(argv=None) -> int:
-    from agents.specs import HELP, TRUST_ZIP_HELP
+    from generala_agents.specs import HELP, TRUST_ZIP_HELP
 
     from .options import claim_out, parser
 

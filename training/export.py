@@ -48,7 +48,7 @@ class ExportError(ValueError):
 
 def network_of(model) -> dict:
     """The ``network`` entry of a checkpoint's metadata for an SB3 MlpPolicy model."""
-    from agents.ppo import KEEP_HEAD_FORMAT, NETWORK_FORMAT
+    from generala_agents.ppo import KEEP_HEAD_FORMAT, NETWORK_FORMAT
 
     kw = model.policy_kwargs
     if kw.get("features_extractor_class") is not None:  # e.g. policy.dice onehot: the checkpoint format takes the plain observation
@@ -81,7 +81,7 @@ def write_policy(model, folder: Path) -> None:
     """The model's policy weights as ``policy.safetensors`` in ``folder``."""
     from safetensors.torch import save_file
 
-    from agents.ppo import WEIGHTS_FILE
+    from generala_agents.ppo import WEIGHTS_FILE
 
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.policy.state_dict().items()}
     save_file(tensors, str(Path(folder) / WEIGHTS_FILE))
@@ -140,7 +140,7 @@ def budget_seconds(state: dict, pretrain: dict | None) -> dict:
 def _teacher_solver_ingredients(teacher: str, pretrain: dict | None) -> list[str]:
     """What went into a learned teacher's training, from the run's record or the teacher's file."""
     if not (pretrain and "teacher_solver_in_training" in pretrain):
-        from agents.base import AgentError
+        from generala_agents.base import AgentError
 
         from .pretrain import teacher_record
 
@@ -191,7 +191,7 @@ def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: s
 
 def write_metadata(folder: Path, meta: dict) -> None:
     """``meta`` as the ``metadata.json`` of ``folder``, written atomically and never through a link."""
-    from agents.ppo import METADATA_FILE
+    from generala_agents.ppo import METADATA_FILE
     from generala_env.files import write_atomic
 
     write_atomic(Path(folder) / METADATA_FILE, json.dumps(meta, indent=2, default=float))
@@ -199,8 +199,8 @@ def write_metadata(folder: Path, meta: dict) -> None:
 
 def verify(model, folder: Path, rules, players: int, states: int = 300) -> None:
     """Load ``folder`` as an agent and check that it picks the model's actions on seeded states."""
-    import agents
-    from agents.ppo import masked_argmax_actions
+    import generala_agents as agents
+    from generala_agents.ppo import masked_argmax_actions
     from generala_env.env import GeneralaEnv
 
     agent = agents.load(str(folder), rules=rules, num_players=players)
@@ -220,7 +220,7 @@ def verify(model, folder: Path, rules, players: int, states: int = 300) -> None:
 
 def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, opponents: list[str]) -> dict:
     """The checkpoint's figures on ``games`` seeded games (one player: score; several: win rates)."""
-    from agents.solver import load_or_solve
+    from generala_agents.solver import load_or_solve
 
     seeds = [game_seed(seed, i) for i in range(games)]
     evaluation: dict = {"games": games, "seed": seed}
@@ -277,7 +277,7 @@ MAX_NAME = 100  # characters of --name: room for a clear name, far below a file 
 def is_export_checkpoint(folder: Path) -> bool:
     """Whether ``folder`` is a checkpoint this program wrote: a real folder (not a link) holding
     exactly ``metadata.json`` and ``policy.safetensors``, its metadata marked by export."""
-    from agents.ppo import METADATA_FILE, WEIGHTS_FILE
+    from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE
 
     if folder.is_symlink() or not folder.is_dir():
         return False
@@ -315,7 +315,7 @@ def sweep_leftovers(root: Path, name: str) -> None:
     ``.NAME.new-PID-*`` and ``.NAME.old-PID-*`` folders in ``root``, when that PID is no longer
     running and the folder holds nothing but files export writes. An old checkpoint moved
     aside just before the kill goes back to ``NAME`` if nothing took its place; the rest is removed."""
-    from agents.ppo import METADATA_FILE, WEIGHTS_FILE
+    from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE
 
     for p in root.glob(f".{glob_escape(name)}.*-*-*"):
         kind, _, rest = p.name[len(name) + 2 :].partition("-")
@@ -430,8 +430,8 @@ def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
         raise ExportError(f"{model} does not exist")
     if model.is_symlink():
         raise ExportError(f"{model} is a symbolic link: export unpickles only the run's own model file, never what a link points to")
-    from agents import AgentError, Trust
-    from agents.specs import require_trusted_zip
+    from generala_agents import AgentError, Trust
+    from generala_agents.specs import require_trusted_zip
 
     try:  # the run's own zip, which export reads as the run wrote it (the loader's trust policy says so)
         require_trusted_zip(model, Trust(zip_folders=(str(run),)))
@@ -559,8 +559,8 @@ def _check_name_and_dest(args, is_plain_name) -> Path:
 
 
 def _export(args) -> int:
-    from agents.base import AgentError
-    from agents.ppo import METADATA_FILE, WEIGHTS_FILE, is_plain_name
+    from generala_agents.base import AgentError
+    from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE, is_plain_name
     from generala_env.rules import RulesError, load_rules
 
     root = _check_name_and_dest(args, is_plain_name)

@@ -163,7 +163,7 @@ _TABLE: dict = {}
 
 
 def _agent(name: str, rules, trust_zip: bool = False):
-    import agents as agents_pkg
+    import generala_agents as agents_pkg
 
     entry = _TABLE.get(name, name)
     key = (name, entry if isinstance(entry, str) else id(entry), load_rules(rules).fingerprint())
@@ -250,7 +250,7 @@ def play_many(
     """
     import multiprocessing as mp
 
-    from agents.specs import portable
+    from generala_agents.specs import portable
 
     rules = load_rules(rules)
     n = len(lineups)

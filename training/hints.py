@@ -1,8 +1,8 @@
 """What the exact solvers advise at a move, and the legal moves listed: the terminal game's
 ``hint`` and ``help``, the browser game's and the replays' two-player table.
 
-The advice is in the words :func:`training.moves.parse_move` reads back. ``style`` is the
-terminal's colouring (:class:`training.table.Style`); only its ``dim`` is used.
+The advice is in the words :func:`generala_training.moves.parse_move` reads back. ``style`` is the
+terminal's colouring (:class:`generala_training.table.Style`); only its ``dim`` is used.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ Moves = dict[tuple, tuple[float, int]]
 def two_player_table(rules, solve: bool = False):
     """``optimal-2p`` for ``rules`` if its table is cached (or ``solve``), else a sentence why not.
     Without ``solve`` nothing here can start a solve: the table comes from the cache or not at all."""
-    from agents.optimal import OptimalTwoPlayerAgent
-    from agents.solver2p import _cache_path, shared_table
+    from generala_agents.optimal import OptimalTwoPlayerAgent
+    from generala_agents.solver2p import _cache_path, shared_table
 
     if solve:
         return OptimalTwoPlayerAgent(rules)
@@ -43,7 +43,7 @@ def two_player_table(rules, solve: bool = False):
 def optimal_advice(game: Game, solver, style) -> tuple[list[str], Moves]:
     """The one-player optimum's best move and the next two, by expected final total, for the
     player to move; and the distinct legal moves with their values."""
-    from agents.base import SeatView
+    from generala_agents.base import SeatView
 
     g = game
     v = SeatView.from_info(make_info(g, g.player))

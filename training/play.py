@@ -10,8 +10,8 @@ Moves are typed as people say them: ``keep 4 4 4``, ``hold 6 6``, ``reroll 1 2``
 accept is explained and asked again; nothing typed ends the game but ``quit`` or the
 end of input.
 
-The command is here; the game at the table is :mod:`training.table`, reading and describing
-moves :mod:`training.moves`, hints and help :mod:`training.hints`. The names this module
+The command is here; the game at the table is :mod:`generala_training.table`, reading and describing
+moves :mod:`generala_training.moves`, hints and help :mod:`generala_training.hints`. The names this module
 had before they moved are still importable from it.
 """
 
@@ -48,7 +48,7 @@ from .table import HUMAN, NO, YES, Style, Table, isatty
 
 # -- the command -------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    from agents.specs import HELP, TRUST_ZIP_HELP
+    from generala_agents.specs import HELP, TRUST_ZIP_HELP
 
     p = argparse.ArgumentParser(
         allow_abbrev=False,

@@ -1,6 +1,6 @@
 """Learning curves from runs' ``evaluations.csv``: share of optimal against steps and against wall-clock.
 
-python -m training.plot_curve runs/ppo_classic_bc runs/ppo_classic_scratch --out docs/learning_curve.png
+python -m generala_training.plot_curve runs/ppo_classic_bc runs/ppo_classic_scratch --out docs/learning_curve.png
 
 ``--out`` is written atomically and never through a link; a file already there is replaced
 only when this program wrote it there (and nobody changed it since): move any other away first.
@@ -12,11 +12,11 @@ import argparse
 import sys
 from pathlib import Path
 
-PROG = "python -m training.plot_curve"
+PROG = "python -m generala_training.plot_curve"
 
 
 def read(run: Path) -> dict[str, list[float]]:
-    """A run's ``evaluations.csv`` as columns (:func:`training.runs.read_evaluations`: a torn
+    """A run's ``evaluations.csv`` as columns (:func:`generala_training.runs.read_evaluations`: a torn
     last row skipped with a warning, any other bad row one line naming the file and line)."""
     from .runs import EVALUATIONS, read_evaluations
 

@@ -12,7 +12,7 @@ head learns the value of those states:
 * teacher ``td-search`` (one player, learned from scratch): its own learned expected points
   still to come; ``td-search-2p`` (two players, ``reward: win``, learned from scratch by
   self-play): the game's final result. Neither saw a solver, so a run that imitates them
-  still learned from scratch (see ``training.export.solver_ingredients``).
+  still learned from scratch (see ``generala_training.export.solver_ingredients``).
 
 Value targets are in the env's reward units (times ``env.reward_scale``). PPO then trains
 on from there. The run's config records that this was done, and whom it imitated.
@@ -48,7 +48,7 @@ def _opponent_names(env_cfg: EnvConfig, game_index: int, teacher: str = "optimal
 
 def _generate(job):
     """Play games; return observations, masks, teacher actions and value targets at the learner's seat."""
-    import agents
+    import generala_agents as agents
 
     env_cfg, seed, indices, epsilon, teacher_name = job
     rules = load_rules(env_cfg.rules)
@@ -101,7 +101,7 @@ def _generate(job):
 
 
 def _state(agent, info):
-    from agents.base import SeatView
+    from generala_agents.base import SeatView
 
     v = SeatView.from_info(info)
     s = agent.solver
@@ -176,7 +176,7 @@ def behaviour_clone(model, cfg: Config, log=print) -> dict:
 def teacher_record(teacher: str) -> dict:
     """How a learned teacher learned, from its values file: what went into it, its games and
     its training seconds (part of the budget of a run that imitates it). Empty for a solver."""
-    from agents.td_search import read_values
+    from generala_agents.td_search import read_values
 
     if teacher in SOLVER_TEACHERS:
         return {}

@@ -5,15 +5,15 @@
 
 Every roll, hold and write of each game is a row: the dice (those held back at the last
 reroll on gold), what the agent did, and the sheets at the end. In one-player games each
-decision is judged by the exact one-player solver, as ``python -m training.diagnose`` judges
-it (:func:`training.diagnose.judged_values`): the expected final total after the move,
+decision is judged by the exact one-player solver, as ``python -m generala_training.diagnose`` judges
+it (:func:`generala_training.diagnose.judged_values`): the expected final total after the move,
 the optimum's choice and its total beside it, and the regret (the points the move cost
 in expectation), so the costly moves stand out at a glance. In two-player games each move
 shows the mover's chance to win (P(win) + 1/2 P(draw)) before and after it, from
 ``optimal-2p``, where that table is already in the cache (``generala solve --players 2``
 makes it; ``--solve-2p`` here solves it first, which takes minutes for the presets).
 
-The games are played on the shared seeded dice of :mod:`training.harness`, as
+The games are played on the shared seeded dice of :mod:`generala_training.harness`, as
 ``generala evaluate`` plays them. The page needs no network and no server. An existing
 ``--out`` file is never overwritten (``--force`` replaces a page this program wrote there, never another file); the page is written whole
 or not at all.
@@ -131,7 +131,7 @@ def record(specs: list[str], rules="classic", games: int = 1, seed: int = 0, sol
     notes: list[str] = []
     solver = two = None
     if len(specs) == 1:
-        from agents.solver import load_or_solve
+        from generala_agents.solver import load_or_solve
 
         solver = load_or_solve(rules)[0]
         notes.append(
@@ -303,7 +303,7 @@ def write_page(path: Path, text: str, force: bool = False) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from agents.specs import TRUST_ZIP_HELP
+    from generala_agents.specs import TRUST_ZIP_HELP
 
     p = argparse.ArgumentParser(allow_abbrev=False, prog="generala replay", description=__doc__.split("\n\n")[0])
     p.add_argument("agents", nargs="+", help="one agent per seat: a name (generala agents), a checkpoint folder, or a run's SB3 .zip with --trust-zip")

@@ -2,8 +2,8 @@
 policy on shared dice (:class:`Evaluator`), the model builder (:func:`build_model`) and the run's
 ``state.json`` (:func:`read_state`, written through :func:`write_atomic`).
 
-Each side says what differs: ``training.train`` builds MaskablePPO from a YAML config and
-reports a run's score, share of the optimum and win rate; ``training.benchmark.run`` builds
+Each side says what differs: ``generala_training.train`` builds MaskablePPO from a YAML config and
+reports a run's score, share of the optimum and win rate; ``generala_training.benchmark.run`` builds
 the six algorithms of the suite and reports the suite's normalised score.
 """
 
@@ -187,7 +187,7 @@ class Played:
 class Evaluator:
     """Seeded evaluation games on shared dice: the same games for every policy measured.
 
-    Game ``i`` is played on the dice of ``training.harness.game_seed(seed, i)``; with
+    Game ``i`` is played on the dice of ``generala_training.harness.game_seed(seed, i)``; with
     opponents (``num_players`` above 1), from every seat, each opponent seat its own copy of
     ``opponent`` reset to that seat's seed. With one player and an ``opponent``, the opponent
     plays the same games alone and ``points`` compare the totals. An illegal action ends its
@@ -205,7 +205,7 @@ class Evaluator:
     """
 
     def __init__(self, rules, num_players: int, opponent, seed: int, games: int, figures: Callable[[Evaluator, Played], dict]):
-        from agents.solver import load_or_solve
+        from generala_agents.solver import load_or_solve
         from generala_env.rules import load_rules
 
         from .harness import game_seed
@@ -219,7 +219,7 @@ class Evaluator:
         self.opponent = None
         self._alone: np.ndarray | None = None  # the one-player opponent's totals, played once
         if opponent is not None:
-            import agents
+            import generala_agents as agents
 
             self.opponent = agents.load(opponent, rules=self.rules)
 

@@ -264,7 +264,7 @@ class Games:
     def offered(self, rules) -> list[str]:
         """The opponents offered for two-player games of ``rules``: every registered agent that
         fits them (as far as its package says)."""
-        import agents
+        import generala_agents as agents
         from generala_env import opponents
 
         key = rules.fingerprint()
@@ -275,7 +275,7 @@ class Games:
 
     def solver(self, rules):
         """The one-player solver of ``rules`` (seconds to solve where it is not cached), one per rule set."""
-        from agents.solver import load_or_solve
+        from generala_agents.solver import load_or_solve
 
         key = rules.fingerprint()
         with self._shared_lock:
@@ -285,7 +285,7 @@ class Games:
 
     def opponent(self, name: str, rules):
         """The agent ``name`` for a new game: listed for ``rules``, loaded as the web may (registered names only)."""
-        import agents
+        import generala_agents as agents
 
         from .hints import two_player_table
 

@@ -1,7 +1,7 @@
 """A game of Generala at one table in the terminal: the seats (people and agents), the screen,
 and the loop that asks each seat for its move.
 
-People's moves are read by :func:`training.moves.parse_move`; agents see exactly what they
+People's moves are read by :func:`generala_training.moves.parse_move`; agents see exactly what they
 see in the environments (:class:`~generala_env.encoding.Encoder` and
 :func:`~generala_env.env.make_info`). The sheets are drawn here rather than by
 :func:`generala_env.render.render_text`: in colour, with the mover's points on each open
@@ -27,7 +27,7 @@ from .hints import Moves, moves_help, optimal_advice, two_player_table, win_advi
 from .moves import MoveError, faces_text, locked_faces, parse_move, points_if_written
 
 if TYPE_CHECKING:
-    from agents.base import Agent
+    from generala_agents.base import Agent
 
 HUMAN = "human"
 YES = ("y", "yes", "yeah", "yep", "sure", "ok", "si", "sí")
@@ -190,7 +190,7 @@ class Table:
 
     def load_agents(self) -> None:
         """Build every agent seat; raises ``ValueError`` naming the seat that cannot be built."""
-        import agents
+        import generala_agents as agents
 
         for s, who in enumerate(self.seats):
             if who == HUMAN:
@@ -202,7 +202,7 @@ class Table:
 
     def optimal(self):
         if self._optimal is None:
-            import agents
+            import generala_agents as agents
 
             self._optimal = agents.load("optimal", rules=self.rules)
         return self._optimal
@@ -218,7 +218,7 @@ class Table:
             problem = f"played an illegal move ({why})"
         except Exception as e:  # an agent that fails must not end the people's game
             problem = f"failed: {type(e).__name__}: {e}"
-        import agents
+        import generala_agents as agents
 
         self.say(self.style.red(f"{self.who(seat)} {problem}; greedy plays this seat from now on"))
         self.agents[seat] = agents.load("greedy", rules=self.rules)
@@ -238,7 +238,7 @@ class Table:
     def win_hint(self, moves: Moves) -> list[str]:
         """The best of the distinct legal ``moves`` by the chance to win, from the exact
         two-player solution (loaded at the first hint, from the cache only)."""
-        from agents.solver2p import SolveTooBigError
+        from generala_agents.solver2p import SolveTooBigError
 
         if self._optimal_2p is None or isinstance(self._optimal_2p, str) and "not in the cache" in self._optimal_2p:
             try:  # only a cached table: a hint never blocks the game on a solve of minutes

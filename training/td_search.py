@@ -1,4 +1,4 @@
-"""Train the td-search agents from their own games: ``python -m training.td_search``.
+"""Train the td-search agents from their own games: ``python -m generala_training.td_search``.
 
 One player (``--players 1``): TD learning of the table of points to come (agents/td_search.py).
 Two players (``--players 2``): TD self-play of the chance-to-win model on top of a one-player
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.base import AgentError
-from agents.td_search import (
+from generala_agents.base import AgentError
+from generala_agents.td_search import (
     FORMAT,
     VALUES_FILE,
     OnePlayerLearner,
@@ -42,7 +42,7 @@ from agents.td_search import (
 from generala_env.files import FileProblem, OutputFolder, lock_folder, lstat_or_none, sha256_of
 from generala_env.rules import RulesError, load_rules
 
-PROG = "python -m training.td_search"
+PROG = "python -m generala_training.td_search"
 CURVE_FILE = "curve.csv"
 
 EVAL_SEED = 10**6  # evaluation dice: seeds EVAL_SEED + i, apart from the training dice

@@ -154,13 +154,13 @@ def tournament(
 ) -> list[dict]:
     """Head-to-head games, seats swapped on the same dice; the matchup rows of ``results.json``.
 
-    ``agents`` as for :func:`training.evaluate.evaluate` (specs and agent objects, or a
+    ``agents`` as for :func:`generala_training.evaluate.evaluate` (specs and agent objects, or a
     mapping ``{name: spec or object}``). Each row has ``agent``, ``opponent``, ``games``,
     ``wins``, ``draws``, ``losses``, ``win_rate`` (with its Wilson 95% interval),
     ``points_rate`` (the row agent's: a win 1, a draw 1/2), ``mean_margin`` and more; rows
     are sorted by ``points_rate``, best first::
 
-        from training.tournament import tournament
+        from generala_training.tournament import tournament
         rows = tournament(["greedy", "random"], games=100)
     """
     from generala_env.rules import load_rules
@@ -223,7 +223,7 @@ def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, co
 
 
 def main(argv=None) -> int:
-    from agents.specs import HELP, TRUST_ZIP_HELP
+    from generala_agents.specs import HELP, TRUST_ZIP_HELP
 
     from .evaluate import name_agents
     from .options import claim_out

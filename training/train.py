@@ -2,7 +2,7 @@
 
     generala train --config configs/ppo_classic.yaml [KEY=VALUE ...]
     generala train --resume runs/ppo_classic__seed0__20261129-1310 [KEY=VALUE ...]
-    python -m training.train --config configs/ppo_tiny.yaml
+    python -m generala_training.train --config configs/ppo_tiny.yaml
 
 Each run writes to its own folder: ``config.yaml`` (the resolved config), ``command.txt``,
 ``tb/`` (TensorBoard: episode score, share of the optimal expected score, win rate
@@ -193,7 +193,7 @@ def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = 
     """
     from sb3_contrib import MaskablePPO
 
-    from agents import Trust
+    from generala_agents import Trust
 
     path = Path(path)
     if not Trust(zip=trusted, zip_folders=(str(own_run),) if own_run is not None else ()).trusts_zips_in(path.parent):
@@ -216,7 +216,7 @@ def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = 
 
 def model_from_config(cfg: Config, venv, tb_dir: Path, trust_zip: bool = False):
     """The run's model on ``venv``: ``init_from``'s weights, or a fresh MaskablePPO of
-    ``cfg.policy`` (:func:`training.runs.build_model`), with the hyperparameters of ``cfg.algo``.
+    ``cfg.policy`` (:func:`generala_training.runs.build_model`), with the hyperparameters of ``cfg.algo``.
 
     ``init_from`` is a checkpoint folder (``generala export``: weights only, loaded into a
     fresh model of ``cfg.policy``, which must be its network) or, with ``trust_zip``, an SB3
@@ -248,8 +248,8 @@ def load_checkpoint_weights(model, folder: Path, cfg: Config) -> None:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    from agents.base import AgentError
-    from agents.ppo import WEIGHTS_FILE, PPOAgent
+    from generala_agents.base import AgentError
+    from generala_agents.ppo import WEIGHTS_FILE, PPOAgent
 
     why = "config key 'init_from'"
     try:
@@ -324,7 +324,7 @@ def _figures(evaluator: Evaluator, played: Played) -> dict:
 
 
 def make_evaluator(cfg: Config) -> Evaluator:
-    """The run's evaluation (:class:`training.runs.Evaluator`): ``eval.games`` seeded games, the
+    """The run's evaluation (:class:`generala_training.runs.Evaluator`): ``eval.games`` seeded games, the
     same dice for every run; with several players half as many, each played from every seat."""
     from generala_env.rules import load_rules
 
@@ -340,7 +340,7 @@ def make_evaluator(cfg: Config) -> Evaluator:
 def evaluate_policy(evaluator: Evaluator, policy) -> dict:
     """The run's figures for ``policy``, which plays greedily among the legal actions: one
     batched forward pass a decision for one player, one game at a time with opponents."""
-    from agents.ppo import masked_argmax_actions
+    from generala_agents.ppo import masked_argmax_actions
 
     if evaluator.players == 1:
         return evaluator(lambda o, m: masked_argmax_actions(policy, o, m))
@@ -357,7 +357,7 @@ class _PolicyAgent:
         pass
 
     def act(self, obs, info):
-        from agents.ppo import masked_argmax_actions
+        from generala_agents.ppo import masked_argmax_actions
 
         return int(masked_argmax_actions(self.policy, np.asarray(obs)[None], np.asarray(info["action_mask"])[None])[0])
 
@@ -509,7 +509,7 @@ def resume_config(run: Path, overrides: list[str] | None = None) -> Config:
 
 
 def read_state(run: Path) -> dict:
-    """The run's ``state.json`` (:func:`training.runs.read_state`): steps, training time, best result and evaluations so far."""
+    """The run's ``state.json`` (:func:`generala_training.runs.read_state`): steps, training time, best result and evaluations so far."""
     state = runs.read_state(run / "state.json", ConfigError, "it is written with latest.zip, so the run cannot resume")
     assert state is not None  # a required state file is read or refused
     return state
@@ -783,7 +783,7 @@ def parse_args(argv):
 
 
 def main(argv=None) -> int:
-    from agents.base import AgentError
+    from generala_agents.base import AgentError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)

@@ -1,7 +1,7 @@
 """Hyperparameter search for MaskablePPO with Optuna: a TPE sampler, a median pruner, SQLite storage.
 
-    python -m training.tune --config configs/ppo_classic_scratch.yaml --trials 8 --steps 1000000
-    python -m training.tune --config ... --study ppo-scratch --storage sqlite:///tune/study.db   # resume or share
+    python -m generala_training.tune --config configs/ppo_classic_scratch.yaml --trials 8 --steps 1000000
+    python -m generala_training.tune --config ... --study ppo-scratch --storage sqlite:///tune/study.db   # resume or share
 
 Each trial trains the base config with the sampled hyperparameters for ``--steps``
 environment steps (``generala train``'s own loop: same envs, evaluations and run folder, under
@@ -53,8 +53,8 @@ def objective(trial, base: str, steps: int, run_dir: Path, eval_games: int) -> f
     """Train one trial; report each evaluation; return the best share of optimal."""
     import optuna
 
-    import training.train as tt
-    from training.config import ConfigError, load_config
+    import generala_training.train as tt
+    from generala_training.config import ConfigError, load_config
 
     params = sample(trial)
     overrides = [f"{k}={v}" for k, v in params.items()] + [
@@ -87,14 +87,14 @@ def objective(trial, base: str, steps: int, run_dir: Path, eval_games: int) -> f
 
     tt._callback = reporting
     try:
-        tt.train(cfg, run_dir / f"trial_{trial.number:04d}", command=f"training.tune trial {trial.number}: {' '.join(overrides)}")
+        tt.train(cfg, run_dir / f"trial_{trial.number:04d}", command=f"generala_training.tune trial {trial.number}: {' '.join(overrides)}")
     finally:
         tt._callback = real
     return best["share"]
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m training.tune", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="python -m generala_training.tune", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="the base training config (YAML)")
     p.add_argument("--trials", type=positive_int, default=8, help="trials to add to the study in this call")
     p.add_argument("--steps", type=positive_int, default=1_000_000, help="environment steps per trial")
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     try:
         import optuna
     except ImportError:
-        print("python -m training.tune: error: needs optuna (pip install 'generala-rl[tune]')", file=sys.stderr)
+        print("python -m generala_training.tune: error: needs optuna (pip install 'generala-rl[tune]')", file=sys.stderr)
         return 2
     if args.storage.startswith("sqlite:///"):
         Path(args.storage[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)

@@ -7,17 +7,17 @@
 
 From Python, :func:`score_policy` scores an agent spec, an agent object or a batched
 ``act_batch(observations, masks) -> actions`` exactly as a built-in run's final evaluation is
-scored; :mod:`training.benchmark.submission` writes and checks the JSON of a run made elsewhere.
+scored; :mod:`generala_training.benchmark.submission` writes and checks the JSON of a run made elsewhere.
 
 A grid is every (algorithm, task, seed). Algorithm ids are rl-zoo3's names plus ``ppo_mask``
 (sb3-contrib's MaskablePPO, the one that reads the legal-action mask); each has its
 hyperparameters in ``configs/benchmark/ALGO.yaml``. Tasks are the versioned suite of
 ``configs/benchmark/tasks.yaml``. Each run trains in its own folder
-(``OUT/runs/TASK/ALGO/seedN``, see :mod:`training.benchmark.run`), is evaluated on the
+(``OUT/runs/TASK/ALGO/seedN``, see :mod:`generala_training.benchmark.run`), is evaluated on the
 suite's shared dice along the way, and can be cut and resumed: a finished run is skipped,
 a cut one goes on from its last evaluation as if it had never stopped. When every run is
 done, ``OUT`` gets ``results.json``, ``results.md`` and the plots
-(:mod:`training.benchmark.report`).
+(:mod:`generala_training.benchmark.report`).
 
 Runs go to local worker processes (``--workers``, default every core; one torch thread
 each), or with ``--backend ray`` to Ray Tune trials of one CPU each, on a local Ray instance

@@ -3,9 +3,9 @@
     generala benchmark score --agent my_pkg.agents:MyAgent --task classic --json
     generala benchmark report --runs docs/benchmarks/classic_1m my_runs/ --out runs/leaderboard
 
-``score`` plays the suite's evaluation games (:func:`training.benchmark.score_policy`);
+``score`` plays the suite's evaluation games (:func:`generala_training.benchmark.score_policy`);
 ``report`` ranks built-in grids (their ``results.json``) together with submission files
-(:mod:`training.benchmark.submission`) with the same statistics as a grid's own report.
+(:mod:`generala_training.benchmark.submission`) with the same statistics as a grid's own report.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def report_runs(paths: list, reps: int = 2000, config_dir: Path | None = None, c
 
 
 def score_main(argv: list[str]) -> int:
-    from agents.specs import HELP, TRUST_ZIP_HELP
+    from generala_agents.specs import HELP, TRUST_ZIP_HELP
 
     p = parser("generala benchmark score", "Score one policy on a task of the suite, on the suite's own evaluation games.")
     p.add_argument("--agent", required=True, help=f"the policy: {HELP}")

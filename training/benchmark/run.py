@@ -38,7 +38,7 @@ SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL = "spec.json", "state.json", "cur
 # -- the games -------------------------------------------------------------------------------
 def make_venv(task: Task, cfg: AlgoConfig, seed: int, n_envs: int | None = None):
     """The task's training games: ``n_envs`` games of the batched env, with the task's training
-    reward (the env's own, or the score margin of :mod:`training.benchmark.rewards`), scaled, seeded."""
+    reward (the env's own, or the score margin of :mod:`generala_training.benchmark.rewards`), scaled, seeded."""
     from generala_env.sb3 import GeneralaSB3VecEnv, make_sb3_vec_env
 
     env = dict(task.env)
@@ -75,7 +75,7 @@ def make_venv(task: Task, cfg: AlgoConfig, seed: int, n_envs: int | None = None)
 
 def task_optimum(task: Task) -> float:
     """The exact optimal expected one-player total of the task's rules (solved once, then cached)."""
-    from agents.solver import load_or_solve
+    from generala_agents.solver import load_or_solve
     from generala_env.rules import load_rules
 
     return float(load_or_solve(load_rules(task.env.get("rules", "classic")))[0].expected_score)
@@ -94,7 +94,7 @@ def _figures(evaluator: Evaluator, played: Played) -> dict:
 
 
 def task_evaluator(task: Task, seed: int, games: int) -> Evaluator:
-    """The task's evaluation games on shared dice (:class:`training.runs.Evaluator`): the same
+    """The task's evaluation games on shared dice (:class:`generala_training.runs.Evaluator`): the same
     games for every algorithm and run; with opponents, from every seat. Playing them returns
     the suite's figures (:func:`_figures`)."""
     opponent = task.env.get("opponents", "greedy") if task.num_players > 1 else None
@@ -130,7 +130,7 @@ def budgeted_class(algo: str):
 
 
 def new_model(algo: str, cfg: AlgoConfig, venv, seed: int, steps: int):
-    """A fresh model of ``algo`` on ``venv`` (:func:`training.runs.build_model`: CPU, no logging)."""
+    """A fresh model of ``algo`` on ``venv`` (:func:`generala_training.runs.build_model`: CPU, no logging)."""
     model = build_model(budgeted_class(algo), venv, "MlpPolicy", cfg.policy_kwargs, seed=seed, device="cpu", **cfg.hyperparams)
     model.budget_steps = steps
     return silent(model)
@@ -172,7 +172,7 @@ def _regular_or_absent(path: Path) -> bool:
 
 
 def run_state(folder: Path) -> dict | None:
-    """The run's ``state.json`` (:func:`training.runs.read_state`); ``None`` if it has none yet."""
+    """The run's ``state.json`` (:func:`generala_training.runs.read_state`); ``None`` if it has none yet."""
     if not _regular_or_absent(folder / STATE_FILE):
         return None
     return read_state(folder / STATE_FILE, BenchmarkError, "remove the run folder to start the run again", required=False)
@@ -244,8 +244,8 @@ def _own_checkpoint(folder: Path, name) -> Path:
     """The run's checkpoint folder ``name`` (``ckpt_STEPS``, as :func:`_save_checkpoint` names
     it, a real folder of the run), its ``model.zip`` allowed through the loader's trust policy
     as the run's own zip: a ``state.json`` naming anything else is refused, never unpickled."""
-    from agents import Trust
-    from agents.specs import require_trusted_zip
+    from generala_agents import Trust
+    from generala_agents.specs import require_trusted_zip
 
     if not isinstance(name, str) or not re.fullmatch(r"ckpt_\d+", name):
         raise BenchmarkError(f"{folder / STATE_FILE}: checkpoint {name!r} is not a checkpoint folder of the run (ckpt_STEPS)")

@@ -1,6 +1,6 @@
 """Scoring any policy on the suite's evaluation games, as a built-in run's final evaluation is scored.
 
-    from training.benchmark import score_policy
+    from generala_training.benchmark import score_policy
     score_policy("greedy", task="classic")["normalized_score"]          # an agent spec
     score_policy(my_act_batch, task="classic")                          # act_batch(observations, masks) -> actions
 
@@ -19,8 +19,8 @@ from .suite import BenchmarkError, load_suite
 
 def _policy(policy: Any, rules, trust_zip: bool):
     """``("batch", act_batch)`` or ``("agent", agent)`` for what ``score_policy`` was given."""
-    import agents
-    from agents.base import AgentError
+    import generala_agents as agents
+    from generala_agents.base import AgentError
 
     if isinstance(policy, str) or hasattr(policy, "__fspath__"):
         try:
@@ -49,7 +49,7 @@ def score_policy(
 ) -> dict:
     """The normalised score of ``policy`` on ``task``'s evaluation games.
 
-    ``policy``: an agent spec (see :mod:`agents.specs`; an SB3 ``.zip`` with ``trust_zip``),
+    ``policy``: an agent spec (see :mod:`generala_agents.specs`; an SB3 ``.zip`` with ``trust_zip``),
     an agent object, or a batched callable ``act_batch(observations, action_masks) ->
     actions`` (NumPy in and out; the suite's observations, one row per unfinished game). An
     object with an ``act_batch`` method is played through it, else through ``act``.

@@ -19,7 +19,7 @@ A submission is one JSON file for one run (one algorithm, task and seed)::
       "url": "https://...", "notes": "..."  # optional
     }
 
-``final.normalized_score`` is what :func:`training.benchmark.score_policy` returns for the
+``final.normalized_score`` is what :func:`generala_training.benchmark.score_policy` returns for the
 final policy on the suite's ``final_games`` evaluation games; the curve's points are scores
 on the evaluation games along the way. :func:`check` refuses a file with a missing or wrong
 field, or one whose scores are not comparable with this suite's (another suite, a newer version, or

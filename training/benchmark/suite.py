@@ -101,7 +101,7 @@ class Task:
     illegal_penalty: float
     max_illegal_in_a_row: int
     summary: str = ""
-    training_reward: str = "env"  # "env": the env's own reward; "margin": the score margin (training.benchmark.rewards)
+    training_reward: str = "env"  # "env": the env's own reward; "margin": the score margin (generala_training.benchmark.rewards)
     win_bonus: float = 0.0  # with "margin": raw points added at a game's end, times +1 / 0 / -1 for win / shared / loss
     since: int = 1  # the suite version from which the task is as written: results made since then are comparable
 
