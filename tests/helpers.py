@@ -6,10 +6,15 @@ and hooks, if any, belong in ``conftest.py``, which tests should not import.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from hypothesis import settings
 
 from generala_env.dice import NUM_MASKS
+
+ROOT = Path(__file__).resolve().parent.parent  # the clone the tests belong to, whatever the working folder
+TINY_CONFIG = str(ROOT / "configs" / "ppo_tiny.yaml")  # the smallest training config, by its path in the clone
 
 # property tests: few examples, no per-example deadline (the suite must stay fast on 2 cores)
 QUICK = settings(max_examples=15, deadline=None)

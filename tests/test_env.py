@@ -499,7 +499,7 @@ def test_compiled_and_plain_python_encoders_agree_bit_for_bit(kwargs):
     env.reset(seed=2)
     rng = np.random.default_rng(2)
     checked = 0
-    for _ in range(100 if QUICK else 500):
+    for _ in range(300):
         g = env.game
         for seat in range(env.num_players):
             compiled = env.encoder.encode(g, seat)

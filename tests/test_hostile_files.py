@@ -9,6 +9,7 @@ import os
 import time
 
 import pytest
+from helpers import TINY_CONFIG
 
 from generala_env.rules import RulesError, load_rules
 from generala_env.safe_yaml import MAX_NODES, YamlFileError, parse_yaml, short_repr
@@ -72,7 +73,7 @@ def test_config_override_with_an_alias_bomb_is_refused():
     from generala_training.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match="aliases expanded"):
-        load_config("configs/ppo_tiny.yaml", [f"name={bomb_value()}"])
+        load_config(TINY_CONFIG, [f"name={bomb_value()}"])
 
 
 def test_deeply_nested_lists_are_refused_in_one_line(tmp_path):

@@ -11,10 +11,12 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
+from helpers import TINY_CONFIG
+
 import generala_training.pretrain  # noqa: E402
 from generala_training.train import main as train_main  # noqa: E402
 
-TINY = ["--config", "configs/ppo_tiny.yaml", "pretrain.games=6", "pretrain.epochs=1", "eval.games=4"]
+TINY = ["--config", TINY_CONFIG, "pretrain.games=6", "pretrain.epochs=1", "eval.games=4"]
 
 
 def _steps(path: Path) -> int:
@@ -57,7 +59,7 @@ def test_an_interrupt_during_pretraining_gives_one_line_and_the_run_starts_again
 def test_resume_after_a_kill_between_saves_agrees_with_best_model_and_repeats_no_step(tmp_path, capsys):
     args = [
         "--config",
-        "configs/ppo_tiny.yaml",
+        TINY_CONFIG,
         f"run_dir={tmp_path}",
         "--run-name",
         "r",
@@ -91,7 +93,7 @@ def test_resume_after_a_kill_between_saves_agrees_with_best_model_and_repeats_no
 def test_a_torn_self_play_checkpoint_stops_resume_with_one_line(tmp_path, capsys):
     args = [
         "--config",
-        "configs/ppo_tiny.yaml",
+        TINY_CONFIG,
         f"run_dir={tmp_path}",
         "--run-name",
         "sp",

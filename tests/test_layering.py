@@ -23,6 +23,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import ROOT
 
 import generala_agents as agents
 import generala_env
@@ -119,7 +120,7 @@ def test_the_env_package_never_imports_agents_or_training():
 
 def test_the_applications_are_not_in_the_env_package():
     assert not (PACKAGE / "cli.py").exists() and not (PACKAGE / "play.py").exists()
-    assert (PACKAGE.parent / "training" / "cli.py").is_file() and (PACKAGE.parent / "training" / "play.py").is_file()
+    assert (ROOT / "training" / "cli.py").is_file() and (ROOT / "training" / "play.py").is_file()
 
 
 def run_python(code: str, **env) -> str:
@@ -316,7 +317,7 @@ def test_a_program_without_its_extra_says_which_to_install(argv, missing, extra,
 
 def test_the_core_install_is_light_and_the_extras_hold_the_rest():
     tomllib = pytest.importorskip("tomllib")
-    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = {re.split(r"[<>=\[ ]", d)[0] for d in project["dependencies"]}
     assert core == {"gymnasium", "numpy", "pyyaml", "numba", "safetensors"}
     extras = project["optional-dependencies"]

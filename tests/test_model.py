@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import generala_env  # noqa: F401  (registers Generala-v0)
-from generala_env.dice import DICE, KEEP_SIZE, KEEPS_LIST, NUM_KEEPS
+from generala_env.dice import DICE, KEEP_SIZE, KEEPS_LIST, NUM_KEEPS, NUM_MASKS
 from generala_env.game import Game, IllegalActionError
 from generala_env.model import Model, ModelState
 
@@ -58,6 +58,27 @@ def test_the_model_replays_the_games_of_game_step(rules, players):
         state = after if after.over else model.land(after, game.dice.tolist())
         assert state == model.state_of(game)
     assert model.winners(state) == game.winners()
+
+
+def test_scripted_turns_by_their_literal_numbers():
+    """Two turns of a two-player game on ``double`` (full house 30, served +5; a served
+    generala wins), every number read off the rules, not off another implementation."""
+    model = Model("double", 2)
+    lines = model.rules.lines
+    state = model.land(model.initial_state(), (2, 2, 3, 5, 6))
+    assert (state.player, state.rolls_left, state.dice) == (0, 2, (2, 2, 3, 5, 6))
+    after, out = model.decide(state, 0b00011)  # keep the two twos
+    assert after.is_chance and model.kept_dice(after) == [2, 2] and not out.wrote
+    state = model.land(after, (2, 2, 2, 5, 5))
+    assert state.rolls_left == 1 and state.dice == (2, 2, 2, 5, 5)
+    state, out = model.decide(state, NUM_MASKS + lines.index("full_house"))  # rolled, not served: 30
+    assert (out.points, out.served, out.bonus) == (30, False, 0)
+    assert state.sheets[0][lines.index("full_house")] == 30 and sum(v for v in state.sheets[0] if v > 0) == 30
+    state = model.land(state, (4, 4, 4, 4, 4))  # seat 1 throws a generala at once: served
+    assert state.player == 1 and state.rolls_left == 2
+    assert model.legal_actions(state) == [NUM_MASKS + lines.index("generala")]  # it must be claimed, and wins
+    state, out = model.decide(state, NUM_MASKS + lines.index("generala"))
+    assert out.served_generala_win and state.over and model.winners(state) == (1,)
 
 
 def test_states_are_set_and_got_and_searches_do_not_disturb_them():

@@ -10,6 +10,8 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
+from helpers import TINY_CONFIG
+
 from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE  # noqa: E402
 from generala_training.export import main as export_main  # noqa: E402
 
@@ -93,7 +95,7 @@ def test_run_name_may_not_leave_run_dir(tmp_path, capsys):
 
     runs = tmp_path / "runs"
     for bad in ("../x", "a/b", "..", "x" * 300):
-        assert train_main(["--config", "configs/ppo_tiny.yaml", f"run_dir={runs}", "--run-name", bad, "total_timesteps=10"]) == 2
+        assert train_main(["--config", TINY_CONFIG, f"run_dir={runs}", "--run-name", bad, "total_timesteps=10"]) == 2
         assert "--run-name must be a folder name" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not runs.exists()
 

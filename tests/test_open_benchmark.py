@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import TINY_CONFIG
 
 import generala_agents as agents
 from generala_agents.base import AgentError
@@ -329,7 +330,7 @@ def test_a_bad_submission_is_refused_with_its_field():
         ["evaluate", "--game", "10"],
         ["tournament", "--agents", "greedy,random", "--game", "3"],
         ["benchmark", "score", "--agent", "greedy", "--gam", "3"],
-        ["train", "--config", "configs/ppo_tiny.yaml", "--run-nam", "x"],
+        ["train", "--config", TINY_CONFIG, "--run-nam", "x"],
         ["export", "runs/x", "--name", "y", "--gam", "3"],
         ["play", "--opponent", "greedy"],
         ["solve", "--rule", "classic"],

@@ -213,15 +213,54 @@ def test_first_roll_probabilities():
     assert _count(_rules(["straight_gap"]), "straight", weight=p) == pytest.approx(720 / 7776)
 
 
-def test_table_agrees_with_line_points_everywhere():
-    for rules in (load_rules("sixty"), _rules(["straight_wraps", "straight_one_as_two"]), _rules(served_generala="points", served_generala_points=80)):
-        t = points_table(rules)
-        assert t.shape == (rules.num_lines, 252, 2)
-        assert not t.flags.writeable
-        for r, f in enumerate(ROLLS):
-            for s in (0, 1):
-                for l, line in enumerate(rules.lines):
-                    assert t[l, r, s] == line_points(line, f, rules, served=bool(s))
+def _points_by_the_rules(line: str, dice: tuple, rules, served: bool) -> int:
+    """The rules' text as a scorer of its own (``../shared/rules/``), written apart from
+    ``generala_env.scoring``: counts of faces and the sorted dice, with the rule set's values."""
+    counts = sorted(dice.count(f) for f in set(dice))
+    values = dict(rules.values)
+    bonus = rules.served_bonus if served else 0
+    if line in ALL_LINES[:6]:
+        face = ALL_LINES.index(line) + 1
+        return face * dice.count(face)
+    if line == "three_of_a_kind":
+        return next((3 * f for f in set(dice) if dice.count(f) >= 3), 0)
+    if line == "full_house":
+        return values["full_house"] + bonus if counts == [2, 3] else 0
+    if line == "four_of_a_kind":
+        return values["four_of_a_kind"] + bonus if counts[-1] >= 4 else 0
+    if line in ("generala", "double_generala"):
+        if counts != [5]:
+            return 0
+        if line == "generala" and served and rules.served_generala == "points":
+            return rules.served_generala_points
+        return values[line]
+    assert line == "straight"
+    runs = ({1, 2, 3, 4, 5}, {2, 3, 4, 5, 6})
+    faces = sorted(dice)
+    straight = set(faces) in runs
+    straight |= rules.straight_wraps and set(faces) == {3, 4, 5, 6, 1}  # the 1 after the 6
+    if rules.straight_one_as_two and 1 in faces and 2 not in faces:  # one 1 stands for the missing 2
+        as_two = faces.copy()
+        as_two[as_two.index(1)] = 2
+        straight |= set(as_two) in runs and len(set(as_two)) == 5
+    straight |= rules.straight_gap and len(set(faces)) == 5
+    return values["straight"] + bonus if straight else 0
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [load_rules("sixty"), _rules(["straight_wraps", "straight_one_as_two"]), _rules(["straight_gap"], served_generala="points", served_generala_points=80)],
+    ids=["sixty", "wraps+one_as_two", "gap+served_points"],
+)
+def test_the_table_scores_every_throw_as_the_rules_say(rules):
+    """Every ordered throw of five dice (7776), on every line, rolled and served."""
+    t = points_table(rules)
+    assert t.shape == (rules.num_lines, 252, 2) and not t.flags.writeable
+    for dice in itertools.product(range(1, 7), repeat=5):
+        r = roll_index(list(dice))
+        for s in (0, 1):
+            got = [int(t[l, r, s]) for l in range(rules.num_lines)]
+            assert got == [_points_by_the_rules(line, dice, rules, bool(s)) for line in rules.lines], (dice, s)
 
 
 def test_line_max():

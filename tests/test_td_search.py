@@ -7,6 +7,7 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import TINY_CONFIG
 
 import generala_agents as agents
 from generala_agents.base import AgentError
@@ -127,15 +128,15 @@ def test_a_folder_of_td_search_values_is_an_agent_and_a_teacher(tmp_path):
     assert train_main(["--players", "1", "--rules", "classic", "--out", str(tmp_path / "td"), "--games", "20", "--eval-games", "5", "--save-every", "10"]) == 0
     agent = agents.load(str(tmp_path / "td"), rules="classic")
     assert type(agent).__name__ == "TDSearchAgent" and agent.metadata["games"] == 20
-    cfg = load_config("configs/ppo_tiny.yaml", [f"pretrain.teacher={tmp_path / 'td'}", "pretrain.games=2"])
+    cfg = load_config(TINY_CONFIG, [f"pretrain.teacher={tmp_path / 'td'}", "pretrain.games=2"])
     assert cfg.pretrain.teacher == str(tmp_path / "td")
     record = teacher_record(str(tmp_path / "td"))
     assert record["teacher_solver_in_training"] == [] and record["teacher_games"] == 20
     assert solver_ingredients({"pretrain": {"games": 2, "teacher": str(tmp_path / "td")}}, record) == []
     with pytest.raises(ConfigError, match="or a folder of td-search values"):
-        load_config("configs/ppo_tiny.yaml", [f"pretrain.teacher={tmp_path}"])
+        load_config(TINY_CONFIG, [f"pretrain.teacher={tmp_path}"])
     with pytest.raises(ConfigError, match="td-search teaches one-player games"):
-        load_config("configs/ppo_tiny.yaml", [f"pretrain.teacher={tmp_path / 'td'}", "env.num_players=2", "env.reward=win"])
+        load_config(TINY_CONFIG, [f"pretrain.teacher={tmp_path / 'td'}", "env.num_players=2", "env.reward=win"])
 
 
 def test_a_two_player_run_carries_what_its_one_player_table_learned_from(tmp_path):

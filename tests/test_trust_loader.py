@@ -18,6 +18,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import TINY_CONFIG
 
 import generala_agents as agents
 import generala_env  # noqa: F401  (registers the env)
@@ -216,11 +217,11 @@ def test_a_configs_pool_opponent_is_refused_and_self_play_is_the_runs_own(tmp_pa
     from generala_training.config import load_config
 
     pool, marker = pool_of_forged_zips
-    cfg = load_config("configs/ppo_tiny.yaml", [f"run_dir={tmp_path}", "env.num_players=2", f"env.opponents=pool:{pool}"])
+    cfg = load_config(TINY_CONFIG, [f"run_dir={tmp_path}", "env.num_players=2", f"env.opponents=pool:{pool}"])
     with pytest.raises(AgentError, match="--trust-zip"):
         tt.make_vec_env(cfg, tmp_path / "run")
     assert not marker.exists()
-    cfg = load_config("configs/ppo_tiny.yaml", [f"run_dir={tmp_path}", "env.num_players=2", "env.opponents=self-play"])
+    cfg = load_config(TINY_CONFIG, [f"run_dir={tmp_path}", "env.num_players=2", "env.opponents=self-play"])
     (tmp_path / "run" / "checkpoints").mkdir(parents=True)
     venv = tt.make_vec_env(cfg, tmp_path / "run")  # the run's own checkpoints: no flag
     venv.close()
