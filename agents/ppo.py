@@ -9,7 +9,9 @@ A checkpoint is a folder ``NAME/`` with two files:
   evaluation figures it reached.
 
 The shipped checkpoints live in the repository's ``checkpoints/`` folder, which a wheel
-carries as ``agents/checkpoints/``. A checkpoint made for other rules, another number of
+carries as ``generala_agents/checkpoints/``; :data:`SHIPPED_CHECKPOINTS` names them (a stray
+folder there is no shipped agent). ``generala export`` writes a user's checkpoints elsewhere
+(``./exports/NAME`` by default), and a checkpoint folder plays by its path. A checkpoint made for other rules, another number of
 players or another observation layout, or whose weights do not fit its metadata, is refused
 with an :class:`AgentError` when it is loaded. The policy plays its most likely legal action,
 computed in NumPy (no torch needed to play).
@@ -54,10 +56,15 @@ def _shipped_dir() -> Path:
 
 SHIPPED = _shipped_dir()
 
+# the PPO checkpoints the project ships, by name: only these are registered agents. Any other
+# folder in SHIPPED (a user's export into the checkout's checkpoints/, carried into a wheel by a
+# later `pip install .`) is not listed, and plays only when named by its path
+SHIPPED_CHECKPOINTS = ("ppo-classic", "ppo-classic-2p", "ppo-classic-2p-scratch", "ppo-classic-2p-win", "ppo-classic-scratch")
+
 
 def checkpoint_names() -> list[str]:
-    """Names of the shipped checkpoints (plain names only: an export's temporary folder is hidden)."""
-    return sorted(p.name for p in SHIPPED.glob("*") if is_plain_name(p.name) and (p / METADATA_FILE).is_file())
+    """Names of the shipped checkpoints: those of :data:`SHIPPED_CHECKPOINTS` present in :data:`SHIPPED`."""
+    return sorted(name for name in SHIPPED_CHECKPOINTS if (SHIPPED / name / METADATA_FILE).is_file())
 
 
 def read_metadata(path: Path) -> dict:
@@ -128,7 +135,7 @@ def find_checkpoint(name: str) -> Path | None:
     """The folder of a shipped checkpoint called ``name``, or ``name`` itself as a folder path."""
     if not isinstance(name, (str, Path)):
         return None
-    if isinstance(name, str) and is_plain_name(name) and (SHIPPED / name / METADATA_FILE).is_file():
+    if isinstance(name, str) and name in SHIPPED_CHECKPOINTS and (SHIPPED / name / METADATA_FILE).is_file():
         return SHIPPED / name
     if (Path(name) / METADATA_FILE).is_file():
         return Path(name)

@@ -231,7 +231,7 @@ PROGRAMS = {
     "evaluate": ("generala_training.evaluate", "one-player games of agents on the same dice", None),
     "tournament": ("generala_training.tournament", "head-to-head games, seats swapped on the same dice", None),
     "train": ("generala_training.train", "train a MaskablePPO agent from a YAML config", ("train", TRAIN_MODULES)),
-    "export": ("generala_training.export", "make a shipped checkpoint from a training run", ("train", TRAIN_MODULES)),
+    "export": ("generala_training.export", "make a checkpoint folder (plain tensors, an agent spec) from a training run", ("train", TRAIN_MODULES)),
     "play": ("generala_training.play", "play in the terminal against agents", None),
     "replay": ("generala_training.replay", "games as one self-contained HTML page, every move judged by the exact optimum", None),
     "serve": ("generala_training.serve", "play in the browser against agents, with hints (local only by default)", ("serve", ("fastapi", "uvicorn"))),
@@ -285,6 +285,10 @@ def _main(argv=None) -> int:
             import importlib
 
             module, _, needs = PROGRAMS[command]
+            if command == "train" and "--list-configs" in argv[1:]:  # a listing needs no training extra
+                from .config import list_configs
+
+                return list_configs()
             if needs is not None:
                 require_extra(needs[0], needs[1], "this program")
             return int(importlib.import_module(module).main(argv[1:]) or 0)

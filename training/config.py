@@ -154,7 +154,9 @@ class Config:
     seed: int = 0
     """seeds the envs, the policy and the evaluations"""
     total_timesteps: int = 1_000_000
-    """environment steps to train for"""
+    """environment steps to train for, rounded down to whole rollouts of ``algo.n_steps`` x
+    ``vec_env.n_envs`` steps (at least one rollout): PPO learns from whole rollouts only, and a
+    run never trains past this count (:func:`planned_timesteps`)"""
     run_dir: str = "runs"
     """folder that holds one sub-folder per run"""
     device: str = "cpu"
@@ -401,17 +403,83 @@ def _build(cls: type, values: dict) -> Any:
     return cls(**{k: _build(sections[k], v) if k in sections else v for k, v in values.items()})
 
 
+def rollout_steps(cfg: Config) -> int:
+    """Environment steps in one rollout: ``algo.n_steps`` in each of ``vec_env.n_envs`` envs."""
+    return cfg.algo.n_steps * cfg.vec_env.n_envs
+
+
+def planned_timesteps(cfg: Config) -> int:
+    """The steps a run of ``cfg`` trains to: ``total_timesteps`` rounded down to whole rollouts,
+    and at least one rollout (PPO updates on whole rollouts, so a run stops at a rollout's end)."""
+    rollout = rollout_steps(cfg)
+    return max(1, cfg.total_timesteps // rollout) * rollout
+
+
+# -- the shipped training configs: configs/*.yaml, by name ---------------------------------------
+def configs_dir() -> Path:
+    """The shipped training configs: package data in a wheel (``generala_training/configs``), else the checkout's ``configs/``."""
+    here = Path(__file__).resolve().parent
+    installed = here / "configs"
+    return installed if installed.is_dir() else here.parent / "configs"
+
+
+def shipped_configs() -> dict[str, Path]:
+    """Each shipped training config by name (its file name without ``.yaml``)."""
+    return {p.stem: p for p in sorted(configs_dir().glob("*.yaml")) if p.is_file()}
+
+
+def config_summary(path: Path) -> str:
+    """The first sentence of a config file's leading comment: what the config is for."""
+    words: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.startswith("#") or line.startswith("#  "):  # the comment ends, or a command line in it starts
+                    break
+                words += line.lstrip("#").split()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    text = " ".join(words)
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
+def list_configs() -> int:
+    """``generala train --list-configs``: the shipped configs, one line each."""
+    found = shipped_configs()
+    width = max(map(len, found), default=0) + 2
+    for name, path in found.items():
+        print(f"{name:<{width}}{config_summary(path)}")
+    print(f"(generala train --config NAME trains one; they live in {configs_dir()})")
+    return 0
+
+
+def resolve_config_path(path: str | Path) -> Path:
+    """The config file ``path`` names: the file itself where it exists; else a shipped config
+    given by its name (``ppo_tiny``, ``ppo_tiny.yaml``, or the checkout's spelling
+    ``configs/ppo_tiny.yaml``), so that names work from any folder and in a wheel install.
+    A :class:`ConfigError` names the shipped configs when it is neither."""
+    p = Path(path)
+    if p.exists():
+        return p
+    shipped = shipped_configs()
+    name = p.name[: -len(p.suffix)] if p.suffix in (".yaml", ".yml") else p.name
+    if name in shipped and p.parent in (Path("."), Path("configs")):
+        return shipped[name]
+    raise ConfigError(f"config file {p} does not exist; the shipped configs are {', '.join(shipped) or 'none'} (generala train --list-configs)")
+
+
 def load_config(path: str | Path | dict | Config | None = None, overrides: list[str] | None = None) -> Config:
-    """Defaults, overlaid by a YAML file (or a mapping, or a config), overlaid by ``KEY=VALUE`` overrides."""
+    """Defaults, overlaid by a YAML file (or a mapping, or a config), overlaid by ``KEY=VALUE`` overrides.
+
+    ``path`` may also name a shipped config (``ppo_tiny``: :func:`resolve_config_path`)."""
     values = copy.deepcopy(DEFAULTS)
     if isinstance(path, Config):
         path = dataclasses.asdict(path)
     if isinstance(path, dict):
         values = _merge(values, path)
     elif path is not None:
-        p = Path(path)
-        if not p.exists():
-            raise ConfigError(f"config file {p} does not exist")
+        p = resolve_config_path(path)
         try:
             data = read_yaml(p)
         except YamlFileError as e:

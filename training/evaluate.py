@@ -87,6 +87,9 @@ def check_agents(table, rules, players: int, trust_zip: bool = False) -> None:
         if isinstance(entry, str) and not entry:
             raise ValueError("an empty agent name in --agents")
         agent = agents.load(entry, rules=rules, trust_zip=trust_zip)
+        played = getattr(agent, "played", None)  # a run folder says which of its models plays
+        if isinstance(played, str) and played:
+            print(f"{name}: plays {played}")
         p = _players_of(entry) or getattr(agent, "num_players", None)
         if p is not None and p != players:
             raise ValueError(f"agent {name!r} plays {p}-player games; this program plays {players}-player games")
@@ -309,7 +312,9 @@ def main(argv=None) -> int:
     p.add_argument("--games", type=positive_int, default=500)
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--workers", type=positive_int, default=None, help="processes (default: every core)")
-    p.add_argument("--out", default=None, help="output folder (default results/evaluate-RULES-seedS)")
+    p.add_argument(
+        "--out", default=None, help="output folder (default results/evaluate-RULES-sSEED-HASH, HASH of the command's options and agents: its own per command)"
+    )
     p.add_argument("--force", action="store_true", help="replace results that a different generala evaluate command wrote in --out")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument(
@@ -327,8 +332,11 @@ def main(argv=None) -> int:
 
     rules = load_rules(args.rules)
     names = [n.strip() for n in args.agents.split(",")] if args.agents else default_agents()
-    out = Path(args.out or f"results/evaluate-{rules.name}-seed{args.seed}")
-    command = "generala evaluate " + " ".join(argv if argv is not None else sys.argv[1:])
+    given = list(argv if argv is not None else sys.argv[1:])
+    out = Path(args.out) if args.out else default_out("evaluate", f"{rules.name}-s{args.seed}", given, names)
+    command = "generala evaluate " + " ".join(given)
+    if not args.out:
+        print(f"results go to {out} (--out chooses another folder)")
     pages = [replay_file(n) for n in names] if args.replays else []
     claim_out(out, "generala evaluate", command, ("results.json", "results.md", "scores.png", *pages), args.force, adopt=True)
 
@@ -342,6 +350,19 @@ def main(argv=None) -> int:
             write_replays(OutputFolder(out, "generala evaluate"), names, rules, min(args.replays, args.games), args.seed, trust_zip=args.trust_zip)
 
     return run_guarded("generala evaluate", out, args.games * len(names), body)
+
+
+def default_out(program: str, label: str, argv: list[str], agents: list[str]) -> Path:
+    """The output folder of a command given no ``--out``: ``results/PROGRAM-LABEL-HASH``, where
+    ``LABEL`` says the rules, players and seed and ``HASH`` is the first 8 hex digits of the
+    SHA-256 of the command's arguments (``--force`` left out) and the agents it plays. A
+    different command, or the default agents changing, gets its own folder; the same command
+    again gets the same folder, whose results it replaces as with ``--out``."""
+    import hashlib
+    import json
+
+    key = json.dumps([program, [a for a in argv if a != "--force"], list(agents)])
+    return Path("results") / f"{program}-{label}-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def require_outputs(args) -> None:

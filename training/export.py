@@ -1,6 +1,7 @@
 """``generala export``: turn a training run into a checkpoint folder with its metadata.
 
-    generala export runs/ppo_classic_bc --name ppo-classic --games 10000
+    generala export runs/ppo_classic_bc --name my-agent --games 10000   # writes ./exports/my-agent
+    generala evaluate --agents exports/my-agent,greedy                  # a checkpoint folder is an agent spec
 
 Reads the run's model (``best_model.zip`` by default; an SB3 pickle, so export only runs you
 made) and writes ``DEST/NAME/policy.safetensors`` (the weights as plain tensors) and
@@ -218,8 +219,10 @@ def verify(model, folder: Path, rules, players: int, states: int = 300) -> None:
             obs, info = env.reset()
 
 
-def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, opponents: list[str]) -> dict:
-    """The checkpoint's figures on ``games`` seeded games (one player: score; several: win rates)."""
+def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, opponents: list[str], spec: str | None = None) -> dict:
+    """The checkpoint's figures on ``games`` seeded games (one player: score; several: win rates);
+    ``spec`` names the checkpoint in the commands recorded to measure it again (default ``name``)."""
+    spec = name if spec is None else spec
     from generala_agents.solver import load_or_solve
 
     seeds = [game_seed(seed, i) for i in range(games)]
@@ -233,7 +236,7 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
             ci95=[lo, hi],
             share_of_optimal=m / optimal,
             optimal_expected=optimal,
-            command=f"generala evaluate --agents optimal,{name} --games {games} --seed {seed}",
+            command=f"generala evaluate --agents optimal,{spec} --games {games} --seed {seed}",
         )
         print(f"{name}: mean {m:.2f} (95% CI {lo:.2f}–{hi:.2f}) over {games} games = {m / optimal:.2%} of optimal {optimal:.2f}")
         return evaluation
@@ -257,7 +260,7 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
             "games": n,
             "win_rate": wr,
             "draw_rate": draws / n,
-            "command": f"generala tournament --agents {name},{opp} --players {players} --games {games} --seed {seed}",
+            "command": f"generala tournament --agents {spec},{opp} --players {players} --games {games} --seed {seed}",
         }
         print(f"{name} vs {opp}: win {wr[0]:.2%} (95% CI {wr[1]:.2%}–{wr[2]:.2%}), draws {draws / n:.2%}, {n} games")
     return evaluation
@@ -515,7 +518,11 @@ def main(argv=None) -> int:
     p.add_argument("--games", type=positive_int, default=10000, help="evaluation games (at least 1)")
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--opponents", default="rules-of-thumb,optimal,greedy", help="for several players: whom to measure against")
-    p.add_argument("--dest", default="checkpoints", help="folder that receives NAME/ (default: ./checkpoints)")
+    p.add_argument(
+        "--dest",
+        default="exports",
+        help="folder that receives NAME/ (default: ./exports, in the current folder); play it with --agents DEST/NAME",
+    )
     p.add_argument("--force", action="store_true", help="replace DEST/NAME if it is a checkpoint made by generala export (never anything else)")
     p.add_argument(
         "--other-seed",
@@ -591,7 +598,7 @@ def _export(args) -> int:
         except AgentError as e:
             raise ExportError(f"the exported checkpoint does not load: {e}") from None
         # 3. the evaluation, added to the metadata (with the recipe's other seeds, on the same games)
-        meta["evaluation"] = evaluate(tmp, args.name, rules, players, args.games, args.seed, opponents)
+        meta["evaluation"] = evaluate(tmp, args.name, rules, players, args.games, args.seed, opponents, spec=str(dest))
         if siblings:
             meta["seeds"] = [_seed_record(cfg, meta, str(args.run))]
             meta["seeds"] += [_measure_sibling(s, args, rules, players, opponents, tmp.parent) for s in siblings]
@@ -607,7 +614,7 @@ def _export(args) -> int:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"wrote {dest}/{WEIGHTS_FILE} and {METADATA_FILE}")
+    print(f"wrote {dest}/{WEIGHTS_FILE} and {METADATA_FILE}; play it with --agents {dest} (Python: generala_agents.load({str(dest)!r}))")
     return 0
 
 

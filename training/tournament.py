@@ -225,7 +225,7 @@ def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, co
 def main(argv=None) -> int:
     from generala_agents.specs import HELP, TRUST_ZIP_HELP
 
-    from .evaluate import name_agents
+    from .evaluate import default_out, name_agents
     from .options import claim_out
 
     p = parser("generala tournament", __doc__.split("\n\n")[0])
@@ -236,7 +236,7 @@ def main(argv=None) -> int:
     p.add_argument("--games", type=positive_int, default=1000, help="dice seeds per matchup (each played in every seating)")
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--workers", type=positive_int, default=None, help="processes (default: every core)")
-    p.add_argument("--out", default=None)
+    p.add_argument("--out", default=None, help="output folder (default results/tournament-RULES-Pp-sSEED-HASH, HASH of the command's options and agents)")
     p.add_argument("--force", action="store_true", help="replace results that a different generala tournament command wrote in --out")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
@@ -249,8 +249,11 @@ def main(argv=None) -> int:
     if len(set(names)) != len(names):
         raise ValueError("each agent may be listed once")
     _check_lineup(names, args.players)
-    out = Path(args.out or f"results/tournament-{rules.name}-{args.players}p-seed{args.seed}")
-    command = "generala tournament " + " ".join(argv if argv is not None else sys.argv[1:])
+    given = list(argv if argv is not None else sys.argv[1:])
+    out = Path(args.out) if args.out else default_out("tournament", f"{rules.name}-{args.players}p-s{args.seed}", given, names)
+    command = "generala tournament " + " ".join(given)
+    if not args.out:
+        print(f"results go to {out} (--out chooses another folder)")
     claim_out(out, "generala tournament", command, ("results.json", "results.md", "winrates.png"), args.force, adopt=True)
     total = len(_lineups(names, args.players, args.games, args.seed))
 

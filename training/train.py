@@ -1,14 +1,17 @@
 """Train a MaskablePPO agent on Generala from a YAML config.
 
-    generala train --config configs/ppo_classic.yaml [KEY=VALUE ...]
+    generala train --config ppo_classic [KEY=VALUE ...]       # a shipped config by name, or a YAML file
     generala train --resume runs/ppo_classic__seed0__20261129-1310 [KEY=VALUE ...]
+    generala train --list-configs                               # the shipped configs
     python -m generala_training.train --config configs/ppo_tiny.yaml
 
 Each run writes to its own folder: ``config.yaml`` (the resolved config), ``command.txt``,
 ``tb/`` (TensorBoard: episode score, share of the optimal expected score, win rate
 against the evaluation opponent, losses, entropy), ``checkpoints/step_N.zip``,
 ``latest.zip`` with ``state.json`` (what ``--resume`` continues from, optimizer state and
-step count included), ``best_model.zip`` and ``evaluations.csv``; every model file is written
+step count included), ``best_model.zip`` and ``evaluations.csv``; a run trains whole rollouts
+(``algo.n_steps`` x ``vec_env.n_envs`` steps each) up to ``total_timesteps`` rounded down to
+whole rollouts (at least one), and says so when it starts; every model file is written
 through a temporary file, so a kill never leaves a torn one. Ctrl-C or SIGTERM saves
 ``latest.zip`` before exiting, so a cut run loses nothing. A run cut before its first
 ``state.json`` (during pretraining, say) is started again by the same command or ``--resume``.
@@ -51,7 +54,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from generala_env.files import FileProblem, append_line, lock_folder, lstat_or_none
 
 from . import runs
-from .config import Config, ConfigError, EnvConfig, load_config
+from .config import Config, ConfigError, EnvConfig, list_configs, load_config, planned_timesteps, rollout_steps
 from .runs import EVALUATIONS, Evaluator, Played, build_model, write_atomic
 
 if TYPE_CHECKING:
@@ -393,7 +396,7 @@ class TrainCallback(BaseCallback):
         for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
             if done and "totals" in info:
                 self.scores.append(float(info["totals"][info.get("seat", 0)]))  # the agent's own total
-        self.bar.update(self.training_env.num_envs)
+        self.bar.update(max(0, min(self.training_env.num_envs, self.total - self.bar.n)))  # never past its total
         if self.num_timesteps >= self.next_eval:
             self.next_eval += self.cfg.eval.every
             self.evaluate()
@@ -726,6 +729,15 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust
     return run
 
 
+def _rounding_note(cfg: Config, end: int) -> str:
+    """What the run's end is, where it is not ``total_timesteps`` itself."""
+    if end == cfg.total_timesteps:
+        return ""
+    if end > cfg.total_timesteps:
+        return f", to step {end:,}: total_timesteps {cfg.total_timesteps:,} is less than one rollout"
+    return f", to step {end:,}: total_timesteps {cfg.total_timesteps:,} rounded down to whole rollouts"
+
+
 def _term(signum, frame):  # SIGTERM saves like Ctrl-C
     raise KeyboardInterrupt
 
@@ -745,12 +757,17 @@ def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, ev
             raise SystemExit(130) from None
         save_model(model, run / "pretrained.zip")
         save_latest(model, run, state, time.time())  # from here on --resume goes on from the cloned policy
-    remaining = cfg.total_timesteps - model.num_timesteps
-    if remaining <= 0:
+    target = planned_timesteps(cfg)
+    rollout = rollout_steps(cfg)
+    rollouts = (target - model.num_timesteps) // rollout  # whole rollouts only: never past the target
+    if rollouts <= 0:
         venv.close()
-        print(f"run {run} already has {model.num_timesteps:,} of {cfg.total_timesteps:,} steps")
+        print(f"run {run} already has {model.num_timesteps:,} steps, and {target:,} is its end (total_timesteps {cfg.total_timesteps:,})")
         return run
-    cb = _callback(cfg, run, state, cfg.total_timesteps, evaluator)
+    remaining = rollouts * rollout
+    end = model.num_timesteps + remaining
+    print(f"training {remaining:,} steps: {rollouts:,} rollouts of {rollout:,} (algo.n_steps x vec_env.n_envs)" + _rounding_note(cfg, end))
+    cb = _callback(cfg, run, state, end, evaluator)
     t0 = time.time()
     try:
         model.learn(total_timesteps=remaining, callback=cb, reset_num_timesteps=False, tb_log_name="ppo")
@@ -774,8 +791,9 @@ def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, ev
 def parse_args(argv):
     p = argparse.ArgumentParser(allow_abbrev=False, prog="generala train", description="Train MaskablePPO on Generala from a YAML config.")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--config", help="YAML config (see configs/ppo_classic.yaml)")
+    src.add_argument("--config", help="a YAML config file, or the name of a shipped one (ppo_tiny, ppo_classic, ...: see --list-configs)")
     src.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its latest.zip")
+    src.add_argument("--list-configs", action="store_true", help="list the shipped configs, one line each, and exit")
     p.add_argument("overrides", nargs="*", help="KEY=VALUE overrides, e.g. algo.learning_rate=1e-4 total_timesteps=2e6")
     p.add_argument("--run-name", help="folder name under run_dir (default NAME__seedS__TIME)")
     p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
@@ -788,6 +806,8 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     command = "generala train " + " ".join(shlex.quote(a) for a in argv)
+    if args.list_configs:
+        return list_configs()
     try:
         if args.resume:
             run = Path(args.resume)
