@@ -331,7 +331,7 @@ def test_the_keep_head_gives_masks_that_keep_the_same_dice_the_same_logit():
 
 # -- learned from scratch, or not ---------------------------------------------------------
 def test_solver_ingredients_are_named():
-    from generala_training.export import solver_ingredients
+    from generala_training.export_metadata import solver_ingredients
 
     clean = {"env": {"opponents": None}, "pretrain": {"games": 0}, "init_from": None}
     assert solver_ingredients(clean) == []
@@ -344,7 +344,7 @@ def test_solver_ingredients_are_named():
 @pytest.mark.parametrize("name", checkpoint_names())
 def test_a_checkpoint_called_scratch_has_no_solver_in_its_training(name):
     from generala_training.config import LEARNED_TEACHERS
-    from generala_training.export import solver_ingredients
+    from generala_training.export_metadata import solver_ingredients
 
     meta = read_metadata(SHIPPED / name)
     if meta.get("from_scratch") or "scratch" in name:

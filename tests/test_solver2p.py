@@ -246,7 +246,7 @@ def test_cli_solves_two_players_as_json_and_refuses_three(tmp_path):
 
 def test_behaviour_cloning_from_optimal_2p_learns_its_exact_chances(tmp_path, monkeypatch):
     from generala_training.config import EnvConfig
-    from generala_training.export import solver_ingredients
+    from generala_training.export_metadata import solver_ingredients
     from generala_training.pretrain import _generate
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))

@@ -99,7 +99,7 @@ def test_training_saves_as_it_goes_and_resumes(tmp_path, capsys):
 
 def test_cloning_a_learned_teacher_brings_in_no_solver():
     from generala_training.config import LEARNED_TEACHERS, EnvConfig
-    from generala_training.export import solver_ingredients
+    from generala_training.export_metadata import solver_ingredients
     from generala_training.pretrain import _generate
 
     for teacher in LEARNED_TEACHERS:  # each says it learned from its own games
@@ -122,7 +122,7 @@ def test_cloning_a_learned_teacher_brings_in_no_solver():
 
 def test_a_folder_of_td_search_values_is_an_agent_and_a_teacher(tmp_path):
     from generala_training.config import ConfigError, load_config
-    from generala_training.export import solver_ingredients
+    from generala_training.export_metadata import solver_ingredients
     from generala_training.pretrain import teacher_record
 
     assert train_main(["--players", "1", "--rules", "classic", "--out", str(tmp_path / "td"), "--games", "20", "--eval-games", "5", "--save-every", "10"]) == 0
@@ -140,7 +140,7 @@ def test_a_folder_of_td_search_values_is_an_agent_and_a_teacher(tmp_path):
 
 
 def test_a_two_player_run_carries_what_its_one_player_table_learned_from(tmp_path):
-    from generala_training.export import budget_seconds
+    from generala_training.export_metadata import budget_seconds
     from generala_training.pretrain import teacher_record
 
     rules = tmp_path / "two.yaml"

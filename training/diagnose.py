@@ -122,7 +122,7 @@ def load_agent(spec: str, rules, trust_zip: bool = False):
 
         from generala_agents.ppo import PolicyAgent, PolicyNet
 
-        from .export import network_of
+        from .export_metadata import network_of
 
         model = MaskablePPO.load(spec, device="cpu")
         tensors = {k: t.detach().cpu().numpy() for k, t in model.policy.state_dict().items()}

@@ -12,7 +12,7 @@ head learns the value of those states:
 * teacher ``td-search`` (one player, learned from scratch): its own learned expected points
   still to come; ``td-search-2p`` (two players, ``reward: win``, learned from scratch by
   self-play): the game's final result. Neither saw a solver, so a run that imitates them
-  still learned from scratch (see ``generala_training.export.solver_ingredients``).
+  still learned from scratch (see ``generala_training.export_metadata.solver_ingredients``).
 
 Value targets are in the env's reward units (times ``env.reward_scale``). PPO then trains
 on from there. The run's config records that this was done, and whom it imitated.

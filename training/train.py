@@ -33,17 +33,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
-import os
-import pickle
-import re
 import shlex
 import signal
-import stat
 import sys
 import time
-import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -51,14 +44,28 @@ import numpy as np
 import yaml
 from stable_baselines3.common.callbacks import BaseCallback
 
-from generala_env.files import FileProblem, append_line, lock_folder, lstat_or_none
+from generala_env.files import FileProblem, append_line
 
-from . import runs
 from .config import Config, ConfigError, EnvConfig, list_configs, load_config, planned_timesteps, rollout_steps
-from .runs import EVALUATIONS, Evaluator, Played, build_model, write_atomic
+from .models import TRUST_ZIP_HELP, load_latest, model_from_config
+from .run_folder import (
+    append_evaluation,
+    check_fresh,
+    check_run_name,
+    fresh_run,
+    lock_run,
+    read_state,
+    reconcile_best,
+    resume_config,
+    save_latest,
+    save_model,
+    sweep_temporaries,
+    unfinished_start,
+)
+from .runs import EVALUATIONS, Evaluator, Played, write_atomic
 
 if TYPE_CHECKING:
-    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+    pass
 
 
 EVAL_SEED_BASE = 20_261_129  # evaluation games use fixed dice, the same for every run
@@ -164,160 +171,6 @@ def training_envs(cfg: Config, run: Path | None = None):
 
 # -- the model ------------------------------------------------------------------------
 # what MaskablePPO.load may raise for a file that is missing, cut short or not a model of these envs
-LOAD_ERRORS = (ValueError, KeyError, TypeError, OSError, EOFError, RuntimeError, AssertionError, zipfile.BadZipFile, pickle.UnpicklingError)
-
-
-def algo_kwargs(cfg: Config) -> dict:
-    """The MaskablePPO hyperparameters of ``cfg.algo``, the learning rate as its schedule."""
-    a = cfg.algo
-    lr0 = a.learning_rate
-    lr: float | Callable[[float], float] = lr0
-    if a.lr_schedule == "linear":
-        lr = lambda progress_remaining: lr0 * progress_remaining  # noqa: E731
-    keys = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "target_kl")
-    return dict(learning_rate=lr, **{k: getattr(a, k) for k in keys})
-
-
-TRUST_ZIP_HELP = (
-    "load the SB3 .zip that config key init_from names: an SB3 zip is a pickle, which runs code when loaded, "
-    "so pass this only for a zip you made (asked at every use, never remembered; a run's own latest.zip needs no flag)"
-)
-
-
-def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = None, **kwargs):
-    """``MaskablePPO.load`` of the SB3 zip ``path``: the one way a training run unpickles a model.
-
-    An SB3 zip runs code when it is loaded, so it is loaded only where the user asked at this
-    call (``trusted``: ``--trust-zip``), or where it is the run's own file (``own_run``: a
-    regular file, not a link, directly in that run folder, which the run wrote). Anything else
-    is a :class:`ConfigError` naming ``why`` (what asked for it), the flag and the safe route: a
-    checkpoint folder (``generala export``), which holds weights only. The file is read through
-    a descriptor opened without following links.
-    """
-    from sb3_contrib import MaskablePPO
-
-    from generala_agents import Trust
-
-    path = Path(path)
-    if not Trust(zip=trusted, zip_folders=(str(own_run),) if own_run is not None else ()).trusts_zips_in(path.parent):
-        raise ConfigError(
-            f"{why}: {path} is an SB3 zip, which runs code when loaded: pass --trust-zip if you made it, "
-            "or start from a checkpoint folder (generala export RUN --name NAME makes one from a run; it holds weights only)"
-        )
-    st = lstat_or_none(path)
-    if st is None:
-        raise ConfigError(f"{why}: cannot load {path}: it does not exist")
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"{why}: {path} is not a regular file (a link, a folder or a pipe): nothing is loaded from it")
-    nofollow = getattr(os, "O_NOFOLLOW", 0)
-    try:
-        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | nofollow)) as f:
-            return MaskablePPO.load(f, **kwargs)
-    except LOAD_ERRORS as e:
-        raise ConfigError(f"{why}: {path} cannot be loaded: {e}") from None
-
-
-def model_from_config(cfg: Config, venv, tb_dir: Path, trust_zip: bool = False):
-    """The run's model on ``venv``: ``init_from``'s weights, or a fresh MaskablePPO of
-    ``cfg.policy`` (:func:`generala_training.runs.build_model`), with the hyperparameters of ``cfg.algo``.
-
-    ``init_from`` is a checkpoint folder (``generala export``: weights only, loaded into a
-    fresh model of ``cfg.policy``, which must be its network) or, with ``trust_zip``, an SB3
-    ``.zip`` (see :func:`load_sb3_zip`); either way the step count starts again at 0."""
-    from sb3_contrib import MaskablePPO
-
-    if cfg.init_from and not Path(cfg.init_from).is_dir():
-        # the saved weights, this config's hyperparameters
-        hyper = dict(algo_kwargs(cfg), tensorboard_log=str(tb_dir), seed=cfg.seed, verbose=0)
-        model = load_sb3_zip(Path(cfg.init_from), "config key 'init_from'", trusted=trust_zip, env=venv, device=cfg.device, **hyper)
-        model.num_timesteps = 0
-        return model
-    try:
-        policy_class, policy_kwargs = _policy(cfg)
-        model = build_model(MaskablePPO, venv, policy_class, policy_kwargs, seed=cfg.seed, device=cfg.device, tensorboard_log=str(tb_dir), **algo_kwargs(cfg))
-    except (ValueError, RuntimeError, AssertionError) as e:
-        raise ConfigError(f"cannot build the model from config keys 'policy', 'algo' and 'device': {e}") from None
-    if cfg.init_from:
-        load_checkpoint_weights(model, Path(cfg.init_from), cfg)
-    return model
-
-
-def load_checkpoint_weights(model, folder: Path, cfg: Config) -> None:
-    """Put the weights of the checkpoint folder ``folder`` into ``model`` (built from ``cfg.policy``).
-
-    The checkpoint is checked as an agent is (its metadata: rules, players, observation layout;
-    its ``policy.safetensors``: tensors only, bounded by the metadata), then every tensor of
-    the model must be there with its shape: a checkpoint of another network is refused."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    from generala_agents.base import AgentError
-    from generala_agents.ppo import WEIGHTS_FILE, PPOAgent
-
-    why = "config key 'init_from'"
-    try:
-        PPOAgent(folder, rules=cfg.env.rules, num_players=cfg.env.num_players)
-    except AgentError as e:
-        raise ConfigError(f"{why}: {e}") from None
-    try:
-        tensors = load_file(str(folder / WEIGHTS_FILE), device="cpu")
-    except (SafetensorError, OSError, ValueError) as e:
-        raise ConfigError(f"{why}: {folder / WEIGHTS_FILE} cannot be read: {e}") from None
-    want = model.policy.state_dict()
-    wrong = sorted(set(want) ^ set(tensors)) or sorted(k for k in want if tuple(want[k].shape) != tuple(tensors[k].shape))
-    if wrong:
-        raise ConfigError(
-            f"{why}: checkpoint {folder} holds another network than config key 'policy' makes "
-            f"(first difference: {wrong[0]}); give 'policy' the checkpoint's network (its metadata.json says which)"
-        )
-    model.policy.load_state_dict(tensors)
-
-
-def _policy(cfg: Config) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
-    """The policy class of ``cfg.policy`` and its keywords (the activation by name)."""
-    from generala_env.encoding import observation_layout
-    from generala_env.rules import load_rules
-
-    arch = list(cfg.policy.net_arch)
-    vf_arch = list(cfg.policy.vf_arch) if cfg.policy.vf_arch is not None else arch
-    policy_kwargs: dict = dict(net_arch=dict(pi=arch, vf=vf_arch), activation_fn=cfg.policy.activation, ortho_init=cfg.policy.ortho_init)
-    if cfg.policy.head == "keep" and cfg.policy.entropy_on != "all":
-        raise ConfigError("config key 'policy.entropy_on': holds works with policy.head mlp, not keep")
-    if cfg.policy.head == "keep" and cfg.policy.dice == "onehot":
-        raise ConfigError("config key 'policy.dice': onehot works with policy.head mlp, not keep")
-    rules = load_rules(cfg.env.rules)
-    layout = observation_layout(rules, cfg.env.num_players)
-    dice = (layout["dice_sorted"].start, layout["dice_sorted"].stop)
-    policy_class: type[MaskableActorCriticPolicy] | str
-    if cfg.policy.head == "keep":
-        from .policies import KeepHeadMaskablePolicy as policy_class
-
-        policy_kwargs.update(dice_slice=dice, num_lines=rules.num_lines, keep_width=cfg.policy.keep_width, layer_norm=cfg.policy.layer_norm)
-    elif cfg.policy.entropy_on == "holds":
-        from .policies import HoldEntropyLayerNormPolicy, HoldEntropyMaskablePolicy
-
-        policy_class = HoldEntropyLayerNormPolicy if cfg.policy.layer_norm else HoldEntropyMaskablePolicy
-        policy_kwargs.update(no_rolls_at=layout["rolls_left"].start)
-    elif cfg.policy.layer_norm:
-        from .policies import LayerNormMaskablePolicy as policy_class
-    else:
-        policy_class = "MlpPolicy"
-    if cfg.policy.dice == "onehot":
-        from .policies import OneHotDice
-
-        policy_kwargs.update(features_extractor_class=OneHotDice, features_extractor_kwargs=dict(dice_slice=dice))
-    return policy_class, policy_kwargs
-
-
-def load_latest(cfg: Config, run: Path, venv):
-    """The run's ``latest.zip`` on ``venv``, with the hyperparameters of ``cfg.algo`` (so overrides
-    apply): the run's own file, which needs no ``--trust-zip`` (:func:`load_sb3_zip`)."""
-    return load_sb3_zip(
-        run / "latest.zip", "--resume", trusted=False, own_run=run, env=venv, device=cfg.device, tensorboard_log=str(run / "tb"), **algo_kwargs(cfg)
-    )
-
-
-# -- evaluation during training ---------------------------------------------------------
 def _figures(evaluator: Evaluator, played: Played) -> dict:
     """A run's figures: its mean score, as a share of the optimum, and its win rate against
     ``eval.opponent`` (in the other seats, or alone on the same dice)."""
@@ -441,207 +294,6 @@ def _callback(cfg: Config, run: Path, state: dict, total: int, evaluator: Evalua
     return TrainCallback(cfg, run, state, total, evaluator or make_evaluator(cfg))
 
 
-def append_evaluation(path: Path, line: dict) -> None:
-    """One evaluation as a row of ``evaluations.csv`` (its header first, in a new file): each a
-    whole line in one append (:func:`generala_env.files.append_line`), never through a link."""
-    st = lstat_or_none(path)
-    if st is None or st.st_size == 0:
-        append_line(path, ",".join(line))
-    append_line(path, ",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in line.values()))
-
-
-def save_model(model, path: Path) -> None:
-    """``model.save`` into a fresh hidden temporary file beside ``path``, renamed over it
-    (:func:`generala_env.files.write_atomic`): a cut save leaves the old file whole (or none),
-    never a torn zip that a resume or a self-play pool would load; a failed save (a full disk)
-    removes the temporary file and is one line naming ``path``; a link at ``path`` is refused."""
-    from generala_env.files import write_atomic as write_file
-
-    write_file(path, model.save)  # SB3 writes a zip to a binary file it is given and leaves it open
-
-
-def save_latest(model, run: Path, state: dict, t_start: float) -> None:
-    save_model(model, run / "latest.zip")
-    s = dict(state)
-    s["num_timesteps"] = int(model.num_timesteps)
-    s["train_seconds"] = state["train_seconds"] + (time.time() - t_start)
-    write_atomic(run / "state.json", json.dumps(s, indent=2, default=float))
-
-
-# -- resuming ---------------------------------------------------------------------------------
-# keys that --resume applies (to the loaded model, or to the callback); the others made the
-# saved model and its envs, and changing them needs a new run
-RESUMABLE = ("total_timesteps", "device", "threads", "checkpoint_every", "algo.", "eval.")
-
-
-def _changed(old: dict, new: dict, prefix: str = "") -> list[str]:
-    """Dotted keys whose values differ between two configs."""
-    out = []
-    for k, v in new.items():
-        if isinstance(v, dict) and isinstance(old.get(k), dict):
-            out += _changed(old[k], v, f"{prefix}{k}.")
-        elif old.get(k) != v:
-            out.append(prefix + k)
-    return out
-
-
-def resume_config(run: Path, overrides: list[str] | None = None) -> Config:
-    """The saved config of ``run`` with ``overrides``; a ConfigError names what stops the run from resuming."""
-    if not run.is_dir():
-        raise ConfigError(f"{run} is not a run folder")
-    for name in ("config.yaml", "latest.zip", "state.json"):
-        st = lstat_or_none(run / name)
-        if st is None:
-            raise ConfigError(f"{run / name} is missing: --resume needs a run folder with config.yaml, latest.zip and state.json")
-        if not stat.S_ISREG(st.st_mode):
-            raise ConfigError(f"{run / name} is not a regular file (a link, a folder or a pipe): a run reads only the files it wrote")
-    path = run / "config.yaml"
-    try:
-        saved = load_config(path)
-    except ConfigError as e:
-        raise ConfigError(str(e) if str(path) in str(e) else f"{path}: {e}") from None
-    cfg = load_config(saved, overrides)
-    fixed = [k for k in _changed(dataclasses.asdict(saved), dataclasses.asdict(cfg)) if not k.startswith(RESUMABLE)]
-    if fixed:
-        raise ConfigError(
-            f"{', '.join(fixed)} cannot change when resuming {run}: the saved model and its envs were made with "
-            f"the values in {path}. On resume only total_timesteps, device, threads, checkpoint_every, algo.* and "
-            "eval.* can change; for the others start a new run"
-        )
-    return cfg
-
-
-def read_state(run: Path) -> dict:
-    """The run's ``state.json`` (:func:`generala_training.runs.read_state`): steps, training time, best result and evaluations so far."""
-    state = runs.read_state(run / "state.json", ConfigError, "it is written with latest.zip, so the run cannot resume")
-    assert state is not None  # a required state file is read or refused
-    return state
-
-
-# -- runs cut short -------------------------------------------------------------------------
-# what a run writes before its first state.json; a folder holding only these (and the
-# temporary files of their saves) and no state.json is a start that was cut short, and starts again
-_START_FILES = {"config.yaml", "command.txt", "pretrained.zip", "latest.zip", "best_model.zip", "evaluations.csv", ".lock"}
-_RUN_FILES = ("config.yaml", "state.json", "evaluations.csv", "latest.zip", "best_model.zip", "final_model.zip", "pretrained.zip")
-# a save's temporary file: files.write_atomic's ".NAME.XXXXXXXX.tmp", or an older version's ".NAME.tmp" / "NAME.tmp"
-_TEMPORARY = re.compile(r"\.?(?P<name>[A-Za-z0-9_.]+?)(\.[a-z0-9_]{8})?\.tmp")
-
-
-def _temporary_of(name: str, files: tuple[str, ...] | re.Pattern) -> bool:
-    """Whether ``name`` is the temporary file of a save of one of ``files`` (names, or a pattern of names)."""
-    m = _TEMPORARY.fullmatch(name)
-    if m is None:
-        return False
-    return m.group("name") in files if isinstance(files, tuple) else bool(files.fullmatch(m.group("name")))
-
-
-_STEP = re.compile(r"step_\d+\.zip")
-
-
-def sweep_temporaries(run: Path) -> list[str]:
-    """Remove the temporary files of saves cut short (a kill during a save) from ``run`` and its
-    ``checkpoints/``; called with the run folder locked, when no save of the run is under way.
-    Only regular files with a save's temporary name are removed."""
-    gone = []
-    for folder, names in ((run, _RUN_FILES), (run / "checkpoints", _STEP)):
-        if not folder.is_dir() or folder.is_symlink():
-            continue
-        for p in folder.iterdir():
-            if p.name.endswith(".tmp") and _temporary_of(p.name, names) and stat.S_ISREG(p.lstat().st_mode):
-                with contextlib.suppress(FileNotFoundError):
-                    p.unlink()
-                    gone.append(p.name)
-    return gone
-
-
-def _own_tree(folder: Path, ok) -> bool:
-    """Whether ``folder`` is a real folder whose every file (links refused) passes ``ok(name)``."""
-    if folder.is_symlink() or not folder.is_dir():
-        return False
-    return not any(p.is_symlink() or (p.is_file() and not ok(p.name)) or not (p.is_file() or p.is_dir()) for p in folder.rglob("*"))
-
-
-def unfinished_start(run: Path) -> bool:
-    """Whether ``run`` is a run folder cut short before it first saved ``state.json``, holding
-    nothing but files a run writes (so starting it again loses nothing anyone else made)."""
-    if run.is_symlink() or not run.is_dir() or os.path.lexists(run / "state.json") or not any(p.name != ".lock" for p in run.iterdir()):
-        return False
-    for p in run.iterdir():
-        if p.name == "checkpoints":
-            ok = _own_tree(p, lambda n: bool(_STEP.fullmatch(n)) or _temporary_of(n, _STEP))
-        elif p.name == "tb":
-            ok = _own_tree(p, lambda n: n.startswith("events.out.tfevents."))
-        else:
-            ok = (p.name in _START_FILES or _temporary_of(p.name, _RUN_FILES)) and p.is_file() and not p.is_symlink()
-        if not ok:
-            return False
-    return True
-
-
-def clear_unfinished(run: Path) -> None:
-    """Remove what a cut-short start wrote (see :func:`unfinished_start`), keeping the folder
-    and its ``.lock`` (held by the run that clears it)."""
-    import shutil
-
-    for p in run.iterdir():
-        if p.name == ".lock":
-            continue
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p)
-        else:
-            p.unlink()
-
-
-def _model_steps(path: Path) -> int | None:
-    """The step count saved in an SB3 model zip (its ``data`` entry), without loading the model."""
-    try:
-        with zipfile.ZipFile(path) as z:
-            steps = json.loads(z.read("data")).get("num_timesteps")
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile, AttributeError):
-        return None
-    return steps if isinstance(steps, int) else None
-
-
-def reconcile_best(run: Path, state: dict, key: str) -> None:
-    """Make a resumed run's state agree with the files beside it after a kill.
-
-    ``best_model.zip`` may be newer than ``state.json`` (which is saved with ``latest.zip``): its
-    step's row of ``evaluations.csv`` becomes the best, so a later, worse model cannot replace it.
-    Rows of ``evaluations.csv`` after ``latest.zip``'s step are dropped: those steps are trained again.
-    """
-    csv = run / EVALUATIONS
-    header, rows = runs.read_evaluations(csv, ConfigError)  # a torn last row is skipped with a warning
-    best_step = _model_steps(run / "best_model.zip") if (run / "best_model.zip").is_file() else None
-    if best_step is not None and best_step != state.get("best_step"):
-        row = next((r for r in rows if r.get("step") == best_step and key in r), None)
-        if row is not None:
-            state["best"], state["best_step"] = row[key], best_step
-            print(f"best_model.zip is the model of step {best_step:,} ({key} {row[key]:.4g}), saved after state.json: it stays the best")
-    saved = state.get("num_timesteps")
-    cut = any(r.get("step", 0) > saved for r in rows) if isinstance(saved, int) else False
-    if header and (cut or _torn(csv)):
-        kept = [r for r in rows if not isinstance(saved, int) or r.get("step", 0) <= saved]
-        lines = [",".join(header)] + [",".join(f"{r[h]:.6g}" if h != "step" else str(int(r[h])) for h in header) for r in kept]
-        write_atomic(csv, "\n".join(lines) + "\n")
-
-
-def _torn(path: Path) -> bool:
-    """Whether ``path`` ends without a newline (its last append was cut short)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(-1, os.SEEK_END)
-            return f.read(1) != b"\n"
-    except OSError:
-        return False
-
-
-def check_run_name(name: str) -> str:
-    """``--run-name``: one folder name under ``run_dir``, never a path out of it."""
-    if not name or "/" in name or "\\" in name or name in (".", "..") or "\0" in name or len(name) > 200:
-        raise ConfigError(f"--run-name must be a folder name of at most 200 characters, without path separators and not '..', got {name[:80]!r}")
-    return name
-
-
 # -- the program ----------------------------------------------------------------------------
 def _build_envs(cfg: Config, run: Path):
     try:
@@ -650,35 +302,6 @@ def _build_envs(cfg: Config, run: Path):
         raise
     except (ValueError, TypeError, OSError, EOFError) as e:  # RulesError and AgentError are ValueErrors
         raise ConfigError(f"cannot build the training envs from config keys 'env' and 'vec_env': {e}") from None
-
-
-def lock_run(run: Path):
-    """Hold the run folder's lock (:func:`generala_env.files.lock_folder`) while a run uses it: a
-    second ``generala train`` or ``--resume`` on the folder is refused with one line."""
-    return lock_folder(run, "another generala train (or --resume)")
-
-
-def _check_fresh(run: Path) -> None:
-    """Refuse a folder a fresh run may not use: a link, a file, or a folder that holds anything
-    but a start cut short (:func:`unfinished_start`) or the lock."""
-    if run.is_symlink():
-        raise ConfigError(f"run folder {run} is a symbolic link: a run writes only into a real folder; pick another --run-name")
-    if unfinished_start(run):
-        return
-    if os.path.lexists(run) and (not run.is_dir() or any(p.name != ".lock" for p in run.iterdir())):
-        raise ConfigError(f"run folder {run} already exists and is not empty; continue it with --resume {run} or pick another --run-name")
-
-
-@contextlib.contextmanager
-def _fresh_run(run: Path):
-    """Make and lock the folder of a fresh run, checked again under the lock (another run may
-    have taken it since the first check); a start cut short there is cleared."""
-    run.mkdir(parents=True, exist_ok=True)
-    with lock_run(run):
-        _check_fresh(run)
-        if unfinished_start(run):
-            clear_unfinished(run)
-        yield
 
 
 def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust_zip: bool = False) -> Path:
@@ -703,7 +326,7 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust
                 print(f"removed the temporary files of saves cut short in {run}: {', '.join(gone)}")
             state.update(read_state(run))
         else:
-            _check_fresh(run)
+            check_fresh(run)
             if unfinished_start(run):
                 print(f"{run} was started but never saved (no state.json: stopped during pretraining or before its first checkpoint); starting it again")
         torch.set_num_threads(cfg.threads)
@@ -714,7 +337,7 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust
             if resume:
                 reconcile_best(run, state, "mean_score" if cfg.env.num_players == 1 else "win_rate")
             else:
-                held.enter_context(_fresh_run(run))
+                held.enter_context(fresh_run(run))
             (run / "checkpoints").mkdir(exist_ok=True)
             write_atomic(run / "config.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
             append_line(run / "command.txt", command.replace("\n", "\\n"))
