@@ -634,6 +634,7 @@ PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Generala</title>
 <style>
 body { font-family: system-ui, sans-serif; margin: 1.5em; background: #1c5e3e; color: #fafafa; }
+[hidden] { display: none !important; }
 .panel { background: #faf7ee; color: #222; padding: .8em 1em; border-radius: 6px; display: inline-block; vertical-align: top; margin: 0 1em 1em 0; }
 button { font-size: 1em; margin: 2px; }
 .die { font-size: 2.6em; width: 1.3em; height: 1.3em; line-height: 1; border: 3px solid #222; border-radius: 8px; background: #fff; cursor: pointer; padding: 0; }
@@ -651,7 +652,7 @@ td.l { text-align: left; } .crossed { color: #c81e1e; background: #f6d6d6; }
 <p id="error"></p>
 <div class="panel" id="table-panel" hidden>
  <div id="dice"></div>
- <p>Rolls left: <b id="rolls-left"></b> <button id="reroll">Reroll the dice not kept</button> <button id="hint">Hint</button></p>
+ <p>Rolls left: <b id="rolls-left"></b> <button id="reroll" disabled>Reroll the dice not kept</button> <button id="hint" disabled>Hint</button></p>
  <p id="hint-text"></p>
  <table id="sheet"></table>
 </div>
@@ -705,7 +706,11 @@ function show(g) {
   } else if (g.stopped) $("status").textContent = "The game cannot go on: " + g.stopped + ". Start a new one.";
   else $("status").textContent = g.your_move ? "Your move: click dice to keep them, then reroll, or click a line's points to write them." : "Waiting.";
 }
-async function move(m) { const g = await call("POST", "/api/games/" + game.id + "/move", m); if (g) show(g); }
+async function move(m) {
+  if (!game) return;  // no game yet: nothing to move in
+  const g = await call("POST", "/api/games/" + game.id + "/move", m);
+  if (g) show(g);
+}
 async function listAgents(rules) {
   const a = await call("GET", "/api/agents?rules=" + encodeURIComponent(rules));
   if (!a) return;
@@ -721,6 +726,7 @@ $("new-game").onclick = async () => {
 };
 $("reroll").onclick = () => move({hold: [...keep]});
 $("hint").onclick = async () => {
+  if (!game) return;
   const h = await call("GET", "/api/games/" + game.id + "/hint");
   if (!h) return;
   let t = "The optimal player would " + h.move + ": expected final total " + h.expected_total + ".";
