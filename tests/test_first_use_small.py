@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,3 +95,97 @@ def test_the_aggregates_plot_has_no_text_over_another_and_none_outside(shape):
     title = fig._suptitle.get_text().replace("\n", " ")
     assert " 1 seeds" not in title and "3 seeds an algorithm" in title
     plt.close(fig)
+
+
+# -- 4. the moves log says the dice a reroll gave ------------------------------------------------
+def test_the_browser_games_log_says_the_dice_each_reroll_gave():
+    pytest.importorskip("fastapi")
+    from generala_env.dice import NUM_MASKS
+    from generala_env.rules import load_rules
+    from generala_training.serve import Session
+
+    seen: list[str] = []  # the dice the opponent is shown at each of its decisions: what its rerolls gave
+
+    def opponent(observation, info):
+        seen.append(" ".join(str(int(d)) for d in sorted(info["dice"])))
+        legal = np.flatnonzero(info["action_mask"])
+        if info["rolls_left"] == 2:
+            return 0  # the first decision of a turn: hold nothing, reroll all five
+        return int(legal[legal >= NUM_MASKS][0])  # then write on the first open line
+
+    s = Session("scripted", opponent, load_rules("classic"), seed=5, seat=0)
+    first = s.state()["dice"]
+    s.play({"hold": [0, 1]})  # keep the two lowest dice, reroll three
+    state = s.state()
+    assert s.log == [f"you: held {first[0]} {first[1]}, rerolled 3 → {' '.join(map(str, state['dice']))}"]
+    s.play({"write": "sixes"})
+    assert len(seen) == 2  # the opponent rerolled once, then wrote
+    assert s.log[2] == f"scripted: rerolled all five → {seen[1]}"
+    assert s.log[3].startswith("scripted: wrote ") or s.log[3].startswith("scripted: crossed out ")
+    assert sum("→" in line for line in s.log) == 2
+
+
+# -- 5. a game alone ends with its score, not a winner -----------------------------------------
+def _finished_solo_game():
+    from generala_env.game import Game
+    from generala_env.rules import load_rules
+
+    game = Game(load_rules("classic"), num_players=1)
+    rng = np.random.default_rng(0)
+    game.reset(rng)
+    while not game.over:
+        game.step(32 + int(np.flatnonzero(game.legal_mask()[32:])[0]), rng)  # write on the first open line
+    return game
+
+
+def test_a_solo_game_ends_with_its_final_score_not_a_winner():
+    from generala_env.picture import picture_of
+    from generala_env.render import render_text
+
+    game = _finished_solo_game()
+    total = int(game.totals()[0])
+    assert render_text(game).splitlines()[0] == f"Game over: final score {total}"
+    assert picture_of(game).status == f"game over: final score {total}"
+    text = render_text(game) + picture_of(game).status
+    assert "winner" not in text.lower()
+
+
+def test_a_two_player_game_still_names_its_winner():
+    from generala_env.game import Game
+    from generala_env.render import render_text
+    from generala_env.rules import load_rules
+
+    game = Game(load_rules("classic"), num_players=2)
+    rng = np.random.default_rng(1)
+    game.reset(rng)
+    while not game.over:
+        game.step(32 + int(np.flatnonzero(game.legal_mask()[32:])[0]), rng)
+    winners = game.winners()
+    head = render_text(game).splitlines()[0]
+    assert head.startswith("Game over") and ("winner P" in head if len(winners) == 1 else "shared win" in head)
+
+
+def test_a_solo_replay_marks_no_seat_as_the_winner():
+    from generala_training.replay import page, record
+
+    replays, notes = record(["greedy"], "classic", games=1, seed=3)
+    html = page(replays, notes)
+    assert "(won)" not in html and "winner" not in html
+    assert f"Final total: {replays[0].totals[0]}" in html
+
+
+def test_the_terminal_game_logs_a_reroll_on_a_console_without_arrows(monkeypatch):
+    """A Windows console's cp1252 has no "→": the reroll's dice follow "->" there."""
+    import io
+
+    from generala_env.rules import load_rules
+    from generala_training.table import Table
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="cp1252", errors="strict", write_through=True)
+    table = Table(load_rules("classic"), ["human"], seed=4, color=False, unicode=False, out=out)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("roll all\nquit\n"))
+    assert table.play() == 0
+    text = raw.getvalue().decode("cp1252")
+    dice = " ".join(str(int(d)) for d in table.game.dice)
+    assert f"P0 you: rerolled all five -> {dice}" in text

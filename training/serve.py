@@ -160,12 +160,21 @@ class Session:
         self._note_moves()
 
     def _note_moves(self) -> None:
+        """Log the moves since the person's last one, a reroll with the dice it gave: ``you:
+        held 4 4, rerolled 3 → 1 4 4 5 6``."""
+        from generala_env.dice import ROLLS
         from generala_env.picture import describe_move
 
+        from .moves import faces_text
+
         names = self.names()
-        for seat, action, points, roll in self.env.last_moves:
-            text = describe_move(self.rules, seat, action, points, roll)
-            self.log.append(f"{names[seat]}: {text.split(' ', 1)[1]}")
+        moves = self.env.last_moves
+        for k, (seat, action, points, roll) in enumerate(moves):
+            text = describe_move(self.rules, seat, action, points, roll).split(" ", 1)[1]
+            if action < NUM_MASKS:  # the same player moves next, from the dice it rolled: the next move's roll before, or the dice now
+                rolled = moves[k + 1][3] if k + 1 < len(moves) else self.env.game.roll
+                text += f" → {faces_text(ROLLS[rolled])}"
+            self.log.append(f"{names[seat]}: {text}")
 
     # -- what the page shows -----------------------------------------------------------
     def names(self) -> list[str]:
