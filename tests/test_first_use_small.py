@@ -189,3 +189,44 @@ def test_the_terminal_game_logs_a_reroll_on_a_console_without_arrows(monkeypatch
     text = raw.getvalue().decode("cp1252")
     dice = " ".join(str(int(d)) for d in table.game.dice)
     assert f"P0 you: rerolled all five -> {dice}" in text
+
+
+# -- 6. tournament rows in the order the agents were given ----------------------------------------
+@pytest.mark.parametrize(
+    "players, expected",
+    [
+        (2, [("random", "greedy"), ("random", "rules-of-thumb"), ("greedy", "rules-of-thumb")]),
+        (
+            3,
+            [
+                ("random", "greedy"),
+                ("random", "rules-of-thumb"),
+                ("greedy", "random"),
+                ("greedy", "rules-of-thumb"),
+                ("rules-of-thumb", "random"),
+                ("rules-of-thumb", "greedy"),
+            ],
+        ),
+    ],
+)
+def test_tournament_rows_come_in_the_order_the_agents_were_given(players, expected):
+    from generala_training.tournament import tournament
+
+    rows = tournament(["random", "greedy", "rules-of-thumb"], players=players, games=10, seed=0, workers=1)
+    assert [(r["agent"], r["opponent"]) for r in rows] == expected
+    if players == 2:  # random, listed first, is the weakest: a sort by points would put its rows last
+        assert rows[0]["points_rate"] < rows[-1]["points_rate"]
+
+
+def test_the_tournament_table_says_its_row_order(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from generala_training.cli import main as cli
+
+    out = tmp_path / "t"
+    assert cli(["tournament", "--agents", "random,greedy,rules-of-thumb", "--games", "5", "--out", str(out), "--no-progress", "--workers", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "rows in the order the agents were given" in printed and "sorted" not in printed
+    res = json.loads((out / "results.json").read_text())
+    assert [(r["agent"], r["opponent"]) for r in res["matchups"]] == [("random", "greedy"), ("random", "rules-of-thumb"), ("greedy", "rules-of-thumb")]
+    table = [line.split()[:2] for line in printed.splitlines() if line.split()[:1] in (["random"], ["greedy"])]
+    assert table == [["random", "greedy"], ["random", "rules-of-thumb"], ["greedy", "rules-of-thumb"]]
