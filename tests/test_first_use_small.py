@@ -230,3 +230,123 @@ def test_the_tournament_table_says_its_row_order(tmp_path, capsys):
     assert [(r["agent"], r["opponent"]) for r in res["matchups"]] == [("random", "greedy"), ("random", "rules-of-thumb"), ("greedy", "rules-of-thumb")]
     table = [line.split()[:2] for line in printed.splitlines() if line.split()[:1] in (["random"], ["greedy"])]
     assert table == [["random", "greedy"], ["random", "rules-of-thumb"], ["greedy", "rules-of-thumb"]]
+
+
+# -- 7. docs/write_an_agent.md, run as written ------------------------------------------------------
+PAGE = ROOT / "docs" / "write_an_agent.md"
+RUN_BLOCKS = """
+import contextlib, io, json, sys
+blocks = json.load(open(sys.argv[1]))
+space, outputs = {"__name__": "__main__"}, []
+for code in blocks:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "<docs block>", "exec"), space)
+    outputs.append(out.getvalue())
+print(json.dumps(outputs))
+"""
+
+
+def page_blocks(text: str) -> list[tuple[str, str]]:
+    """The page's fenced blocks in order, as (language, code)."""
+    import re
+
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^```(\w*)\n(.*?)^```$", text, re.S | re.M)]
+
+
+def test_page_blocks_reads_fences_in_order():
+    text = "a\n```python\nprint(1)\n```\nb\n```text\n1\n```\n```bash\ngenerala agents\n```\n"
+    assert page_blocks(text) == [("python", "print(1)\n"), ("text", "1\n"), ("bash", "generala agents\n")]
+
+
+def test_the_write_an_agent_page_runs_as_written_and_prints_what_it_shows(tmp_path):
+    """Each python block runs in order in one namespace, in a fresh folder holding the page's
+    files (a block whose first line is ``# NAME.py``); a text block right after a python block
+    is what that block prints; each ``generala`` line of a bash block runs as a command there."""
+    import subprocess
+
+    blocks = page_blocks(PAGE.read_text(encoding="utf-8"))
+    files = {
+        code.split("\n", 1)[0][2:].strip(): code
+        for lang, code in blocks
+        if lang == "python" and code.startswith("# ") and code.split("\n", 1)[0].endswith(".py")
+    }
+    assert set(files) == {"my_agent.py"}
+    for name, code in files.items():
+        (tmp_path / name).write_text(code)
+    runs, shown = [], {}
+    for k, (lang, code) in enumerate(blocks):
+        if lang == "python" and code not in files.values():
+            runs.append(code)
+            if k + 1 < len(blocks) and blocks[k + 1][0] == "text":
+                shown[len(runs) - 1] = blocks[k + 1][1]
+    assert len(runs) == 4 and len(shown) == 4  # what it reads, points of a line, one game, evaluate
+    (tmp_path / "blocks.json").write_text(json.dumps(runs))
+    (tmp_path / "run_blocks.py").write_text(RUN_BLOCKS)
+    done = subprocess.run([sys.executable, "run_blocks.py", "blocks.json"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = json.loads(done.stdout.splitlines()[-1])
+    for k, text in shown.items():
+        assert printed[k] == text, f"block {k + 1} printed\n{printed[k]}\nthe page shows\n{text}"
+
+    commands = [line for lang, code in blocks if lang == "bash" for line in code.splitlines() if line.startswith("generala ")]
+    assert commands == ["generala evaluate --agents greedy,my_agent.py:MostPoints --games 500 --seed 0"]
+    for command in commands:
+        args = command.split()[1:] + ["--no-progress"]
+        done = subprocess.run([sys.executable, "-m", "generala_training.cli", *args], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        rows = {line.split()[0]: float(line.split()[1]) for line in done.stdout.splitlines() if line.startswith(("greedy ", "my_agent.py:MostPoints "))}
+        assert set(rows) == {"greedy", "my_agent.py:MostPoints"} and all(100 < mean < 149.2 for mean in rows.values())
+
+
+# -- points_now: the points of each line an agent may write now -----------------------------------
+def _info(rules_name: str, dice, rolls_left: int, sheet=None, players: int = 1, seat: int = 0):
+    from generala_env import OPEN, Game, load_rules
+    from generala_env.env import make_info
+
+    rules = load_rules(rules_name)
+    game = Game(rules, players)
+    game.reset(np.random.default_rng(0))
+    sheets = None
+    if sheet is not None:
+        sheets = np.full((players, rules.num_lines), OPEN)
+        for line, points in sheet.items():
+            sheets[0, rules.lines.index(line)] = points
+    game.set_state(sheets=sheets, dice=dice, rolls_left=rolls_left)
+    return make_info(game, seat), rules
+
+
+def test_points_now_counts_the_served_bonus_on_the_first_roll_only():
+    from generala_env import points_now
+
+    info, rules = _info("classic", [4, 4, 2, 4, 4], rolls_left=2)
+    now = points_now(info, rules)
+    assert list(now) == list(rules.lines)  # every line open, in sheet order
+    assert now == {"ones": 0, "twos": 2, "threes": 0, "fours": 16, "fives": 0, "sixes": 0, "straight": 0, "full_house": 0, "four_of_a_kind": 45, "generala": 0}
+    info, _ = _info("classic", [4, 4, 2, 4, 4], rolls_left=1)
+    assert points_now(info, "classic")["four_of_a_kind"] == 40  # after a reroll: not served
+    info, _ = _info("classic", [1, 2, 3, 4, 5], rolls_left=0)
+    assert points_now(info, "classic")["straight"] == 20
+
+
+def test_points_now_leaves_out_filled_lines_and_blocks_double_generala_before_a_generala():
+    from generala_env import points_now
+
+    info, rules = _info("double", [3, 3, 3, 3, 3], rolls_left=1)
+    assert points_now(info, rules)["generala"] == 50 and points_now(info, rules)["double_generala"] == 0
+    info, rules = _info("double", [3, 3, 3, 3, 3], rolls_left=1, sheet={"generala": 50})
+    now = points_now(info, rules)
+    assert "generala" not in now and now["double_generala"] == 100 and now["threes"] == 15
+
+
+def test_points_now_is_empty_off_your_move_and_refuses_other_rules():
+    from generala_env import points_now
+
+    info, _ = _info("classic", [1, 1, 2, 3, 6], rolls_left=2, players=2, seat=1)  # seat 0 to move
+    assert points_now(info, "classic") == {}
+    from generala_env.env import make_info
+
+    assert points_now(make_info(_finished_solo_game(), 0), "classic") == {}  # over: every action is marked legal, none is a move
+    info, _ = _info("double", [1, 1, 2, 3, 6], rolls_left=2)
+    with pytest.raises(ValueError, match=r"has 43 actions but rules 'classic' have 42"):
+        points_now(info, "classic")
