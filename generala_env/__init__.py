@@ -12,6 +12,7 @@ __version__ = "0.2.0"
 
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout, observation_size
 from .game import OPEN, Game, IllegalActionError, Outcome
+from .info import points_now
 from .rules import RulesError, RuleSet, load_rules, preset_names
 from .scoring import line_points, points_table
 
@@ -45,6 +46,7 @@ __all__ = [
     "load_rules",
     "observation_layout",
     "observation_size",
+    "points_now",
     "points_table",
     "preset_names",
 ]

@@ -4,6 +4,7 @@ and by the training programs)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,50 @@ def opponent_move_rows(num_players: int) -> int:
     """Rows of ``info["opponent_moves"]``: the most moves the others make between two of a
     seat's moves (each plays one turn of at most three actions)."""
     return ROLLS_PER_TURN * (num_players - 1)
+
+
+@lru_cache(maxsize=8)
+def _preset(name: str):
+    from .rules import load_rules
+
+    return load_rules(name)
+
+
+def _rule_set(rules: Any):
+    """``rules`` as a :class:`~generala_env.rules.RuleSet`: a preset's name read once (reading
+    its file takes milliseconds, too long for each move), anything else as ``load_rules`` reads it."""
+    from .rules import RuleSet, load_rules, preset_names
+
+    if isinstance(rules, RuleSet):
+        return rules
+    if isinstance(rules, str) and rules in preset_names():
+        return _preset(rules)
+    return load_rules(rules)
+
+
+def points_now(info: dict, rules: Any = "classic") -> dict[str, int]:
+    """The lines the seat of ``info`` may write on now, each with the points its dice would
+    take there: ``{"ones": 0, "fours": 16, "four_of_a_kind": 45, ...}`` in the rules' order
+    (0 crosses the line out). Right after a turn's first roll the points are the served ones
+    (the served bonus, a served generala); double generala takes 0 while the generala line
+    holds none. Empty when it is not the seat's move or the game is over. ``rules``: the env's
+    rule set, or its name (``env.unwrapped.rules``, ``"classic"``)."""
+    from .dice import NUM_MASKS, roll_index
+    from .engine import FIRST_ROLL
+    from .scoring import blocked_line, generala_scored, points_table
+
+    rules = _rule_set(rules)
+    mask = np.asarray(info["action_mask"]).astype(bool)
+    if mask.shape != (NUM_MASKS + rules.num_lines,):
+        raise ValueError(
+            f"info['action_mask'] has {mask.size} actions but rules {rules.name!r} have {NUM_MASKS + rules.num_lines} (32 holds and {rules.num_lines} lines): pass the env's rules"
+        )
+    if info["game_over"]:
+        return {}
+    sheet = np.asarray(info["sheets"])[int(info["seat"])]
+    points = points_table(rules)[:, roll_index(info["dice"]), int(int(info["rolls_left"]) == FIRST_ROLL)]
+    blocked = blocked_line(rules, bool(generala_scored(rules, sheet)))
+    return {line: 0 if l == blocked else int(points[l]) for l, line in enumerate(rules.lines) if mask[NUM_MASKS + l]}
 
 
 def opponent_moves(info: dict) -> list[tuple[int, int, int]]:

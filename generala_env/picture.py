@@ -251,6 +251,8 @@ class Picture(NamedTuple):
 
 
 def _status(game: Game) -> str:
+    if game.over and game.num_players == 1:  # a game alone has a score, not a winner
+        return f"game over: final score {int(game.totals()[0])}"
     if game.over:
         winners = game.winners()
         how = " (served)" if game.served_generala_winner is not None else ""

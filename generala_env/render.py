@@ -17,7 +17,9 @@ def render_text(game: Game, seat: int | None = None, unicode: bool = True) -> st
     out = []
     dice = ROLLS[game.roll]
     faces = " ".join(f"{PIPS[d - 1]} {d}" if unicode else str(d) for d in dice)
-    if game.over:
+    if game.over and game.num_players == 1:  # a game alone has a score, not a winner
+        out.append(f"Game over: final score {int(game.totals()[0])}")
+    elif game.over:
         winners = game.winners()
         how = " (served generala)" if game.served_generala_winner is not None else ""
         who = ", ".join(f"P{w}" for w in winners)

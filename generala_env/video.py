@@ -415,6 +415,16 @@ def picture_source(env):
     return picture if callable(picture) else None
 
 
+def _need_moviepy() -> None:
+    """Raise Gymnasium's ``DependencyNotInstalled`` naming this project's extra where moviepy
+    (which Gymnasium's ``RecordVideo`` requires, and whose imageio-ffmpeg encodes without
+    PyAV) is missing: Gymnasium's own message names ``gymnasium[other]``."""
+    try:
+        import moviepy  # noqa: F401
+    except ImportError:
+        raise gymnasium.error.DependencyNotInstalled('RecordVideo needs moviepy, which is not installed: run `pip install "generala-rl[video]"`') from None
+
+
 class RecordVideo(_GymRecordVideo):
     """``gymnasium.wrappers.RecordVideo``, with the drawing and the encoding off the training
     loop (see the module).
@@ -428,6 +438,7 @@ class RecordVideo(_GymRecordVideo):
     other env gets). ``gc_trigger`` defaults to ``None`` (no ``gc.collect()``)."""
 
     def __init__(self, env, video_folder: str, *, preset: str = "ultrafast", max_pending: int = 2, gc_trigger=None, draw_in: str = "process", **kwargs):
+        _need_moviepy()
         if not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be a whole number >= 1, not {max_pending!r}")
         if draw_in not in ("process", "loop"):

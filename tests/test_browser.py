@@ -47,6 +47,7 @@ def browser():
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1300,900"):
         opts.add_argument(arg)
     opts.binary_location = CHROMIUM
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the page's console, for get_log("browser")
     driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
     driver.set_page_load_timeout(30)
     yield driver
@@ -152,3 +153,23 @@ def test_a_replay_shows_every_move(browser, tmp_path):
     assert browser.current_url.endswith(f"#g1m{worst + 1}")
     held = browser.find_elements(By.CSS_SELECTOR, "span.die.held")
     assert len(held) == sum(sum(m.held) for m in moves)
+
+
+def test_before_a_game_the_panels_are_hidden_and_hint_and_reroll_do_nothing(browser, server):
+    browser.get(server + "/")
+    WebDriverWait(browser, 20).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#opponent option")) > 2)
+    browser.get_log("browser")  # what loading the page logged: not this test's
+    for panel in ("table-panel", "log-panel"):
+        assert not browser.find_element(By.ID, panel).is_displayed()
+    for button in ("hint", "reroll"):
+        element = browser.find_element(By.ID, button)
+        assert not element.is_enabled()
+        browser.execute_script("arguments[0].disabled = false; arguments[0].click();", element)  # a click the page did not expect
+    # the handlers are async: let their promises settle (an error thrown in one reaches the console)
+    browser.execute_async_script("const done = arguments[arguments.length - 1]; setTimeout(() => setTimeout(done, 50), 50);")
+    errors = [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
+    assert browser.execute_script("return game") is None
+    assert not browser.find_element(By.ID, "error").text
+    click_and_wait(browser, browser.find_element(By.ID, "new-game"))
+    assert browser.find_element(By.ID, "table-panel").is_displayed() and browser.find_element(By.ID, "hint").is_enabled()

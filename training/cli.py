@@ -76,7 +76,8 @@ def _play_random_cmd(args) -> int:
             print(f"-- P{seat} (random) action {oa}" + (f": wrote {pts}" if oa >= 32 else ""))
         print(f"\n-- P{base.seat} (you, random) action {a}: {describe_action(base.rules, dice, a)} -> reward {r:g}")
         print(env.render())
-    print(f"\nreturn {ret:g}; winner(s): {tuple(np.flatnonzero(info['winners']).tolist())}")
+    result = f"final score {int(info['totals'][0])}" if args.players == 1 else f"winner(s): {tuple(np.flatnonzero(info['winners']).tolist())}"
+    print(f"\nreturn {ret:g}; {result}")
     return 0
 
 

@@ -200,7 +200,7 @@ def _regret_style(r: float | None) -> str:
 def _sheets(rep: Replay, rules) -> str:
     rows = [
         "<table><tr><th class=l>line</th>"
-        + "".join(f"<th>P{p} {html.escape(n)}{' (won)' if p in rep.winners else ''}</th>" for p, n in enumerate(rep.seats))
+        + "".join(f"<th>P{p} {html.escape(n)}{' (won)' if p in rep.winners and len(rep.seats) > 1 else ''}</th>" for p, n in enumerate(rep.seats))
         + "</tr>"
     ]
     sheets = rep.sheets

@@ -160,12 +160,21 @@ class Session:
         self._note_moves()
 
     def _note_moves(self) -> None:
+        """Log the moves since the person's last one, a reroll with the dice it gave: ``you:
+        held 4 4, rerolled 3 → 1 4 4 5 6``."""
+        from generala_env.dice import ROLLS
         from generala_env.picture import describe_move
 
+        from .moves import faces_text
+
         names = self.names()
-        for seat, action, points, roll in self.env.last_moves:
-            text = describe_move(self.rules, seat, action, points, roll)
-            self.log.append(f"{names[seat]}: {text.split(' ', 1)[1]}")
+        moves = self.env.last_moves
+        for k, (seat, action, points, roll) in enumerate(moves):
+            text = describe_move(self.rules, seat, action, points, roll).split(" ", 1)[1]
+            if action < NUM_MASKS:  # the same player moves next, from the dice it rolled: the next move's roll before, or the dice now
+                rolled = moves[k + 1][3] if k + 1 < len(moves) else self.env.game.roll
+                text += f" → {faces_text(ROLLS[rolled])}"
+            self.log.append(f"{names[seat]}: {text}")
 
     # -- what the page shows -----------------------------------------------------------
     def names(self) -> list[str]:
@@ -634,6 +643,7 @@ PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Generala</title>
 <style>
 body { font-family: system-ui, sans-serif; margin: 1.5em; background: #1c5e3e; color: #fafafa; }
+[hidden] { display: none !important; }
 .panel { background: #faf7ee; color: #222; padding: .8em 1em; border-radius: 6px; display: inline-block; vertical-align: top; margin: 0 1em 1em 0; }
 button { font-size: 1em; margin: 2px; }
 .die { font-size: 2.6em; width: 1.3em; height: 1.3em; line-height: 1; border: 3px solid #222; border-radius: 8px; background: #fff; cursor: pointer; padding: 0; }
@@ -651,7 +661,7 @@ td.l { text-align: left; } .crossed { color: #c81e1e; background: #f6d6d6; }
 <p id="error"></p>
 <div class="panel" id="table-panel" hidden>
  <div id="dice"></div>
- <p>Rolls left: <b id="rolls-left"></b> <button id="reroll">Reroll the dice not kept</button> <button id="hint">Hint</button></p>
+ <p>Rolls left: <b id="rolls-left"></b> <button id="reroll" disabled>Reroll the dice not kept</button> <button id="hint" disabled>Hint</button></p>
  <p id="hint-text"></p>
  <table id="sheet"></table>
 </div>
@@ -705,7 +715,11 @@ function show(g) {
   } else if (g.stopped) $("status").textContent = "The game cannot go on: " + g.stopped + ". Start a new one.";
   else $("status").textContent = g.your_move ? "Your move: click dice to keep them, then reroll, or click a line's points to write them." : "Waiting.";
 }
-async function move(m) { const g = await call("POST", "/api/games/" + game.id + "/move", m); if (g) show(g); }
+async function move(m) {
+  if (!game) return;  // no game yet: nothing to move in
+  const g = await call("POST", "/api/games/" + game.id + "/move", m);
+  if (g) show(g);
+}
 async function listAgents(rules) {
   const a = await call("GET", "/api/agents?rules=" + encodeURIComponent(rules));
   if (!a) return;
@@ -721,6 +735,7 @@ $("new-game").onclick = async () => {
 };
 $("reroll").onclick = () => move({hold: [...keep]});
 $("hint").onclick = async () => {
+  if (!game) return;
   const h = await call("GET", "/api/games/" + game.id + "/hint");
   if (!h) return;
   let t = "The optimal player would " + h.move + ": expected final total " + h.expected_total + ".";

@@ -176,7 +176,7 @@ class Table:
         if action < NUM_MASKS:
             held = [int(d) for i, d in enumerate(before_dice) if action >> i & 1]
             what = f"kept {faces_text(held)}, rerolled {5 - len(held)}" if held else "rerolled all five"
-            return f"{what} → {faces_text(self.game.dice)}"
+            return f"{what} {'→' if self.unicode else '->'} {faces_text(self.game.dice)}"
         name = line_label(self.rules.lines[action - NUM_MASKS])
         if outcome.points == 0:
             return f"crossed out {name}"

@@ -108,7 +108,8 @@ def plot_matrix(names, matrix, path: Path, title: str) -> None:
 
 
 def matchups(names: list[str], players: int, plan, recs) -> tuple[list[dict], np.ndarray]:
-    """Every matchup's row (sorted by the row agent's points, best first) and the win-rate matrix."""
+    """Every matchup's row, in the order the agents were given (with two players, each pair
+    once: the earlier-listed agent is the row's ``agent``), and the win-rate matrix."""
     rows = []
     matrix = np.full((len(names), len(names)), np.nan)
     for i, a in enumerate(names):
@@ -120,7 +121,6 @@ def matchups(names: list[str], players: int, plan, recs) -> tuple[list[dict], np
             matrix[i, j] = st["win_rate"][0]
             if i < j or players > 2:
                 rows.append(st)
-    rows.sort(key=lambda r: -r["points_rate"])
     return rows, matrix
 
 
@@ -158,7 +158,7 @@ def tournament(
     mapping ``{name: spec or object}``). Each row has ``agent``, ``opponent``, ``games``,
     ``wins``, ``draws``, ``losses``, ``win_rate`` (with its Wilson 95% interval),
     ``points_rate`` (the row agent's: a win 1, a draw 1/2), ``mean_margin`` and more; rows
-    are sorted by ``points_rate``, best first::
+    come in the order the agents were given (``agent`` listed before ``opponent``)::
 
         from generala_training.tournament import tournament
         rows = tournament(["greedy", "random"], games=100)
@@ -179,7 +179,7 @@ def report(args, rules, names: list[str], plan, recs, out: Path, wall: float, co
 
     print(
         f"rules {rules.name}: {args.players}-player games, {args.games} dice seeds per matchup, every seating on each seed (seed {args.seed}); "
-        "sorted by points (a win 1, a draw 1/2)"
+        "rows in the order the agents were given"
     )
     wa = max([len("agent")] + [len(r["agent"]) for r in rows]) + 2  # a long spec keeps its own column
     wo = max([len("vs")] + [len(r["opponent"]) for r in rows]) + 2

@@ -161,12 +161,16 @@ def _ci(x: dict, pct: bool = True) -> str:
     return f"{f(x['value'])} [{f(x['ci'][0])}–{f(x['ci'][1])}]"
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: "1 seed", "0 seeds", "5 seeds"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def seeds_per_algorithm(results: dict) -> str:
     """How many seeds each algorithm ran: "1 seed", "5 seeds", or "3–5 seeds" where they differ."""
     algos = results["algos"]
     per_algo = sorted({len({r["seed"] for r in results["runs"] if r["algo"] == a}) for a in algos})
-    n = str(per_algo[0]) if len(per_algo) == 1 else f"{per_algo[0]}–{per_algo[-1]}"
-    return f"{n} seed" if n == "1" else f"{n} seeds"
+    return counted(per_algo[0], "seed") if len(per_algo) == 1 else f"{per_algo[0]}–{per_algo[-1]} seeds"
 
 
 # long: the page's tables in order, one row a line
@@ -177,7 +181,7 @@ def markdown(results: dict) -> str:
         f"# Benchmark results: {md(results['suite']['name'])} v{md(results['suite']['version'])}"
         + (" — the track that uses the dice model" if results.get("uses_dice_model") else ""),
         "",
-        f"{len(algos)} algorithm(s) x {len(tasks)} task(s) x {seeds_per_algorithm(results)}, {results['steps']:,} steps a run. "
+        f"{counted(len(algos), 'algorithm')} x {counted(len(tasks), 'task')} x {seeds_per_algorithm(results)}, {results['steps']:,} steps a run. "
         "Normalised score, in % (one player: mean final total / exact optimum; with opponents: win rate). "
         f"IQM and 95% stratified-bootstrap intervals ({agg['bootstrap']['reps']:,} resamples, rliable).",
         "",
@@ -188,7 +192,7 @@ def markdown(results: dict) -> str:
             "(built-in runs: their own training and evaluation seconds; submissions: their wall-clock)."
             if results.get("kind") == "report"
             else f"Time: {results['run_seconds_total']:,.0f} s of training and evaluation over all runs; "
-            f"wall-clock of the {len(results['calls'])} call(s) that trained them: {results['wall_seconds']:,.0f} s."
+            f"wall-clock of the {counted(len(results['calls']), 'call')} that trained them: {results['wall_seconds']:,.0f} s."
         ),
         "",
     ]
@@ -244,8 +248,11 @@ OUTPUTS = ("results.json", "results.md", "learning_curves.png", "aggregates.png"
 
 
 def _aggregates_figure(results: dict, colors: dict):
-    """rliable's interval plot of the four aggregates, laid out so that nothing overlaps: one
-    axis label below the panels, the title above them, ticks small enough to stay apart."""
+    """rliable's interval plot of the four aggregates, laid out so that nothing overlaps:
+    matplotlib's constrained layout places the title (wrapped to the figure's width), the
+    panels' titles, the ticks and one axis label below the panels apart from each other."""
+    import textwrap
+
     from rliable import plot_utils
 
     agg, algos = results["aggregates"], results["algos"]
@@ -262,12 +269,13 @@ def _aggregates_figure(results: dict, colors: dict):
         ax.tick_params(labelsize="medium")
         ax.title.set_fontsize("large")
     np.ravel(axes)[0].tick_params(axis="y", labelsize="large")
-    height = 1.5 + 0.4 * len(algos)  # inches: 0.75 above the panels for the titles, 0.75 below for ticks and label
-    fig.set_size_inches(3.2 * len(METRICS), height)
-    fig.subplots_adjust(left=0.0, wspace=0.25, top=1 - 0.75 / height, bottom=0.75 / height)
-    fig.supxlabel("normalised score (optimality gap: how far below 1, the optimum, on average)", fontsize="medium", y=0.02)
-    tasks = ", ".join(results["tasks"])
-    fig.suptitle(f"{tasks}: {results['steps']:,} steps a run, {seeds_per_algorithm(results)} an algorithm, 95% intervals", fontsize="large", y=0.99)
+    width = 3.2 * len(METRICS)  # inches
+    title = f"{', '.join(results['tasks'])}: {results['steps']:,} steps a run, {seeds_per_algorithm(results)} an algorithm, 95% intervals"
+    lines = textwrap.wrap(title, width=int(width * 8))  # about 8 characters an inch at 12 points
+    fig.set_size_inches(width, 1.3 + 0.4 * len(algos) + 0.25 * len(lines))
+    fig.set_layout_engine("constrained", w_pad=0.1, wspace=0.08)  # replaces rliable's subplots_adjust
+    fig.supxlabel("normalised score (optimality gap: how far below 1, the optimum, on average)", fontsize="medium")
+    fig.suptitle("\n".join(lines), fontsize="large")
     return fig
 
 
