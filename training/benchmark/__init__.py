@@ -450,12 +450,13 @@ def main(argv=None) -> int:
         claim_outputs(out, "generala benchmark", command, args.force)
         folder = OutputFolder(out, "generala benchmark")  # made here, once every input is checked
         with _lock(out):
+            from .report import counted
             from .run import check_folder
 
             _ready(out, specs)
             pending = [s for s in specs if check_folder(s) != "done"]
             print(
-                f"{len(specs)} runs ({len(algos)} algorithm(s) x {len(tasks)} task(s) x {args.seeds} seed(s)); {len(specs) - len(pending)} already done; output in {out}"
+                f"{counted(len(specs), 'run')} ({counted(len(algos), 'algorithm')} x {counted(len(tasks), 'task')} x {counted(args.seeds, 'seed')}); {len(specs) - len(pending)} already done; output in {out}"
             )
             if pending:
                 from ..harness import signals_interrupt
