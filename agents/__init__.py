@@ -23,7 +23,7 @@ from pathlib import Path
 from generala_env import __version__, opponents
 from generala_env.opponents import Trust
 
-from . import specs
+from . import run_folder, specs
 from .base import Agent, AgentError, SeatView
 from .baselines import GreedyAgent, RandomAgent, RulesOfThumbAgent, TurnOptimalAgent
 from .loader import describe, load, names
@@ -121,6 +121,7 @@ def _register() -> None:
     opponents.register_prefix("pool:", _pool, summary="self-play: each game one of the newest step_N.zip of a training run's folder", takes_trust=True)
     opponents.register_resolver(_checkpoint_folder, takes_trust=True)
     opponents.register_resolver(_td_search_folder, takes_trust=True)
+    opponents.register_resolver(run_folder.resolver, takes_trust=True)  # a training run's folder
     opponents.register_resolver(specs.resolver, takes_trust=True)  # module:attr, file.py:attr, an SB3 .zip where trusted
 
 

@@ -145,7 +145,7 @@ def _warnings_as_lines(prog: str) -> Iterator[None]:
             yield
         finally:
             for w in caught:
-                if issubclass(w.category, RuntimeWarning) and w.category.__module__.split(".")[0] in ("builtins", "generala_env", "agents"):
+                if issubclass(w.category, RuntimeWarning) and w.category.__module__.split(".")[0] in ("builtins", "generala_env", "generala_agents"):
                     print(f"generala {prog}: warning: {str(w.message).splitlines()[0] if str(w.message) else w.category.__name__}", file=sys.stderr)
                 else:
                     warnings.showwarning(w.message, w.category, w.filename, w.lineno)
