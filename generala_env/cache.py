@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import warnings
 from pathlib import Path
 
@@ -51,6 +52,27 @@ def warn_once(key: str, message: str, stacklevel: int = 3) -> None:
         return
     _reported.add(key)
     warnings.warn(message, CacheWarning, stacklevel=stacklevel)
+
+
+def quiet() -> bool:
+    """Whether the notices of long waits are off: ``GENERALA_QUIET`` set to anything but ``0``
+    (forked and spawned workers inherit it)."""
+    return os.environ.get("GENERALA_QUIET", "").strip() not in ("", "0")
+
+
+# the waits already announced in this process: one line each
+_noticed: set[str] = set()
+
+
+def notice(key: str, message: str) -> None:
+    """``generala: MESSAGE`` on stderr, before a wait of more than a few seconds that would
+    otherwise pass in silence (compiling the loops, solving a table), the first time ``key``
+    comes up in this process; nothing while :func:`quiet`."""
+    if key in _noticed:
+        return
+    _noticed.add(key)
+    if not quiet():
+        print(f"generala: {message}", file=sys.stderr, flush=True)
 
 
 def private_cache(*parts: str, root: str | os.PathLike | None = None, make: bool = True) -> Path | None:
@@ -115,4 +137,4 @@ def numba_cache_root() -> tuple[Path, tuple[str, ...]]:
     return cache_dir(), ("numba",)
 
 
-__all__ = ["CacheWarning", "cache_dir", "cache_file_problem", "numba_cache_root", "private_cache", "warn_once"]
+__all__ = ["CacheWarning", "cache_dir", "cache_file_problem", "notice", "numba_cache_root", "private_cache", "quiet", "warn_once"]
