@@ -75,6 +75,42 @@ def notice(key: str, message: str) -> None:
         print(f"generala: {message}", file=sys.stderr, flush=True)
 
 
+class Progress:
+    """A progress bar on stderr over ``total`` units of work that takes long, to follow a
+    :func:`notice`: tqdm's when it is installed, else a plain line at each quarter; nothing
+    while :func:`quiet`. ``update(n)`` counts ``n`` more done; ``close()`` ends it."""
+
+    def __init__(self, desc: str, total: int, unit: str):
+        self.desc, self.total, self.unit = desc, max(int(total), 1), unit
+        self.done, self._shown = 0, 0
+        self._bar = None
+        if quiet():
+            self.total = 0
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return
+        self._bar = tqdm(total=self.total, desc=desc, unit=unit, file=sys.stderr, leave=False)
+
+    def update(self, n: int = 1) -> None:
+        if not self.total:
+            return
+        self.done = min(self.done + n, self.total)
+        if self._bar is not None:
+            self._bar.update(self.done - self._bar.n)
+            return
+        quarter = 4 * self.done // self.total
+        if quarter > self._shown:
+            self._shown = quarter
+            print(f"{self.desc}: {self.done:,} of {self.total:,} {self.unit}s", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
 def private_cache(*parts: str, root: str | os.PathLike | None = None, make: bool = True) -> Path | None:
     """The folder ``root/parts...`` (``root``: :func:`cache_dir`) if it and every folder from
     ``root`` down to it are private; missing ones are made (mode 0700) when ``make``. ``None``
@@ -137,4 +173,4 @@ def numba_cache_root() -> tuple[Path, tuple[str, ...]]:
     return cache_dir(), ("numba",)
 
 
-__all__ = ["CacheWarning", "cache_dir", "cache_file_problem", "notice", "numba_cache_root", "private_cache", "quiet", "warn_once"]
+__all__ = ["CacheWarning", "Progress", "cache_dir", "cache_file_problem", "notice", "numba_cache_root", "private_cache", "quiet", "warn_once"]
