@@ -65,7 +65,7 @@ def test_without_tqdm_the_bar_is_a_line_at_each_quarter_and_never_passes_its_tot
 # -- the loops' cache, in new processes as a user starts them ---------------------------------------
 numba = pytest.importorskip("numba")
 
-LOOPS = '''
+LOOPS = """
 from generala_env.batched import cached_njit
 
 
@@ -77,7 +77,7 @@ def triple(x):
 @cached_njit()
 def add(x, y):
     return x + y
-'''
+"""
 
 PROBE = """
 import fu_loops
@@ -176,7 +176,9 @@ def test_a_clone_and_its_install_share_the_compiled_engine(tmp_path):
     cache = tmp_path / "cache"
 
     def run(cwd: Path, path: str) -> tuple[Path, int, int, str]:
-        out = subprocess.run([sys.executable, "-c", ENGINE_PROBE], cwd=cwd, env=clean_env(PYTHONPATH=path, GENERALA_CACHE=str(cache)), capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-c", ENGINE_PROBE], cwd=cwd, env=clean_env(PYTHONPATH=path, GENERALA_CACHE=str(cache)), capture_output=True, text=True
+        )
         assert out.returncode == 0, out.stderr[-3000:]
         where, compiled, loaded = out.stdout.strip().splitlines()[-1].rsplit(" ", 2)
         return Path(where).parent, int(compiled), int(loaded), out.stderr
