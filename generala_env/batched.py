@@ -28,14 +28,15 @@ path: a clone and its install share the compiled loops), and a loop also holds t
 the encoding inlined from other files: :func:`cached_njit` keys it on those files too
 (:data:`SOURCES_DIGEST`), so an edit of ``engine.py``, ``observe.py`` or ``dice.py`` compiles
 the loops anew instead of loading stale ones. Compiling them takes about
-:data:`COMPILE_SECONDS`: the first compile in a process says so on stderr, once
-(:func:`announce_compile`); loops loaded from the cache say nothing.
+:data:`COMPILE_SECONDS`: a compile says so on stderr as it starts, one line for the compiles
+that follow one another (:func:`announce_compile`); loops loaded from the cache say nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import time
 import types
 import weakref
 from pathlib import Path
@@ -95,42 +96,61 @@ def cache_root() -> Path:
 # About how long this process waits for numba to compile the loops a first game and the
 # batched env use, the first time (about 30 s of one core; measured in docs/install.md).
 COMPILE_SECONDS = 30
+# A compile that starts this long (seconds) after the last one ended is a new wait, announced
+# again: the loops compile as they are first called, and a program can do other work between.
+COMPILE_GAP = 2.0
 
-# the project's compiled loops: the first compile of one in a process is announced
+# the project's compiled loops: their compiles are announced
 _LOOPS: weakref.WeakSet = weakref.WeakSet()
 
 
-def announce_compile(dispatcher) -> None:
-    """One line on stderr, once per process (:func:`generala_env.cache.notice`), as numba starts
-    compiling one of the project's loops: what is happening, about how long it takes, and
-    where the result is kept."""
+def announce_compile(dispatcher, waits: int = 0) -> None:
+    """One line on stderr (:func:`generala_env.cache.notice`) as numba starts compiling one of
+    the project's loops: what is happening, about how long it takes, and where the result is
+    kept. ``waits``: how many compiles this process announced before (0: this is the first)."""
     if getattr(getattr(dispatcher, "_cache", None), "on_disk", False):
         where = f"cached in {cache_root()} afterwards"
-        what = "compiling the game engine for first use"
+        what = "compiling the game engine for first use" if not waits else "compiling more of the game engine for first use"
     else:
         where = "its cache is not used, so each process compiles it again"
-        what = "compiling the game engine"
-    notice("compile", f"{what} (about {COMPILE_SECONDS} s; {where})")
+        what = "compiling the game engine" if not waits else "compiling more of the game engine"
+    notice(f"compile {waits}", f"{what} ({'about' if not waits else 'up to about'} {COMPILE_SECONDS} s; {where})")
 
 
 def _listen_for_compiles() -> None:
     """Have numba call :func:`announce_compile` when it starts compiling one of :data:`_LOOPS`
-    (a loop read from the disk cache is not compiled: numba says nothing then)."""
+    and no compile of them ran in the last :data:`COMPILE_GAP` seconds (a loop read from the
+    disk cache is not compiled: numba says nothing then)."""
     try:
         from numba.core import event
     except ImportError:  # a numba without events: it compiles in silence
         return
 
-    class FirstCompile(event.Listener):
+    class Compiles(event.Listener):
+        def __init__(self) -> None:
+            self.running = 0  # compiles of the loops under way (one can start another)
+            self.ended = -float("inf")  # when the last one ended (time.monotonic)
+            self.waits = 0
+
         def on_start(self, ev):
-            dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
-            if dispatcher is not None and dispatcher in _LOOPS:
-                announce_compile(dispatcher)
+            if not self._ours(ev):
+                return
+            if not self.running and time.monotonic() - self.ended > COMPILE_GAP:
+                announce_compile(ev.data["dispatcher"], self.waits)
+                self.waits += 1
+            self.running += 1
 
         def on_end(self, ev):
-            pass
+            if self._ours(ev):
+                self.running = max(self.running - 1, 0)
+                self.ended = time.monotonic()
 
-    event.register("numba:compile", FirstCompile())
+        @staticmethod
+        def _ours(ev) -> bool:
+            dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+            return dispatcher is not None and dispatcher in _LOOPS
+
+    event.register("numba:compile", Compiles())
 
 
 if NUMBA:

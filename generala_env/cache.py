@@ -71,7 +71,12 @@ def notice(key: str, message: str) -> None:
     if key in _noticed:
         return
     _noticed.add(key)
-    if not quiet():
+    if quiet():
+        return
+    tqdm = getattr(sys.modules.get("tqdm"), "tqdm", None)
+    if tqdm is not None:  # a bar may be on screen: tqdm prints the line above it
+        tqdm.write(f"generala: {message}", file=sys.stderr)
+    else:
         print(f"generala: {message}", file=sys.stderr, flush=True)
 
 

@@ -138,6 +138,20 @@ def test_an_edited_copy_is_compiled_anew_and_leaves_the_others_entry_alone(tmp_p
     assert len(list((cache / "numba").glob("fu_loops-*"))) == 2
 
 
+def test_a_compile_after_a_pause_is_announced_again(tmp_path):
+    """The loops compile as they are first called: a compile that starts after the others
+    ended (here: any, with no gap allowed) is a new wait, with its own line."""
+    clone, _ = two_copies(tmp_path)
+    (clone / "sitecustomize.py").write_text("import generala_env.batched as K\nK.COMPILE_GAP = -1.0\n")
+    _, compiled, _, err = probe(clone, tmp_path / "cache")
+    assert compiled == 2
+    lines = [line for line in err.splitlines() if line.startswith("generala: ")]
+    assert [line.split(" (")[0] for line in lines] == [
+        "generala: compiling the game engine for first use",
+        "generala: compiling more of the game engine for first use",
+    ], err
+
+
 def test_generala_quiet_compiles_without_a_word(tmp_path):
     clone, _ = two_copies(tmp_path)
     _, compiled, _, err = probe(clone, tmp_path / "cache", GENERALA_QUIET="1")
