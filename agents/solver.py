@@ -29,12 +29,13 @@ import os
 import stat
 import time
 import warnings
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from generala_env.cache import CacheWarning, cache_dir, cache_file_problem, private_cache  # cache_dir: also agents.solver.cache_dir
+from generala_env.cache import CacheWarning, Progress, cache_dir, cache_file_problem, notice, private_cache  # cache_dir: also agents.solver.cache_dir
 from generala_env.dice import (
     FULL_ROLL_PROB,
     KEEP_CONTAINS,
@@ -138,7 +139,14 @@ class Solver:
         return out
 
     # -- the whole game -----------------------------------------------------------
-    def solve(self) -> Solver:
+    @property
+    def sheets(self) -> int:
+        """How many sheets :meth:`solve` works through: every sheet but the full one, and those
+        with the generala line filled once more (scored or not) when there is a double generala."""
+        return (1 << self.L) - 1 + ((1 << (self.L - 1)) - 1 if self.dbl >= 0 else 0)
+
+    def solve(self, progress: Callable[[int], None] | None = None) -> Solver:
+        """Solve every sheet; ``progress(n)`` is told of each ``n`` sheets more that are solved."""
         t0 = time.perf_counter()
         L = self.L
         full = (1 << L) - 1
@@ -156,6 +164,8 @@ class Solver:
             for lo in range(0, len(ms), 256):  # bounded memory per batch
                 m, f = ms[lo : lo + 256], flags[lo : lo + 256]
                 V[m * 2 + f] = self.turn(self.write_values(m, f, V))["value"]
+                if progress is not None:
+                    progress(len(m))
         V[full * 2 :] = 0.0
         self.V = V
         self.solve_seconds = time.perf_counter() - t0
@@ -335,6 +345,33 @@ def _read_cache(path: Path, rules: RuleSet) -> tuple[Solver | None, str | None]:
     return s, None
 
 
+# a solve expected to take this long (seconds) is announced, with a progress bar
+NOTICE_SECONDS = 3.0
+
+
+def solve_seconds_estimate(rules: RuleSet) -> float:
+    """About how many seconds :meth:`Solver.solve` takes for ``rules`` on one core: 0.5 s for
+    the classic sheet's ten lines, twice that for each line more, nine times that under
+    locked holds (measured: docs/install.md)."""
+    return 0.5 * 2.0 ** (rules.num_lines - 10) * (9.0 if rules.locked_holds else 1.0)
+
+
+def _solve_announced(rules: RuleSet, kept: Path | None) -> Solver:
+    """``Solver(rules).solve()``; when it takes more than a few seconds, a line on stderr first
+    (what, about how long, where it is kept) and a progress bar over the sheets."""
+    solver = Solver(rules)
+    seconds = solve_seconds_estimate(rules)
+    if seconds < NOTICE_SECONDS:
+        return solver.solve()
+    where = f"cached in {kept} afterwards" if kept is not None else "not cached"
+    notice(f"solve {rules.fingerprint()}", f"solving the one-player game of rules {rules.name} (about {seconds:.0f} s; {where})")
+    bar = Progress("solving", solver.sheets, "sheet")
+    try:
+        return solver.solve(bar.update)
+    finally:
+        bar.close()
+
+
 def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
     """A solved :class:`Solver` and where its values came from (``"cache"`` or ``"solved"``).
 
@@ -360,7 +397,7 @@ def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
             replace = replaceable(path)
             then = "solved again and rewritten" if replace else "solved again; it is neither read nor replaced: remove it to keep the values"
             warnings.warn(f"the solver cache {path} is not used: {why}; {then}", CacheWarning, stacklevel=2)
-    s = Solver(rules).solve()
+    s = _solve_announced(rules, path if folder is not None and replace else None)
     if folder is not None and replace:
         try:
             _write_cache(path, s.V, cache_meta(rules, SOLVER_VERSION, s.V, s.solve_seconds))

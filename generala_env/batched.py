@@ -23,23 +23,28 @@ fancy indexing; a compiled loop does each game's step in one pass (what that is 
 in ``docs/performance.md``). Without numba (or with ``GENERALA_NUMBA=0``) the same
 functions run as plain Python: correct, only slow.
 
-Numba's on-disk cache is keyed by the file that defines a loop, and a loop also holds the
-rules and the encoding inlined from other files: :func:`cached_njit` keys it on those files
-too (:data:`SOURCES_DIGEST`), so an edit of ``engine.py``, ``observe.py`` or ``dice.py``
-compiles the loops anew instead of loading stale ones.
+The loops' on-disk cache is keyed by the content of the file that defines a loop (not its
+path: a clone and its install share the compiled loops), and a loop also holds the rules and
+the encoding inlined from other files: :func:`cached_njit` keys it on those files too
+(:data:`SOURCES_DIGEST`), so an edit of ``engine.py``, ``observe.py`` or ``dice.py`` compiles
+the loops anew instead of loading stale ones. Compiling them takes about
+:data:`COMPILE_SECONDS`: a compile says so on stderr as it starts, one line for the compiles
+that follow one another (:func:`announce_compile`); loops loaded from the cache say nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import time
 import types
+import weakref
 from pathlib import Path
 
 import numpy as np
 
 from . import dice, engine, observe
-from .cache import numba_cache_root, warn_once
+from .cache import notice, numba_cache_root, warn_once
 from .dice import DICE, EMPTY_KEEP, NUM_KEEPS, NUM_MASKS, NUM_ROLLS
 from .engine import FIRST_ROLL, OPEN, GameState, Tables
 from .engine import OneGame as G
@@ -88,10 +93,76 @@ def cache_root() -> Path:
     return root.joinpath(*parts)
 
 
+# About how long this process waits for numba to compile the loops a first game and the
+# batched env use, the first time (about 30 s of one core; measured in docs/install.md).
+COMPILE_SECONDS = 30
+# A compile that starts this long (seconds) after the last one ended is a new wait, announced
+# again: the loops compile as they are first called, and a program can do other work between.
+COMPILE_GAP = 2.0
+
+# the project's compiled loops: their compiles are announced
+_LOOPS: weakref.WeakSet = weakref.WeakSet()
+
+
+def announce_compile(dispatcher, waits: int = 0) -> None:
+    """One line on stderr (:func:`generala_env.cache.notice`) as numba starts compiling one of
+    the project's loops: what is happening, about how long it takes, and where the result is
+    kept. ``waits``: how many compiles this process announced before (0: this is the first)."""
+    if getattr(getattr(dispatcher, "_cache", None), "on_disk", False):
+        where = f"cached in {cache_root()} afterwards"
+        what = "compiling the game engine for first use" if not waits else "compiling more of the game engine for first use"
+    else:
+        where = "its cache is not used, so each process compiles it again"
+        what = "compiling the game engine" if not waits else "compiling more of the game engine"
+    notice(f"compile {waits}", f"{what} ({'about' if not waits else 'up to about'} {COMPILE_SECONDS} s; {where})")
+
+
+def _listen_for_compiles() -> None:
+    """Have numba call :func:`announce_compile` when it starts compiling one of :data:`_LOOPS`
+    and no compile of them ran in the last :data:`COMPILE_GAP` seconds (a loop read from the
+    disk cache is not compiled: numba says nothing then)."""
+    try:
+        from numba.core import event
+    except ImportError:  # a numba without events: it compiles in silence
+        return
+
+    class Compiles(event.Listener):
+        def __init__(self) -> None:
+            self.running = 0  # compiles of the loops under way (one can start another)
+            self.ended = -float("inf")  # when the last one ended (time.monotonic)
+            self.waits = 0
+
+        def on_start(self, ev):
+            if not self._ours(ev):
+                return
+            if not self.running and time.monotonic() - self.ended > COMPILE_GAP:
+                announce_compile(ev.data["dispatcher"], self.waits)
+                self.waits += 1
+            self.running += 1
+
+        def on_end(self, ev):
+            if self._ours(ev):
+                self.running = max(self.running - 1, 0)
+                self.ended = time.monotonic()
+
+        @staticmethod
+        def _ours(ev) -> bool:
+            dispatcher = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+            return dispatcher is not None and dispatcher in _LOOPS
+
+    event.register("numba:compile", Compiles())
+
+
+if NUMBA:
+    _listen_for_compiles()
+
+
 def disk_cached(dispatcher, digest: str = ""):
     """``dispatcher`` (a numba function) with the project's on-disk cache
     (:func:`generala_env.numba_cache.with_disk_cache`); compiled in memory, with one warning,
-    where this numba lacks the classes that cache builds on."""
+    where this numba lacks the classes that cache builds on. Its first compile in a process
+    is announced (:func:`announce_compile`)."""
+    _LOOPS.add(dispatcher)
     try:
         from .numba_cache import with_disk_cache
     except (ImportError, AttributeError) as e:  # another numba, without the classes the project's cache builds on
@@ -114,7 +185,10 @@ def cached_njit(**options):
 
     def decorate(f):
         dispatcher = njit(**options)(f)
-        return disk_cached(dispatcher, SOURCES_DIGEST) if SOURCES_DIGEST else dispatcher
+        if SOURCES_DIGEST:
+            return disk_cached(dispatcher, SOURCES_DIGEST)
+        _LOOPS.add(dispatcher)  # compiled in memory, and announced all the same
+        return dispatcher
 
     return decorate
 

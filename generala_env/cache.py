@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import warnings
 from pathlib import Path
 
@@ -51,6 +52,68 @@ def warn_once(key: str, message: str, stacklevel: int = 3) -> None:
         return
     _reported.add(key)
     warnings.warn(message, CacheWarning, stacklevel=stacklevel)
+
+
+def quiet() -> bool:
+    """Whether the notices of long waits are off: ``GENERALA_QUIET`` set to anything but ``0``
+    (forked and spawned workers inherit it)."""
+    return os.environ.get("GENERALA_QUIET", "").strip() not in ("", "0")
+
+
+# the waits already announced in this process: one line each
+_noticed: set[str] = set()
+
+
+def notice(key: str, message: str) -> None:
+    """``generala: MESSAGE`` on stderr, before a wait of more than a few seconds that would
+    otherwise pass in silence (compiling the loops, solving a table), the first time ``key``
+    comes up in this process; nothing while :func:`quiet`."""
+    if key in _noticed:
+        return
+    _noticed.add(key)
+    if quiet():
+        return
+    tqdm = getattr(sys.modules.get("tqdm"), "tqdm", None)
+    if tqdm is not None:  # a bar may be on screen: tqdm prints the line above it
+        tqdm.write(f"generala: {message}", file=sys.stderr)
+    else:
+        print(f"generala: {message}", file=sys.stderr, flush=True)
+
+
+class Progress:
+    """A progress bar on stderr over ``total`` units of work that takes long, to follow a
+    :func:`notice`: tqdm's when it is installed, else a plain line at each quarter; nothing
+    while :func:`quiet`. ``update(n)`` counts ``n`` more done; ``close()`` ends it."""
+
+    def __init__(self, desc: str, total: int, unit: str):
+        self.desc, self.total, self.unit = desc, max(int(total), 1), unit
+        self.done, self._shown = 0, 0
+        self._bar = None
+        if quiet():
+            self.total = 0
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return
+        self._bar = tqdm(total=self.total, desc=desc, unit=unit, file=sys.stderr, leave=False)
+
+    def update(self, n: int = 1) -> None:
+        if not self.total:
+            return
+        self.done = min(self.done + n, self.total)
+        if self._bar is not None:
+            self._bar.update(self.done - self._bar.n)
+            return
+        quarter = 4 * self.done // self.total
+        if quarter > self._shown:
+            self._shown = quarter
+            print(f"{self.desc}: {self.done:,} of {self.total:,} {self.unit}s", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
 
 
 def private_cache(*parts: str, root: str | os.PathLike | None = None, make: bool = True) -> Path | None:
@@ -115,4 +178,4 @@ def numba_cache_root() -> tuple[Path, tuple[str, ...]]:
     return cache_dir(), ("numba",)
 
 
-__all__ = ["CacheWarning", "cache_dir", "cache_file_problem", "numba_cache_root", "private_cache", "warn_once"]
+__all__ = ["CacheWarning", "Progress", "cache_dir", "cache_file_problem", "notice", "numba_cache_root", "private_cache", "quiet", "warn_once"]

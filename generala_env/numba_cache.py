@@ -9,11 +9,20 @@ root down is private (:func:`generala_env.cache.private_cache`), else no cache a
 index and data files are pickles: :class:`CheckedFile` checks each before numba unpickles it,
 and reads a damaged one as absent. Numba raises on a damaged file and on one it cannot
 write; :class:`ProjectCache` turns both into one warning and a compile.
+
+Numba names a cache folder after the path of the source's folder, so the same code reached
+through two paths (a clone's ``generala_env/`` and the installed ``site-packages/generala_env/``)
+would be compiled twice. :class:`ProjectLocator` names it after the function's module and the
+digest of what is compiled (:func:`source_digest`: the defining file's bytes and the files it
+inlines), so the same code shares one folder wherever it lies, and different code (an edit,
+another version) never shares a file with it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import inspect
 import os
 import sys
@@ -44,19 +53,56 @@ def report(what: str, e: BaseException) -> None:
     warn_once("numba", f"numba's cache {what} ({detail}): the loops are compiled without it", stacklevel=4)
 
 
-class ProjectLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
-    """Numba's cache of a loop in the project's cache folder, one subfolder per folder of
-    sources, used only while every folder from the root down is private."""
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    """The SHA-256 of a file's bytes (memoised by its path, time and size: an edit is read again)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
-    def __init__(self, py_func, py_file):
+
+def source_digest(py_file: str, digest: str = "") -> str:
+    """What a compiled function's cache is keyed on: the bytes of its source file, and
+    ``digest``, the files it inlines from (:data:`generala_env.batched.SOURCES_DIGEST`).
+    Never its path or time: the same code in a clone and in its install is one entry."""
+    st = os.stat(py_file)
+    return hashlib.sha256(f"{_file_digest(py_file, st.st_mtime_ns, st.st_size)} {digest}".encode()).hexdigest()
+
+
+def cache_folder_name(py_func, digest: str) -> str:
+    """The folder of one module's loops: its name and the first 16 digits of its :func:`source_digest`."""
+    module = str(getattr(py_func, "__module__", "") or Path(inspect.getfile(py_func)).stem)
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in module)
+    return f"{safe}-{digest[:16]}"
+
+
+class ProjectLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+    """Numba's cache of a loop in the project's cache folder, one subfolder per module and
+    content (:func:`cache_folder_name`), used only while every folder from the root down is
+    private. Its stamp is :func:`source_digest`, not the file's time."""
+
+    def __init__(self, py_func, py_file, digest: str = ""):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
+        self._stamp = source_digest(py_file, digest)
         self._root, parts = numba_cache_root()
-        self._parts = (*parts, self.get_suitable_cache_subpath(py_file))
+        self._parts = (*parts, cache_folder_name(py_func, self._stamp))
         self._cache_path = str(self._root.joinpath(*self._parts))
+
+    @classmethod
+    def from_function(cls, py_func, py_file, digest: str = ""):
+        if not os.path.exists(py_file):
+            return None
+        locator = cls(py_func, py_file, digest)
+        try:
+            locator.ensure_cache_path()
+        except OSError:
+            return None
+        return locator
 
     def get_cache_path(self):
         return self._cache_path
+
+    def get_source_stamp(self):
+        return self._stamp
 
     def ensure_cache_path(self):
         if private_cache(*self._parts, root=self._root) is None:
@@ -70,11 +116,11 @@ class ProjectImpl(caching.CompileResultCacheImpl):
     """Numba's compiled-function cache with the project's locator only: no other place
     (beside the sources, the user-wide folder, one named by NUMBA_CACHE_LOCATOR_CLASSES)."""
 
-    def __init__(self, py_func):
+    def __init__(self, py_func, digest: str = ""):
         self._lineno = py_func.__code__.co_firstlineno
         qualname = getattr(py_func, "__qualname__", py_func.__name__)
         source = inspect.getfile(py_func)
-        locator = ProjectLocator.from_function(py_func, source)
+        locator = ProjectLocator.from_function(py_func, source, digest)
         if locator is None:
             raise Untrusted(f"no private cache folder for {source}")
         self._locator = locator
@@ -138,12 +184,17 @@ class ProjectCache(caching.FunctionCache):
     """Numba's cache of one function, in a private folder or not at all; a file that
     cannot be read, or a cache that cannot be written, costs one warning, never an error."""
 
-    _impl_class = ProjectImpl
+    _impl_class: Any = ProjectImpl
 
     def __init__(self, py_func, digest: str = ""):
+        self._impl_class = functools.partial(ProjectImpl, digest=digest)  # numba's __init__ makes it with py_func alone
         super().__init__(py_func)
-        stamp = (self._impl.locator.get_source_stamp(), digest)
-        self._cache_file = CheckedFile(self._cache_path, self._impl.filename_base, stamp, self._impl.locator)
+        self._cache_file = CheckedFile(self._cache_path, self._impl.filename_base, self._impl.locator.get_source_stamp(), self._impl.locator)
+
+    @property
+    def on_disk(self) -> bool:
+        """Whether what this process compiles is kept (False once a write failed)."""
+        return bool(self._enabled)
 
     def load_overload(self, sig, target_context):
         if not self._enabled:
@@ -168,8 +219,8 @@ class ProjectCache(caching.FunctionCache):
 
 def with_disk_cache(dispatcher: Any, digest: str = "") -> Any:
     """``dispatcher``, a numba function made without ``cache=True``, with the project's on-disk
-    cache (see the module's doc). ``digest`` joins numba's stamp of the source file, for code
-    the function inlines from other files. Where the cache cannot be had (a folder that is not
+    cache (see the module's doc). ``digest`` joins the source file's own in the cache's key
+    (:func:`source_digest`), for code the function inlines from other files. Where the cache cannot be had (a folder that is not
     private, another numba) the function compiles in memory, as it was given."""
     if not hasattr(dispatcher, "_cache") or not hasattr(dispatcher, "py_func"):
         return dispatcher  # NUMBA_DISABLE_JIT: a plain Python function

@@ -11,6 +11,7 @@ works. Another user is user id 12345 (``os.chown``): those tests need root.
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import pickle
@@ -87,14 +88,21 @@ def compiled():
     return with_disk_cache(numba.njit(add_one))
 
 
+def loops_folder(root: Path, source: Path, module: str, inlined: tuple[Path, ...] = ()) -> Path:
+    """The folder of the cache of the loops of ``module`` (defined in ``source``, inlining the
+    files ``inlined``) under the cache root ``root``: named after the module and what is
+    compiled (the SHA-256 of the source's, then of the inlined files' bytes), never after
+    a path."""
+    inlined_digest = hashlib.sha256(b"".join(f.read_bytes() for f in inlined)).hexdigest() if inlined else ""
+    own = hashlib.sha256(source.read_bytes()).hexdigest()
+    return root / "numba" / f"{module}-{hashlib.sha256(f'{own} {inlined_digest}'.encode()).hexdigest()[:16]}"
+
+
 def index_file(root: Path) -> Path:
     """Where numba keeps the index (a pickle) of ``add_one``'s cache under the cache root ``root``:
-    numba's own naming, one folder per folder of sources."""
-    from numba.core.caching import _CacheLocator
-
-    sub = _CacheLocator.get_suitable_cache_subpath(__file__)
+    numba's own file name, in the project's folder for this module's content."""
     name = f"{Path(__file__).stem}.add_one-{add_one.__code__.co_firstlineno}.py{sys.version_info[0]}{sys.version_info[1]}{sys.abiflags}.nbi"
-    return root / "numba" / sub / name
+    return loops_folder(root, Path(__file__), add_one.__module__) / name
 
 
 def run_once() -> int:
@@ -272,12 +280,11 @@ def forge_numba_indexes(root: Path, payload: bytes) -> list[Path]:
     numba looks for it under the cache root ``root``."""
     import ast
 
-    from numba.core.caching import _CacheLocator
-
     import generala_env
 
-    source = Path(generala_env.__file__).resolve().parent / "batched.py"
-    folder = root / "numba" / _CacheLocator.get_suitable_cache_subpath(str(source))
+    package = Path(generala_env.__file__).resolve().parent
+    source = package / "batched.py"
+    folder = loops_folder(root, source, "generala_env.batched", tuple(package / f for f in ("engine.py", "observe.py", "dice.py")))
     folder.mkdir(parents=True, exist_ok=True)
     made = []
     for node in ast.parse(source.read_text()).body:

@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from generala_env.cache import Progress
 from generala_env.encoding import Encoder
 from generala_env.env import make_info, win_reward
 from generala_env.game import Game
@@ -108,6 +109,45 @@ def _state(agent, info):
     return v.filled_mask, generala_scored(s.rules, v.sheet), v.roll, v.rolls_left, v.locked
 
 
+def _teacher_ready(cfg: Config) -> None:
+    """Play the first of the teacher's games here, before the workers fork: the table the
+    teacher needs is solved (or read) and the game's loops are compiled once, each with its
+    notice, not once in every worker (forked workers inherit both)."""
+    _generate((cfg.env, cfg.seed + 7_000_001, [0], cfg.pretrain.epsilon, cfg.pretrain.teacher))
+
+
+def _play_teacher_games(jobs, workers: int, bar: Progress) -> list:
+    """:func:`_generate` of each job, in ``workers`` forked processes; ``bar`` counts the games."""
+    if workers == 1:
+        parts = []
+        for job in jobs:
+            parts.append(_generate(job))
+            bar.update(len(job[2]))
+        return parts
+    import multiprocessing as mp
+    import signal
+
+    from .harness import _STOP_SIGNALS, _stop_workers, _worker_init
+
+    # the workers ignore SIGINT, end with this process and are stopped when it is interrupted
+    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_worker_init)
+    try:
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            results = pool.map(_generate, jobs)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        parts = []
+        for job, part in zip(jobs, results, strict=True):
+            parts.append(part)
+            bar.update(len(job[2]))
+    except BaseException:
+        _stop_workers(pool)
+        raise
+    pool.shutdown()
+    return parts
+
+
 # long: the cloning in order (the teacher's games, the epochs, the measured agreement), as its log tells it
 def behaviour_clone(model, cfg: Config, log=print) -> dict:
     """Train ``model.policy`` to imitate ``cfg.pretrain.teacher``; returns what it measured."""
@@ -119,27 +159,13 @@ def behaviour_clone(model, cfg: Config, log=print) -> dict:
     workers = max(1, min(os.cpu_count() or 1, games))
     chunks = [list(range(i, games, workers * 8)) for i in range(workers * 8)]
     jobs = [(cfg.env, cfg.seed + 7_000_001, c, p.epsilon, p.teacher) for c in chunks if c]
-    if workers == 1:
-        parts = [_generate(j) for j in jobs]
-    else:
-        import multiprocessing as mp
-        import signal
-
-        from .harness import _STOP_SIGNALS, _stop_workers, _worker_init
-
-        # the workers ignore SIGINT, end with this process and are stopped when it is interrupted
-        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_worker_init)
-        try:
-            held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-            try:
-                results = pool.map(_generate, jobs)
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            parts = list(results)
-        except BaseException:
-            _stop_workers(pool)
-            raise
-        pool.shutdown()
+    _teacher_ready(cfg)
+    log(f"behaviour cloning: playing {games:,} games of the {p.teacher} player in {workers} process{'es' if workers > 1 else ''}")
+    bar = Progress("teacher's games", games, "game")
+    try:
+        parts = _play_teacher_games(jobs, workers, bar)
+    finally:
+        bar.close()
     obs, masks, acts, vals = (np.concatenate([x[i] for x in parts]) for i in range(4))
     log(f"behaviour cloning: {len(acts):,} decisions from {games:,} games of the {p.teacher} player in {time.time() - t0:.0f} s")
 
