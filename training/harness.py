@@ -277,6 +277,11 @@ def play_many(
                 if bar:
                     bar.update(len(job[1]))
         else:
+            if ctx.get_start_method() == "fork":  # the first chunk here: what it compiles and loads, every forked worker has
+                results.extend(_run_chunk(jobs[0]))
+                if bar:
+                    bar.update(len(jobs[0][1]))
+                jobs = jobs[1:]
             _play_in_pool(jobs, workers, results, bar, ctx)
     except Interrupted as e:
         e.played = len(results)
