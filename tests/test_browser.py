@@ -56,7 +56,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def server():
-    from generala_training.serve import make_app
+    from generala_play.serve import make_app
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -134,7 +134,7 @@ def test_a_bad_move_shows_the_error_and_the_game_goes_on(browser, server):
 
 
 def test_a_replay_shows_every_move(browser, tmp_path):
-    from generala_training.replay import page, record, write_page
+    from generala_play.replay import page, record, write_page
 
     replays, notes = record(["greedy"], "classic", games=1, seed=3)
     path = tmp_path / "replay.html"

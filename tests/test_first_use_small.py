@@ -102,7 +102,7 @@ def test_the_browser_games_log_says_the_dice_each_reroll_gave():
     pytest.importorskip("fastapi")
     from generala_env.dice import NUM_MASKS
     from generala_env.rules import load_rules
-    from generala_training.serve import Session
+    from generala_play.serve import Session
 
     seen: list[str] = []  # the dice the opponent is shown at each of its decisions: what its rerolls gave
 
@@ -166,7 +166,7 @@ def test_a_two_player_game_still_names_its_winner():
 
 
 def test_a_solo_replay_marks_no_seat_as_the_winner():
-    from generala_training.replay import page, record
+    from generala_play.replay import page, record
 
     replays, notes = record(["greedy"], "classic", games=1, seed=3)
     html = page(replays, notes)
@@ -179,7 +179,7 @@ def test_the_terminal_game_logs_a_reroll_on_a_console_without_arrows(monkeypatch
     import io
 
     from generala_env.rules import load_rules
-    from generala_training.table import Table
+    from generala_play.table import Table
 
     raw = io.BytesIO()
     out = io.TextIOWrapper(raw, encoding="cp1252", errors="strict", write_through=True)

@@ -21,8 +21,8 @@ from generala_env import Encoder, Game, load_rules
 from generala_env.dice import HOLD_KEEP, KEEPS_LIST, NUM_MASKS
 from generala_env.env import make_info
 from generala_env.render import line_label
-from generala_training import play
-from generala_training.play import MoveError, parse_move
+from generala_play import terminal as play
+from generala_play.terminal import MoveError, parse_move
 
 
 def game_with(dice, rules="classic", players=1) -> Game:
@@ -428,7 +428,7 @@ def test_cli_dispatches_to_play(monkeypatch, capsys):
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_in_a_real_terminal_through_tmux(tmp_path):
     name = f"generala-test-{os.getpid()}"
-    cmd = f"{sys.executable} -m training.play --opponents greedy --seed 3; sleep 30"
+    cmd = f"{sys.executable} -m generala_play.terminal --opponents greedy --seed 3; sleep 30"
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TMUX")}
     env["TERM"] = "xterm-256color"
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "60", cmd], check=True, env=env)
@@ -585,7 +585,7 @@ def test_a_two_player_hint_without_a_cached_table_answers_at_once(monkeypatch, c
 
 
 def test_a_negative_seed_names_the_option(capsys):
-    from generala_training.play import main as play_main
+    from generala_play.terminal import main as play_main
 
     with pytest.raises(SystemExit) as e:
         play_main(["--seed", "-5"])

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from generala_env.rules import load_rules
+from generala_play.replay import page, record, write_page
 from generala_training.cli import main as cli_main
 from generala_training.harness import game_seed, play_game
-from generala_training.replay import page, record, write_page
 
 SMALL = {"lines": ["ones", "fives", "sixes", "full_house", "generala"]}
 

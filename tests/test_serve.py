@@ -10,8 +10,8 @@ pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from generala_env.env import GeneralaEnv  # noqa: E402
+from generala_play.serve import make_app  # noqa: E402
 from generala_training.cli import main as cli_main  # noqa: E402
-from generala_training.serve import make_app  # noqa: E402
 
 
 @pytest.fixture

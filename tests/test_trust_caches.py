@@ -540,7 +540,7 @@ FORGED_CHANCES = {
 def test_a_forged_two_player_table_is_refused_and_a_hint_never_solves(tmp_path, monkeypatch, two_player_files, how):
     from generala_agents.solver2p import TwoPlayerSolver, is_cached, shared_table
     from generala_env.rules import load_rules
-    from generala_training.hints import two_player_table
+    from generala_play.hints import two_player_table
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     path = place(tmp_path, two_player_files)

@@ -267,7 +267,7 @@ SMALL = {"lines": ["ones", "twos", "generala"]}
 def test_a_hint_never_solves_even_when_the_cache_holds_a_table_without_its_record(tmp_path, monkeypatch):
     import generala_agents.solver2p as s2p
     from generala_env.rules import load_rules
-    from generala_training.hints import two_player_table
+    from generala_play.hints import two_player_table
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules(SMALL)

@@ -81,8 +81,8 @@ def test_an_opponent_by_name_is_found_in_a_project_with_its_own_agents(tmp_path)
 def test_no_module_imports_the_folders_by_their_generic_names():
     """Inside the clone ``agents`` would import the folder a second time, a copy apart from
     ``generala_agents`` (two registries, two of every class): nothing may name it."""
-    pattern = re.compile(r"^\s*(?:from|import)\s+(?:agents|training)\b", re.M)
-    folders = ("generala_env", "agents", "training", "tests", "benchmarks", "examples")
+    pattern = re.compile(r"^\s*(?:from|import)\s+(?:agents|training|play)\b", re.M)
+    folders = ("generala_env", "agents", "training", "play", "tests", "benchmarks", "examples")
     offending = [
         str(path.relative_to(ROOT))
         for folder in folders

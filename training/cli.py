@@ -233,9 +233,9 @@ PROGRAMS = {
     "tournament": ("generala_training.tournament", "head-to-head games, seats swapped on the same dice", None),
     "train": ("generala_training.train", "train a MaskablePPO agent from a YAML config", ("train", TRAIN_MODULES)),
     "export": ("generala_training.export", "make a checkpoint folder (plain tensors, an agent spec) from a training run", ("train", TRAIN_MODULES)),
-    "play": ("generala_training.play", "play in the terminal against agents", None),
-    "replay": ("generala_training.replay", "games as one self-contained HTML page, every move judged by the exact optimum", None),
-    "serve": ("generala_training.serve", "play in the browser against agents, with hints (local only by default)", ("serve", ("fastapi", "uvicorn"))),
+    "play": ("generala_play.terminal", "play in the terminal against agents", None),
+    "replay": ("generala_play.replay", "games as one self-contained HTML page, every move judged by the exact optimum", None),
+    "serve": ("generala_play.serve", "play in the browser against agents, with hints (local only by default)", ("serve", ("fastapi", "uvicorn"))),
     # checks its own extras ([benchmark], and [ray] for --backend ray)
     "benchmark": ("generala_training.benchmark", "train RL algorithms on the task suite, scored against the optimum with rliable", None),
 }

@@ -290,7 +290,7 @@ def write_replays(folder: OutputFolder, names: list[str], rules, games: int, see
     """``--replays N``: each agent's page of its first ``games`` games of the evaluation (the
     same seeds, so the same dice and totals), named by :func:`replay_file`, written into
     ``folder`` (whose record of outputs refuses a link or a file of the user's at that name)."""
-    from .replay import page, record
+    from generala_play.replay import page, record
 
     paths = []
     for name in names:

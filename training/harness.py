@@ -277,11 +277,6 @@ def play_many(
                 if bar:
                     bar.update(len(job[1]))
         else:
-            if ctx.get_start_method() == "fork":  # the first chunk here: what it compiles and loads, every forked worker has
-                results.extend(_run_chunk(jobs[0]))
-                if bar:
-                    bar.update(len(jobs[0][1]))
-                jobs = jobs[1:]
             _play_in_pool(jobs, workers, results, bar, ctx)
     except Interrupted as e:
         e.played = len(results)
@@ -303,7 +298,14 @@ def _say_once(text: str) -> None:
 
 
 def _play_in_pool(jobs, workers: int, results: list, bar, ctx) -> None:
-    """Play ``jobs`` in worker processes, adding their games to ``results`` in order."""
+    """Play ``jobs`` in worker processes, adding their games to ``results`` in order. Where the
+    workers fork, the first job is played here first: the loops it compiles and the tables it
+    loads are then made once, and every worker has them."""
+    if ctx.get_start_method() == "fork":
+        results.extend(_run_chunk(jobs[0]))
+        if bar:
+            bar.update(len(jobs[0][1]))
+        jobs = jobs[1:]
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
     try:
         # the workers start (on submit) with SIGINT and SIGTERM held until _worker_init

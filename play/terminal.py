@@ -10,8 +10,8 @@ Moves are typed as people say them: ``keep 4 4 4``, ``hold 6 6``, ``reroll 1 2``
 accept is explained and asked again; nothing typed ends the game but ``quit`` or the
 end of input.
 
-The command is here; the game at the table is :mod:`generala_training.table`, reading and describing
-moves :mod:`generala_training.moves`, hints and help :mod:`generala_training.hints`. The names this module
+The command is here; the game at the table is :mod:`generala_play.table`, reading and describing
+moves :mod:`generala_play.moves`, hints and help :mod:`generala_play.hints`. The names this module
 had before they moved are still importable from it.
 """
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from generala_env.game import MAX_PLAYERS
 from generala_env.rules import load_rules, preset_names
+from generala_training.options import seed_int
 
 from .moves import (
     COMMANDS,
@@ -42,7 +43,6 @@ from .moves import (
     parse_move,
     points_if_written,
 )
-from .options import seed_int
 from .table import HUMAN, NO, YES, Style, Table, isatty
 
 

@@ -1,7 +1,7 @@
 """A game of Generala at one table in the terminal: the seats (people and agents), the screen,
 and the loop that asks each seat for its move.
 
-People's moves are read by :func:`generala_training.moves.parse_move`; agents see exactly what they
+People's moves are read by :func:`generala_play.moves.parse_move`; agents see exactly what they
 see in the environments (:class:`~generala_env.encoding.Encoder` and
 :func:`~generala_env.env.make_info`). The sheets are drawn here rather than by
 :func:`generala_env.render.render_text`: in colour, with the mover's points on each open

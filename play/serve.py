@@ -44,6 +44,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
+from importlib.resources import files
 from typing import Any
 
 import numpy as np
@@ -51,8 +52,7 @@ import numpy as np
 from generala_env.dice import NUM_MASKS
 from generala_env.game import OPEN, IllegalActionError
 from generala_env.safe_yaml import short_repr
-
-from .options import positive_int, require_extra
+from generala_training.options import positive_int, require_extra
 
 MAX_GAMES = 256  # games kept at once; the least recently played goes first
 MAX_BODY = 64 * 1024  # bytes of a request body
@@ -218,7 +218,8 @@ class Session:
 
     def hint(self, one_player_solver) -> dict[str, Any]:
         """The best move by the expected final total, and the chance to win where the table is cached."""
-        from .diagnose import judged_values
+        from generala_training.diagnose import judged_values
+
         from .hints import two_player_table
         from .moves import describe
 
@@ -552,7 +553,11 @@ def make_app(rules="classic", max_games: int = MAX_GAMES, *, host: str = "127.0.
     async def _fault(request: Request, exc: Exception):
         return error(500, f"the server failed on this request ({type(exc).__name__}); start a new game")
 
-    page = PAGE.replace("{RULES_OPTIONS}", "".join(f"<option>{name}</option>" for name in preset_names()))  # the presets folder's
+    page = (
+        (files("generala_play") / "page.html")
+        .read_text(encoding="utf-8")
+        .replace("{RULES_OPTIONS}", "".join(f"<option>{name}</option>" for name in preset_names()))
+    )  # the presets folder's
 
     @app.get("/", response_class=HTMLResponse)
     def index():
@@ -637,121 +642,6 @@ def main(argv=None) -> int:
     print(f"Generala at http://{shown_host}:{args.port}/ (Ctrl-C stops)", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", server_header=False)
     return 0
-
-
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Generala</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 1.5em; background: #1c5e3e; color: #fafafa; }
-[hidden] { display: none !important; }
-.panel { background: #faf7ee; color: #222; padding: .8em 1em; border-radius: 6px; display: inline-block; vertical-align: top; margin: 0 1em 1em 0; }
-button { font-size: 1em; margin: 2px; }
-.die { font-size: 2.6em; width: 1.3em; height: 1.3em; line-height: 1; border: 3px solid #222; border-radius: 8px; background: #fff; cursor: pointer; padding: 0; }
-.die.keep { background: #f2c430; border-color: #c81e1e; }
-table { border-collapse: collapse; } td, th { border: 1px solid #bbb; padding: 2px 8px; text-align: right; }
-td.l { text-align: left; } .crossed { color: #c81e1e; background: #f6d6d6; }
-#log { max-height: 20em; overflow-y: auto; font-size: .9em; }
-#error { color: #ffd0d0; min-height: 1.2em; } #status { font-size: 1.2em; font-weight: bold; }
-</style></head><body>
-<h1>Generala</h1>
-<div id="setup">Opponent: <select id="opponent"><option value="">nobody (solo)</option></select>
- Rules: <select id="rules">{RULES_OPTIONS}</select>
- <button id="new-game">New game</button></div>
-<p id="status">Choose an opponent and start a new game.</p>
-<p id="error"></p>
-<div class="panel" id="table-panel" hidden>
- <div id="dice"></div>
- <p>Rolls left: <b id="rolls-left"></b> <button id="reroll" disabled>Reroll the dice not kept</button> <button id="hint" disabled>Hint</button></p>
- <p id="hint-text"></p>
- <table id="sheet"></table>
-</div>
-<div class="panel" id="log-panel" hidden><b>Moves</b><ol id="log"></ol></div>
-<script>
-const PIPS = "\\u2680\\u2681\\u2682\\u2683\\u2684\\u2685";
-let game = null, keep = new Set();
-const $ = (id) => document.getElementById(id);
-const esc = (t) => String(t).replace(/[&<>"']/g, (c) => "&#" + c.charCodeAt(0) + ";");
-async function call(method, url, body) {
-  const r = await fetch(url, {method, headers: {"Content-Type": "application/json"}, body: body ? JSON.stringify(body) : undefined});
-  let data;
-  try { data = await r.json(); } catch (e) { data = {detail: "error " + r.status}; }
-  if (!r.ok) { $("error").textContent = data.detail || ("error " + r.status); document.body.dataset.errors = (+(document.body.dataset.errors || 0)) + 1; return null; }
-  $("error").textContent = ""; return data;
-}
-function show(g) {
-  game = g; keep = new Set();
-  document.body.dataset.shown = (+(document.body.dataset.shown || 0)) + 1;  // tests wait on this
-  $("table-panel").hidden = false; $("log-panel").hidden = false;
-  const dice = $("dice"); dice.innerHTML = "";
-  g.dice.forEach((d, i) => {
-    const b = document.createElement("button"); b.className = "die"; b.id = "die-" + i; b.textContent = PIPS[d - 1];
-    b.title = d + (g.held[i] ? " (kept last roll)" : ""); b.dataset.face = d;
-    b.onclick = () => { if (keep.has(i)) keep.delete(i); else keep.add(i); b.classList.toggle("keep"); };
-    if (g.held[i] && g.can_reroll) { keep.add(i); b.classList.add("keep"); }
-    dice.appendChild(b);
-  });
-  $("rolls-left").textContent = g.rolls_left;
-  $("reroll").disabled = !g.can_reroll; $("hint").disabled = !g.your_move;
-  $("hint-text").textContent = "";
-  let rows = "<tr><th>line</th>" + g.players.map((p, s) => "<th>" + esc(p) + "</th>").join("") + "</tr>";
-  g.lines.forEach((line, l) => {
-    rows += "<tr><td class=l>" + line.replace(/_/g, " ") + "</td>";
-    g.sheets.forEach((sheet, s) => {
-      const v = sheet[l];
-      if (v === null && s === g.seat && g.your_move && line in g.open_points) {
-        rows += "<td><button class=write id='write-" + line + "' data-line='" + line + "'>" + g.open_points[line] + "</button></td>";
-      } else if (v === 0) rows += "<td class=crossed>x</td>";
-      else rows += "<td>" + (v === null ? "" : v) + "</td>";
-    });
-    rows += "</tr>";
-  });
-  rows += "<tr><th>total</th>" + g.totals.map((t, s) => "<th id='total-" + s + "'>" + t + "</th>").join("") + "</tr>";
-  $("sheet").innerHTML = rows;
-  document.querySelectorAll("button.write").forEach((b) => b.onclick = () => move({write: b.dataset.line}));
-  $("log").innerHTML = g.log.map((m) => "<li>" + esc(m) + "</li>").join("");
-  if (g.over) {
-    const w = g.winners.map((s) => g.players[s]).join(" and ");
-    $("status").textContent = "Game over: " + (g.players.length === 1 ? "you scored " + g.totals[0] : (g.winners.length > 1 ? "a shared win, " : "won by ") + w) + ".";
-  } else if (g.stopped) $("status").textContent = "The game cannot go on: " + g.stopped + ". Start a new one.";
-  else $("status").textContent = g.your_move ? "Your move: click dice to keep them, then reroll, or click a line's points to write them." : "Waiting.";
-}
-async function move(m) {
-  if (!game) return;  // no game yet: nothing to move in
-  const g = await call("POST", "/api/games/" + game.id + "/move", m);
-  if (g) show(g);
-}
-async function listAgents(rules) {
-  const a = await call("GET", "/api/agents?rules=" + encodeURIComponent(rules));
-  if (!a) return;
-  const chosen = $("opponent").value, sel = $("opponent");
-  while (sel.options.length > 1) sel.remove(1);
-  a.agents.forEach((n) => { const o = document.createElement("option"); o.value = n; o.textContent = n; sel.appendChild(o); });
-  sel.value = a.agents.includes(chosen) ? chosen : (a.agents.includes("greedy") ? "greedy" : "");
-}
-$("rules").onchange = () => listAgents($("rules").value);
-$("new-game").onclick = async () => {
-  const g = await call("POST", "/api/games", {opponent: $("opponent").value || null, rules: $("rules").value});
-  if (g) show(g);
-};
-$("reroll").onclick = () => move({hold: [...keep]});
-$("hint").onclick = async () => {
-  if (!game) return;
-  const h = await call("GET", "/api/games/" + game.id + "/hint");
-  if (!h) return;
-  let t = "The optimal player would " + h.move + ": expected final total " + h.expected_total + ".";
-  if (h.win_move) t += " To win: " + h.win_move + " (chance to win " + (100 * h.win_chance).toFixed(1) + "%).";
-  if (h.win_note) t += " (" + h.win_note + ")";
-  $("hint-text").textContent = t;
-  document.body.dataset.hints = (+(document.body.dataset.hints || 0)) + 1;
-};
-call("GET", "/api/agents").then((a) => {
-  if (!a) return;
-  $("rules").value = a.rules;
-  a.agents.forEach((n) => { const o = document.createElement("option"); o.value = n; o.textContent = n; $("opponent").appendChild(o); });
-  $("opponent").value = a.agents.includes("greedy") ? "greedy" : "";
-});
-</script></body></html>
-"""
 
 
 if __name__ == "__main__":

@@ -33,12 +33,12 @@ from generala_env.dice import NUM_MASKS
 from generala_env.game import OPEN, Game
 from generala_env.render import PIPS
 from generala_env.rules import RuleSet, load_rules
+from generala_training.diagnose import Watched, judged_values
+from generala_training.harness import game_seed, play_game
+from generala_training.options import positive_int, seed_int
 
-from .diagnose import Watched, judged_values
-from .harness import game_seed, play_game
 from .hints import two_player_table
 from .moves import describe as words
-from .options import positive_int, seed_int
 
 
 def game_from_info(rules, info) -> Game:
@@ -123,7 +123,7 @@ def record(specs: list[str], rules="classic", games: int = 1, seed: int = 0, sol
     """Play ``games`` games of the agents ``specs`` (one per seat) on the shared dice of
     ``seed``; every move recorded and judged. Also the notes the page should carry. An SB3
     ``.zip`` (bare or in ``pool:DIR``) is opened only with ``trust_zip``."""
-    from .diagnose import load_agent
+    from generala_training.diagnose import load_agent
 
     rules = load_rules(rules)
     if not 1 <= len(specs) <= 6:

@@ -1,8 +1,8 @@
 """What the exact solvers advise at a move, and the legal moves listed: the terminal game's
 ``hint`` and ``help``, the browser game's and the replays' two-player table.
 
-The advice is in the words :func:`generala_training.moves.parse_move` reads back. ``style`` is the
-terminal's colouring (:class:`generala_training.table.Style`); only its ``dim`` is used.
+The advice is in the words :func:`generala_play.moves.parse_move` reads back. ``style`` is the
+terminal's colouring (:class:`generala_play.table.Style`); only its ``dim`` is used.
 """
 
 from __future__ import annotations
