@@ -236,6 +236,8 @@ def test_the_wheel_carries_presets_checkpoints_and_license(tmp_path):
     for ck in checkpoint_names():
         assert {f"generala_agents/checkpoints/{ck}/{METADATA_FILE}", f"generala_agents/checkpoints/{ck}/{WEIGHTS_FILE}"} <= names
     assert "generala_env/py.typed" in names and "generala_agents/py.typed" in names
+    assert "generala_play/page.html" in names  # the browser game's page
+    assert not any(n.split("/")[0] in ("agents", "training", "play") for n in names)  # only distinctive import names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.endswith(".zip") for n in names)
     assert generala_env.__version__ in whl.name
