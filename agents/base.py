@@ -11,6 +11,7 @@ from generala_env.game import OPEN
 from generala_env.rules import RulesError, RuleSet, load_rules
 
 WRITE = NUM_MASKS  # first write action
+COMBOS = ("straight", "full_house", "four_of_a_kind", "generala", "double_generala")  # the lines that score only some rolls
 
 
 class AgentError(ValueError):

@@ -9,10 +9,8 @@ from generala_env.game import OPEN
 from generala_env.rules import NUMBER_LINES
 from generala_env.scoring import blocked_line, generala_scored, line_max, points_table
 
-from .base import WRITE, Agent, AgentError, SeatView, best_legal
+from .base import COMBOS, WRITE, Agent, AgentError, SeatView, best_legal
 from .solver import Solver
-
-COMBOS = ("straight", "full_house", "four_of_a_kind", "generala", "double_generala")
 
 
 class RandomAgent(Agent):
@@ -70,21 +68,17 @@ class GreedyAgent(_Scored):
     """
 
     name = "greedy"
+    _greedy: tuple | None = None  # the compiled rule's tables for these rules (agents.greedy)
 
     def act(self, observation, info) -> int:
+        from .greedy import greedy_actions, greedy_tables  # numba: compiled (and cached) on a first move
+
         v = self.view(info)
-        pts = self.points_now(v)
-        open_ = v.open_lines
-        combo_scores = any(open_[l] and pts[l] > 0 and self.lines[l] in COMBOS for l in range(len(self.lines)))
-        if v.rolls_left > 0 and not combo_scores:
-            counts = ROLL_COUNTS[v.roll]
-            face = max(range(6), key=lambda f: (counts[f], f))
-            mask = self.hold(v, [face + 1] * int(counts[face]))
-            if v.mask[mask]:
-                return mask
-        values = np.full(NUM_MASKS + len(self.lines), -np.inf)
-        values[WRITE:] = pts - self.line_max / 1000.0
-        return best_legal(values, v.mask)
+        if self._greedy is None:
+            self._greedy = greedy_tables(self.rules)
+        one = np.zeros(1, dtype=np.int64)
+        state = (one + v.roll, one + v.rolls_left, one + v.locked, one, one, one.astype(bool), one - 1, np.asarray(v.sheet, dtype=np.int32)[None, None, :])
+        return int(greedy_actions(one, np.asarray(v.mask, dtype=bool)[None, :], state, self._greedy)[0])
 
 
 class TurnOptimalAgent(Agent):

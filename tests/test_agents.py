@@ -71,6 +71,14 @@ def test_greedy_takes_the_best_line_and_crosses_out_the_cheapest():
     info["sheets"] = np.array([[-1, 4, 9, 12, 15, -1, 20, 30, 40, 50]])
     info["action_mask"][32 + np.array([1, 2, 3, 4, 6, 7, 8, 9])] = 0
     assert g.act(None, info) == 32 + 5  # sixes (6) beats ones (1)
+    # no combination scores, a roll left: hold every die of the most common face, the higher on ties
+    info = {**info, "dice": np.array([1, 3, 3, 5, 5]), "rolls_left": 1, "sheets": np.full((1, 10), -1), "action_mask": np.ones(42, np.int8)}
+    info["action_mask"][31] = 0
+    assert g.act(None, info) == 0b11000  # the two fives (dice 3 and 4 of the sorted roll)
+    # nothing scores on the open lines, no roll left: the zero goes on the cheapest line
+    info = {**info, "dice": np.array([1, 2, 3, 4, 6]), "rolls_left": 0, "sheets": np.array([[1, 2, 3, 4, 0, 6, 20, -1, -1, -1]])}
+    info["action_mask"] = np.r_[np.zeros(32, np.int8), (info["sheets"][0] == -1).astype(np.int8)]
+    assert g.act(None, info) == 32 + 7  # full house (at most 35) before four of a kind (45) and generala (50)
 
 
 def test_turn_optimal_keeps_four_in_a_row_for_an_open_straight():
