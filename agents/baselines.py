@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from generala_env import planner
 from generala_env.dice import KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
 from generala_env.game import OPEN
 from generala_env.rules import NUMBER_LINES
-from generala_env.scoring import blocked_line, generala_scored, line_max, points_table
+from generala_env.scoring import generala_scored, line_max, points_table
 
 from .base import COMBOS, WRITE, Agent, AgentError, SeatView, best_legal
 from .solver import Solver
@@ -43,11 +44,7 @@ class _Scored(Agent):
         self.lines = self.rules.lines
 
     def points_now(self, v: SeatView) -> np.ndarray:
-        pts = self.points[:, v.roll, int(v.rolls_left == 2)].astype(float)
-        blocked = blocked_line(self.rules, generala_scored(self.rules, v.sheet))
-        if blocked >= 0:
-            pts[blocked] = 0.0
-        return pts
+        return planner.points_now(self.rules, v.sheet, v.roll, v.rolls_left).astype(float)
 
     def hold(self, v: SeatView, faces) -> int:
         """A hold mask keeping these faces (a sub-multiset of the dice), plus any locked dice."""

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env import planner
 from generala_env.cache import CacheWarning, Progress, cache_dir, cache_file_problem, notice, private_cache  # cache_dir: also agents.solver.cache_dir
 from generala_env.dice import (
     FULL_ROLL_PROB,
@@ -49,7 +50,7 @@ from generala_env.dice import (
 )
 from generala_env.files import FileProblem, lstat_or_none, read_regular, write_atomic
 from generala_env.rules import RuleSet, load_rules
-from generala_env.scoring import blocked_line, generala_scored, points_table
+from generala_env.scoring import generala_scored, points_table
 
 SOLVER_VERSION = 1
 NEG = -np.inf
@@ -107,13 +108,11 @@ class Solver:
         """``W[s, l, r, served]``: points written plus the value of the state that follows."""
         S, L = len(masks), self.L
         W = np.empty((S, L, NUM_ROLLS, 2))
-        # each state's line that scores 0 whatever the dice (-1: none); its flag says whether the generala line is scored
-        blocked = np.where(flags.astype(bool), blocked_line(self.rules, True), blocked_line(self.rules, False))
+        points = planner.write_points(self.rules, flags.astype(bool))  # a state's flag: its generala line holds points
         for l in range(L):
             bit = 1 << l
             nxt = masks | bit
-            pts = np.broadcast_to(self.points[l], (S, NUM_ROLLS, 2)).copy()
-            pts[blocked == l] = 0.0
+            pts = points[:, l]
             if l == self.gen and self.dbl >= 0:
                 v_next = np.where(self.gen_scores[None], V[nxt * 2 + 1][:, None, None], V[nxt * 2][:, None, None])
                 W[:, l] = pts + v_next
@@ -193,19 +192,9 @@ class Solver:
 
         Actions are the environment's: hold masks 0..31, then writes ``32 + l``.
         """
-        from generala_env.dice import HOLD_KEEP, NUM_MASKS
-
         flag = int(bool(generala_scored) and self.dbl >= 0)
         W, t = self._turn_of_state(filled_mask, flag)
-        vals = np.full(NUM_MASKS + self.L, NEG)
-        vals[NUM_MASKS:] = W[:, roll, 1 if rolls_left == 2 else 0]
-        if rolls_left > 0:
-            keeps = HOLD_KEEP[roll, : NUM_MASKS - 1]
-            if rolls_left == 2:
-                vals[: NUM_MASKS - 1] = t["K1"][0][keeps]
-            else:
-                vals[: NUM_MASKS - 1] = t["K2"][0][keeps]
-        return vals
+        return planner.turn_action_values(W, t["K1"][0], t["K2"][0], roll, rolls_left, NEG)
 
 
 # -- disk cache ---------------------------------------------------------------------

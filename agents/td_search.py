@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.dice import FIVE_ALIKE, FULL_ROLL_PROB, HOLD_KEEP, NUM_MASKS, NUM_ROLLS
+from generala_env import planner
+from generala_env.dice import FIVE_ALIKE, FULL_ROLL_PROB, NUM_MASKS, NUM_ROLLS
 from generala_env.game import OPEN, Game
 from generala_env.rules import RuleSet, load_rules
 from generala_env.safe_yaml import short_repr
@@ -49,14 +50,9 @@ FORMAT = "td-search-v1"
 # -- one turn: the expectimax given the values of its end ----------------------------------------
 def turn_action_values(W: np.ndarray, t: dict, roll: int, rolls_left: int) -> np.ndarray:
     """Values of every action (holds 0..31, writes 32+l) at a decision of a turn whose
-    writes are worth ``W[l, r, served]`` and whose within-turn arrays are ``t``."""
-    L = W.shape[0]
-    vals = np.full(NUM_MASKS + L, NEG)
-    vals[NUM_MASKS:] = W[:, roll, 1 if rolls_left == 2 else 0]
-    if rolls_left > 0:
-        keeps = HOLD_KEEP[roll, : NUM_MASKS - 1]
-        vals[: NUM_MASKS - 1] = (t["K1"] if rolls_left == 2 else t["K2"])[0][keeps]
-    return vals
+    writes are worth ``W[l, r, served]`` and whose within-turn arrays are ``t`` (the one-player
+    solver's, for one sheet): :func:`generala_env.planner.turn_action_values`."""
+    return planner.turn_action_values(W, t["K1"][0], t["K2"][0], roll, rolls_left, NEG)
 
 
 def optimistic_values(rules: RuleSet) -> np.ndarray:

@@ -58,9 +58,8 @@ def points_now(info: dict, rules: Any = "classic") -> dict[str, int]:
     (the served bonus, a served generala); double generala takes 0 while the generala line
     holds none. Empty when it is not the seat's move or the game is over. ``rules``: the env's
     rule set, or its name (``env.unwrapped.rules``, ``"classic"``)."""
+    from . import planner
     from .dice import NUM_MASKS, roll_index
-    from .engine import FIRST_ROLL
-    from .scoring import blocked_line, generala_scored, points_table
 
     rules = _rule_set(rules)
     mask = np.asarray(info["action_mask"]).astype(bool)
@@ -71,9 +70,8 @@ def points_now(info: dict, rules: Any = "classic") -> dict[str, int]:
     if info["game_over"]:
         return {}
     sheet = np.asarray(info["sheets"])[int(info["seat"])]
-    points = points_table(rules)[:, roll_index(info["dice"]), int(int(info["rolls_left"]) == FIRST_ROLL)]
-    blocked = blocked_line(rules, bool(generala_scored(rules, sheet)))
-    return {line: 0 if l == blocked else int(points[l]) for l, line in enumerate(rules.lines) if mask[NUM_MASKS + l]}
+    points = planner.points_now(rules, sheet, roll_index(info["dice"]), int(info["rolls_left"]))
+    return {line: int(points[l]) for l, line in enumerate(rules.lines) if mask[NUM_MASKS + l]}
 
 
 def opponent_moves(info: dict) -> list[tuple[int, int, int]]:
