@@ -6,6 +6,10 @@ and hooks, if any, belong in ``conftest.py``, which tests should not import.
 
 from __future__ import annotations
 
+import base64
+import json
+import pickle
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -81,3 +85,24 @@ def hold(game, kept) -> int:
             mask |= 1 << i
     assert not want, f"{kept} is not among the dice {list(game.dice)}"
     return mask
+
+
+# -- a hostile SB3 zip: what the zip opt-in guards against ---------------------------------------
+class _OpensForWriting:
+    """Unpickled, it creates the file ``path``: what a hostile zip's pickle could do."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def forged_zip(path: Path, marker: Path) -> Path:
+    """An SB3-shaped zip whose pickled fields create ``marker`` when SB3 unpickles them."""
+    blob = base64.b64encode(pickle.dumps(_OpensForWriting(str(marker)))).decode()
+    data = {"policy_class": {":type:": "x", ":serialized:": blob}, "observation_space": {":type:": "x", ":serialized:": blob}}
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("data", json.dumps(data))
+        z.writestr("_stable_baselines3_version", "2.0.0")
+    return path

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import forged_zip
 
 import generala_agents as agents
 from generala_agents import Trust
@@ -59,29 +60,6 @@ def _greedy_actions_of_the_zip(path: Path, states: int = 40) -> tuple[list[int],
         if done:
             obs, info = env.reset()
     return actions, seen
-
-
-class _OpensForWriting:
-    """Unpickled, it creates the file ``path``: what a hostile zip's pickle could do."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def __reduce__(self):
-        return (open, (self.path, "w"))
-
-
-def forged_zip(path: Path, marker: Path) -> Path:
-    """An SB3-shaped zip whose pickled fields create ``marker`` when SB3 unpickles them."""
-    import base64
-    import pickle
-    import zipfile
-
-    blob = base64.b64encode(pickle.dumps(_OpensForWriting(str(marker)))).decode()
-    data = {"policy_class": {":type:": "x", ":serialized:": blob}, "observation_space": {":type:": "x", ":serialized:": blob}}
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr("data", json.dumps(data))
-    return path
 
 
 # -- a run folder is an agent spec -----------------------------------------------------------------

@@ -8,17 +8,13 @@ asked for it.
 
 from __future__ import annotations
 
-import base64
-import json
-import pickle
 import shutil
-import zipfile
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import TINY_CONFIG
+from helpers import TINY_CONFIG, forged_zip
 
 import generala_agents as agents
 import generala_env  # noqa: F401  (registers the env)
@@ -27,26 +23,6 @@ from generala_agents.base import AgentError
 from generala_agents.ppo import SHIPPED, PoolAgent
 from generala_env import opponents
 from generala_training.cli import main as cli_main
-
-
-class _OpensForWriting:
-    """Unpickled, it creates the file ``path``: what a hostile zip's pickle could do."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def __reduce__(self):
-        return (open, (self.path, "w"))
-
-
-def forged_zip(path: Path, marker: Path) -> Path:
-    """An SB3-shaped zip whose pickled fields create ``marker`` when SB3 unpickles them."""
-    blob = base64.b64encode(pickle.dumps(_OpensForWriting(str(marker)))).decode()
-    data = {"policy_class": {":type:": "x", ":serialized:": blob}, "observation_space": {":type:": "x", ":serialized:": blob}}
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr("data", json.dumps(data))
-        z.writestr("_stable_baselines3_version", "2.0.0")
-    return path
 
 
 def hostile_file(folder: Path, marker: Path) -> Path:
