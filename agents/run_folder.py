@@ -15,7 +15,8 @@ from pathlib import Path
 from generala_env.opponents import Trust
 
 from .base import AgentError
-from .ppo import METADATA_FILE, WEIGHTS_FILE, PPOAgent
+from .policy_net import WEIGHTS_FILE
+from .ppo import METADATA_FILE, PPOAgent
 
 RUN_MODELS = ("best_model.zip", "final_model.zip", "latest.zip")  # the model a run folder plays: the first it holds
 

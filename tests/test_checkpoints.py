@@ -18,7 +18,8 @@ import pytest
 import generala_agents as agents
 import generala_env  # noqa: F401  (registers the env)
 from generala_agents.base import AgentError
-from generala_agents.ppo import METADATA_FILE, SHIPPED, WEIGHTS_FILE, PoolAgent, checkpoint_names, read_metadata
+from generala_agents.policy_net import WEIGHTS_FILE
+from generala_agents.ppo import METADATA_FILE, SHIPPED, PoolAgent, checkpoint_names, read_metadata
 from generala_training.export import main as export_main
 
 
@@ -322,7 +323,7 @@ def test_a_keep_head_policy_trains_exports_and_plays_the_same_actions(tmp_path):
 
 
 def test_the_keep_head_gives_masks_that_keep_the_same_dice_the_same_logit():
-    from generala_agents.ppo import keep_features
+    from generala_agents.policy_net import keep_features
 
     dice = np.array([2, 2, 5, 5, 6]) / 6.0
     f = keep_features(dice)

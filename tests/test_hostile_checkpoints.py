@@ -16,7 +16,8 @@ from safetensors.numpy import save_file
 
 import generala_agents as agents
 from generala_agents.base import AgentError
-from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE, PPOAgent, network_shapes
+from generala_agents.policy_net import WEIGHTS_FILE, network_shapes
+from generala_agents.ppo import METADATA_FILE, PPOAgent
 from generala_env.encoding import LAYOUT_VERSION, observation_layout, observation_size
 from generala_env.env import GeneralaEnv
 from generala_env.rules import load_rules

@@ -12,7 +12,8 @@ pytest.importorskip("sb3_contrib")
 
 from helpers import TINY_CONFIG
 
-from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE  # noqa: E402
+from generala_agents.policy_net import WEIGHTS_FILE
+from generala_agents.ppo import METADATA_FILE
 from generala_training.export import main as export_main  # noqa: E402
 
 

@@ -44,7 +44,7 @@ def _greedy_actions_of_the_zip(path: Path, states: int = 40) -> tuple[list[int],
     """The actions MaskablePPO's own policy (loaded by SB3, the oracle) plays on seeded states, and the states."""
     from sb3_contrib import MaskablePPO
 
-    from generala_agents.ppo import masked_argmax_actions
+    from generala_agents.policy_net import masked_argmax_actions
     from generala_env.env import GeneralaEnv
 
     policy = MaskablePPO.load(path, device="cpu").policy

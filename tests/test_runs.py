@@ -26,7 +26,7 @@ def _policy(cfg, tmp_path):
 
 def test_a_runs_evaluation_alone_is_the_harness_games_against_the_opponents_own(tmp_path):
     import generala_training.train as tt
-    from generala_agents.ppo import masked_argmax_actions
+    from generala_agents.policy_net import masked_argmax_actions
     from generala_agents.solver import load_or_solve
     from generala_env.rules import load_rules
 

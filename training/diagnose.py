@@ -120,7 +120,8 @@ def load_agent(spec: str, rules, trust_zip: bool = False):
         require_trusted_zip(spec, agents.Trust.PROGRAM.with_zip(trust_zip))
         from sb3_contrib import MaskablePPO
 
-        from generala_agents.ppo import PolicyAgent, PolicyNet
+        from generala_agents.policy_net import PolicyNet
+        from generala_agents.ppo import PolicyAgent
 
         from .export_metadata import network_of
 

@@ -45,7 +45,7 @@ from .stats import mean_ci, wilson
 def verify(model, folder: Path, rules, players: int, states: int = 300) -> None:
     """Load ``folder`` as an agent and check that it picks the model's actions on seeded states."""
     import generala_agents as agents
-    from generala_agents.ppo import masked_argmax_actions
+    from generala_agents.policy_net import masked_argmax_actions
     from generala_env.env import GeneralaEnv
 
     agent = agents.load(str(folder), rules=rules, num_players=players)
@@ -116,7 +116,8 @@ MAX_NAME = 100  # characters of --name: room for a clear name, far below a file 
 def is_export_checkpoint(folder: Path) -> bool:
     """Whether ``folder`` is a checkpoint this program wrote: a real folder (not a link) holding
     exactly ``metadata.json`` and ``policy.safetensors``, its metadata marked by export."""
-    from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE
+    from generala_agents.policy_net import WEIGHTS_FILE
+    from generala_agents.ppo import METADATA_FILE
 
     if folder.is_symlink() or not folder.is_dir():
         return False
@@ -154,7 +155,8 @@ def sweep_leftovers(root: Path, name: str) -> None:
     ``.NAME.new-PID-*`` and ``.NAME.old-PID-*`` folders in ``root``, when that PID is no longer
     running and the folder holds nothing but files export writes. An old checkpoint moved
     aside just before the kill goes back to ``NAME`` if nothing took its place; the rest is removed."""
-    from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE
+    from generala_agents.policy_net import WEIGHTS_FILE
+    from generala_agents.ppo import METADATA_FILE
 
     for p in root.glob(f".{glob_escape(name)}.*-*-*"):
         kind, _, rest = p.name[len(name) + 2 :].partition("-")
@@ -403,7 +405,8 @@ def _check_name_and_dest(args, is_plain_name) -> Path:
 
 def _export(args) -> int:
     from generala_agents.base import AgentError
-    from generala_agents.ppo import METADATA_FILE, WEIGHTS_FILE, is_plain_name
+    from generala_agents.policy_net import WEIGHTS_FILE
+    from generala_agents.ppo import METADATA_FILE, is_plain_name
     from generala_env.rules import RulesError, load_rules
 
     root = _check_name_and_dest(args, is_plain_name)

@@ -28,7 +28,7 @@ def seconds_at(state: dict, step: int) -> float | None:
 
 def network_of(model) -> dict:
     """The ``network`` entry of a checkpoint's metadata for an SB3 MlpPolicy model."""
-    from generala_agents.ppo import KEEP_HEAD_FORMAT, NETWORK_FORMAT
+    from generala_agents.policy_net import KEEP_HEAD_FORMAT, NETWORK_FORMAT
 
     kw = model.policy_kwargs
     if kw.get("features_extractor_class") is not None:  # e.g. policy.dice onehot: the checkpoint format takes the plain observation
@@ -61,7 +61,7 @@ def write_policy(model, folder: Path) -> None:
     """The model's policy weights as ``policy.safetensors`` in ``folder``."""
     from safetensors.torch import save_file
 
-    from generala_agents.ppo import WEIGHTS_FILE
+    from generala_agents.policy_net import WEIGHTS_FILE
 
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.policy.state_dict().items()}
     save_file(tensors, str(Path(folder) / WEIGHTS_FILE))

@@ -112,7 +112,8 @@ def load_checkpoint_weights(model, folder: Path, cfg: Config) -> None:
     from safetensors.torch import load_file
 
     from generala_agents.base import AgentError
-    from generala_agents.ppo import WEIGHTS_FILE, PPOAgent
+    from generala_agents.policy_net import WEIGHTS_FILE
+    from generala_agents.ppo import PPOAgent
 
     why = "config key 'init_from'"
     try:

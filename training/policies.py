@@ -4,7 +4,7 @@ an entropy bonus at hold decisions only.
 ``LayerNormMaskablePolicy`` is sb3-contrib's ``MaskableActorCriticPolicy`` whose policy and
 value MLPs put a ``LayerNorm`` after each hidden ``Linear`` (before the activation). The
 state-dict names follow SB3's (``mlp_extractor.policy_net.K``), with three modules a layer
-instead of two, and ``generala_agents.ppo.PolicyNet`` reads them back when ``network.layer_norm`` is
+instead of two, and ``generala_agents.policy_net.PolicyNet`` reads them back when ``network.layer_norm`` is
 true, so such a policy exports and plays like any other.
 """
 
@@ -18,7 +18,7 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
-from generala_agents.ppo import (  # the NumPy side of the keep head: one definition
+from generala_agents.policy_net import (  # the NumPy side of the keep head: one definition
     HOLD_BITS,
     KEEP_FEATURES,
 )

@@ -196,7 +196,7 @@ def make_evaluator(cfg: Config) -> Evaluator:
 def evaluate_policy(evaluator: Evaluator, policy) -> dict:
     """The run's figures for ``policy``, which plays greedily among the legal actions: one
     batched forward pass a decision for one player, one game at a time with opponents."""
-    from generala_agents.ppo import masked_argmax_actions
+    from generala_agents.policy_net import masked_argmax_actions
 
     if evaluator.players == 1:
         return evaluator(lambda o, m: masked_argmax_actions(policy, o, m))
@@ -213,7 +213,7 @@ class _PolicyAgent:
         pass
 
     def act(self, obs, info):
-        from generala_agents.ppo import masked_argmax_actions
+        from generala_agents.policy_net import masked_argmax_actions
 
         return int(masked_argmax_actions(self.policy, np.asarray(obs)[None], np.asarray(info["action_mask"])[None])[0])
 
