@@ -287,7 +287,7 @@ def _main(argv=None) -> int:
 
             module, _, needs = PROGRAMS[command]
             if command == "train" and "--list-configs" in argv[1:]:  # a listing needs no training extra
-                from .config import list_configs
+                from .config_presets import list_configs
 
                 return list_configs()
             if needs is not None:

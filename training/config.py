@@ -21,6 +21,8 @@ from typing import Any, cast
 from generala_env.game import MAX_PLAYERS
 from generala_env.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_repr
 
+from .config_presets import shipped_configs
+
 
 class ConfigError(ValueError):
     """A training config that cannot be used as given."""
@@ -413,45 +415,6 @@ def planned_timesteps(cfg: Config) -> int:
     and at least one rollout (PPO updates on whole rollouts, so a run stops at a rollout's end)."""
     rollout = rollout_steps(cfg)
     return max(1, cfg.total_timesteps // rollout) * rollout
-
-
-# -- the shipped training configs: configs/*.yaml, by name ---------------------------------------
-def configs_dir() -> Path:
-    """The shipped training configs: package data in a wheel (``generala_training/configs``), else the checkout's ``configs/``."""
-    here = Path(__file__).resolve().parent
-    installed = here / "configs"
-    return installed if installed.is_dir() else here.parent / "configs"
-
-
-def shipped_configs() -> dict[str, Path]:
-    """Each shipped training config by name (its file name without ``.yaml``)."""
-    return {p.stem: p for p in sorted(configs_dir().glob("*.yaml")) if p.is_file()}
-
-
-def config_summary(path: Path) -> str:
-    """The first sentence of a config file's leading comment: what the config is for."""
-    words: list[str] = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if not line.startswith("#") or line.startswith("#  "):  # the comment ends, or a command line in it starts
-                    break
-                words += line.lstrip("#").split()
-    except (OSError, UnicodeDecodeError):
-        return ""
-    text = " ".join(words)
-    end = text.find(". ")
-    return text if end < 0 else text[: end + 1]
-
-
-def list_configs() -> int:
-    """``generala train --list-configs``: the shipped configs, one line each."""
-    found = shipped_configs()
-    width = max(map(len, found), default=0) + 2
-    for name, path in found.items():
-        print(f"{name:<{width}}{config_summary(path)}")
-    print(f"(generala train --config NAME trains one; they live in {configs_dir()})")
-    return 0
 
 
 def resolve_config_path(path: str | Path) -> Path:

@@ -46,7 +46,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from generala_env.files import FileProblem, append_line
 
-from .config import Config, ConfigError, EnvConfig, list_configs, load_config, planned_timesteps, rollout_steps
+from .config import Config, ConfigError, EnvConfig, load_config, planned_timesteps, rollout_steps
+from .config_presets import list_configs
 from .models import TRUST_ZIP_HELP, load_latest, model_from_config
 from .run_folder import (
     append_evaluation,
