@@ -217,6 +217,7 @@ def _sheets(rep: Replay, rules) -> str:
 
 def _game(k: int, rep: Replay, rules) -> str:
     one = len(rep.seats) == 1
+    judged = bool(rep.moves) and all(m.regret is not None for m in rep.moves)  # by the one-player solver: every one-seat game, a browser table's
     two = any(m.win_before is not None for m in rep.moves)
     who = " vs ".join(f"P{p} {html.escape(n)}" for p, n in enumerate(rep.seats))
     won = ", ".join(f"P{w}" for w in rep.winners)
@@ -233,7 +234,7 @@ def _game(k: int, rep: Replay, rules) -> str:
             summary += "; costliest: " + ", ".join(f'<a href="#g{k + 1}m{i + 1}">move {i + 1} ({rep.moves[i].regret:.2f})</a>' for i in worst)
     summary += ".</p>"
     cols = ["#", "seat", "turn", "dice", "rolls left", "move", "points"]
-    if one:
+    if judged:
         cols += ["expected total after", "optimum's choice", "optimum's total", "regret"]
     if two:
         cols += ["chance to win before", "after", "the two-player optimum's choice"]
@@ -249,8 +250,8 @@ def _game(k: int, rep: Replay, rules) -> str:
             f"<td class=l>{html.escape(m.text)}</td>",
             f"<td>{'' if m.points is None else m.points}</td>",
         ]
-        if one:
-            assert m.regret is not None  # every move of a one-player replay is judged
+        if judged:
+            assert m.regret is not None  # every move of a judged replay is
             cells += [
                 f"<td>{m.value:.2f}</td>",
                 f"<td class='l best'>{html.escape(m.best_text) if m.regret > 1e-9 else '(the same)'}</td>",

@@ -84,12 +84,30 @@ def click_and_wait(browser, element, attr="data-shown"):
     WebDriverWait(browser, 20).until(lambda b: int(body.get_attribute(attr) or 0) > before)
 
 
-def test_a_whole_game_through_the_page(browser, server, tmp_path):
+def open_page(browser, server) -> None:
+    """The page, once it has listed the agents and set up its first two seats."""
     browser.get(server + "/")
-    WebDriverWait(browser, 20).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#opponent option")) > 2)
-    Select(browser.find_element(By.ID, "opponent")).select_by_value("greedy")
+    WebDriverWait(browser, 20).until(lambda b: int(b.find_element(By.TAG_NAME, "body").get_attribute("data-agents") or 0) >= 1)
+
+
+def set_seats(browser, seats: list[tuple[str, str]]) -> None:
+    """Seat the table: ``("person", name)`` or ``("agent", agent name)`` per seat, in order."""
+    while len(browser.find_elements(By.CSS_SELECTOR, "#seats li")) < len(seats):
+        click_and_wait(browser, browser.find_element(By.ID, "add-seat"), "data-agents")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#seats li")) == len(seats)
+    for i, (kind, name) in enumerate(seats):
+        Select(browser.find_element(By.ID, f"seat-kind-{i}")).select_by_value("person" if kind == "person" else name)
+        if kind == "person":
+            box = browser.find_element(By.ID, f"seat-name-{i}")
+            box.clear()
+            box.send_keys(name)
+
+
+def test_a_whole_game_through_the_page(browser, server, tmp_path):
+    open_page(browser, server)
+    set_seats(browser, [("person", "you"), ("agent", "greedy")])
     click_and_wait(browser, browser.find_element(By.ID, "new-game"))
-    assert "Your move" in browser.find_element(By.ID, "status").text
+    assert "you's move" in browser.find_element(By.ID, "status").text
     click_and_wait(browser, browser.find_element(By.ID, "hint"), "data-hints")
     assert "expected final total" in browser.find_element(By.ID, "hint-text").text
     turns = 0
@@ -122,8 +140,7 @@ def test_a_whole_game_through_the_page(browser, server, tmp_path):
 
 
 def test_a_bad_move_shows_the_error_and_the_game_goes_on(browser, server):
-    browser.get(server + "/")
-    WebDriverWait(browser, 20).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#opponent option")) > 2)
+    open_page(browser, server)
     click_and_wait(browser, browser.find_element(By.ID, "new-game"))
     for i in range(5):  # keep all five: not a reroll
         browser.find_element(By.ID, f"die-{i}").click()
@@ -156,8 +173,7 @@ def test_a_replay_shows_every_move(browser, tmp_path):
 
 
 def test_before_a_game_the_panels_are_hidden_and_hint_and_reroll_do_nothing(browser, server):
-    browser.get(server + "/")
-    WebDriverWait(browser, 20).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#opponent option")) > 2)
+    open_page(browser, server)
     browser.get_log("browser")  # what loading the page logged: not this test's
     for panel in ("table-panel", "log-panel"):
         assert not browser.find_element(By.ID, panel).is_displayed()
@@ -173,3 +189,55 @@ def test_before_a_game_the_panels_are_hidden_and_hint_and_reroll_do_nothing(brow
     assert not browser.find_element(By.ID, "error").text
     click_and_wait(browser, browser.find_element(By.ID, "new-game"))
     assert browser.find_element(By.ID, "table-panel").is_displayed() and browser.find_element(By.ID, "hint").is_enabled()
+
+
+def test_a_table_of_four_with_two_people_at_one_browser(browser, server, tmp_path):
+    """Ana and Bo take turns at the page, greedy and optimal play between them; the hint, the
+    sheets, the log and at the end the replay are checked, with pictures of the table."""
+    open_page(browser, server)
+    browser.get_log("browser")  # what loading the page logged: not this test's
+    set_seats(browser, [("person", "Ana"), ("agent", "greedy"), ("person", "Bo"), ("agent", "optimal")])
+    browser.set_window_size(1400, 1500)  # the whole table in the pictures
+    click_and_wait(browser, browser.find_element(By.ID, "new-game"))
+    heads = [browser.find_element(By.ID, f"player-{s}").text for s in range(4)]
+    assert heads == ["Ana", "greedy \u2699", "Bo", "optimal \u2699"]
+    movers, writes = [], 0
+    while "Game over" not in browser.find_element(By.ID, "status").text:
+        status = browser.find_element(By.ID, "status").text
+        who = status.split("'s move")[0]
+        assert who in ("Ana", "Bo"), status
+        movers.append(who)
+        mover = browser.find_element(By.CSS_SELECTOR, "th.mover").text
+        assert mover == who  # the mover's column is marked
+        if writes < 4 and browser.find_element(By.ID, "rolls-left").text == "2":
+            click_and_wait(browser, browser.find_element(By.ID, "hint"), "data-hints")
+            hint = browser.find_element(By.ID, "hint-text").text
+            assert hint.startswith(f"{who}: the optimal player would") and "no exact solver covers 4 players" in hint
+            assert len(browser.find_elements(By.CSS_SELECTOR, "#hint-text tr")) >= 3  # a heading and the best moves
+            browser.find_element(By.ID, "die-4").click()
+            click_and_wait(browser, browser.find_element(By.ID, "reroll"))
+            if writes == 2:  # Ana's second turn, a reroll made, a hint shown
+                click_and_wait(browser, browser.find_element(By.ID, "hint"), "data-hints")
+                keep_screenshot(browser, tmp_path, "play-table-4-seats.png")
+        click_and_wait(browser, browser.find_elements(By.CSS_SELECTOR, "button.write")[0])
+        writes += 1
+        assert writes <= 20
+    assert movers[0] == "Ana" and "Bo" in movers and set(movers) == {"Ana", "Bo"}
+    state = browser.execute_script("return game")
+    assert state["over"] and not browser.find_element(By.ID, "error").text
+    log = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#log li")]
+    for name in ("Ana", "Bo", "greedy", "optimal"):
+        assert any(m.startswith(f"{name}: wrote") or m.startswith(f"{name}: crossed") for m in log), name
+    assert any(m.startswith("optimal: held") and "\u2192" in m for m in log)  # an agent's reroll, with the dice it gave
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#sheet tr")) == 10 + 2 and len(browser.find_elements(By.CSS_SELECTOR, "#sheet td")) == 10 * 5
+    totals = [int(browser.find_element(By.ID, f"total-{s}").text) for s in range(4)]
+    assert totals == state["totals"] and sum(totals) > 0
+    errors = [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
+    keep_screenshot(browser, tmp_path, "play-table-4-seats-end.png")
+    link = browser.find_element(By.ID, "replay")
+    assert link.is_displayed() and link.get_attribute("href") == f"{server}/api/games/{state['id']}/replay"
+    browser.set_window_size(1300, 900)
+    browser.get(link.get_attribute("href"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "tr[id^='g1m']")
+    assert len(rows) == len(log) and "P0 Ana vs P1 greedy vs P2 Bo vs P3 optimal" in browser.find_element(By.TAG_NAME, "h2").text

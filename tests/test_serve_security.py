@@ -293,7 +293,7 @@ def test_games_against_optimal_2p_share_one_table(tmp_path):
     client = TestClient(app, base_url=SITE)
     a, b = new(client, opponent="optimal-2p", seed=1), new(client, opponent="optimal-2p", seed=2)
     games = app.state.games
-    one, two = (games.get(g["id"]).env.opponent_agents[0] for g in (a, b))
+    one, two = (games.get(g["id"]).seats[1].agent for g in (a, b))  # the agent at the table's seat 1
     assert one is not two and one.solver is two.solver
     h = client.get(f"/api/games/{a['id']}/hint").json()
     assert 0 <= h["win_chance"] <= 1
