@@ -1,0 +1,281 @@
+"""``win-max``: a player for tables of 2 to 6 that plays to win, not to score.
+
+A planner built on the one-player solver (:mod:`generala_agents.solver`), after Pawlewicz's
+heuristic for multi-player Yahtzee (Computers and Games 2010), not a learner:
+
+* every sheet on the table has a distribution of the points still to come when the rest of
+  its game is played by the one-player optimal policy (:mod:`generala_agents.distributions`;
+  with ``served_generala: win``, also its chance of ending the game on a served generala);
+* an opponent's final total is its total now plus a draw from its sheet's distribution, the
+  opponents' dice are independent, so the chance that every opponent ends at or under ``y``
+  is the product of their distribution functions;
+* ending this turn by writing line ``l`` for ``p`` points leaves this seat's sheet with line
+  ``l`` filled; its value is the chance that the seat's total now plus ``p`` plus a draw from
+  that sheet's distribution beats every opponent's final total, a tie among ``k`` best
+  totals counting ``1/k`` (a win shared, as :func:`generala_env.game.outcome_points` counts it);
+* the turn's holds and writes are the exact turn expectimax of ``Solver.turn`` with those
+  values in place of the solver's expected points.
+
+The values are the seat's chance to win if everyone, itself included, played the one-player
+optimal policy after this turn: a heuristic, exact on a game's last turn.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from generala_env.cache import CacheWarning, cache_dir, cache_file_problem, private_cache
+from generala_env.dice import FIVE_ALIKE, HOLD_KEEP, NUM_MASKS
+from generala_env.files import FileProblem, read_regular, write_atomic
+from generala_env.game import OPEN
+from generala_env.rules import RuleSet, load_rules
+from generala_env.scoring import generala_scored
+
+from .base import Agent, best_legal
+from .distributions import RemainingPoints, bin_width, layer_sheets
+from .solver import Solver, _checksum, cache_meta, load_or_solve, meta_problem, replaceable
+
+TABLE_VERSION = 1
+# seconds per cell (sheet x bin) of a table build, measured on the development machine, to
+# say beforehand when a build will take a while
+_SECONDS_PER_CELL = 8e-6
+# Gauss-Legendre nodes on [0, 1]: exact for polynomials of degree 5, the most that five
+# opponents give (the share of a tie among k + 1 best totals is the integral of t^k)
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(3)
+_NODES, _WEIGHTS = (_NODES + 1) / 2, _WEIGHTS / 2
+
+
+# -- the tables on disk -------------------------------------------------------------------
+def table_path(rules: RuleSet, served_wins: bool) -> Path:
+    return cache_dir() / f"win-max-{rules.fingerprint()}-{'served' if served_wins else 'points'}-v{TABLE_VERSION}.npz"
+
+
+def valid_sheets(solver: Solver) -> np.ndarray:
+    """Which indices ``mask * 2 + flag`` are turn-start sheets (flag 1 only where it matters)."""
+    ms, fs = layer_sheets(solver, np.arange(1 << solver.L, dtype=np.int64))
+    out = np.zeros(2 << solver.L, dtype=bool)
+    out[ms * 2 + fs] = True
+    return out
+
+
+def table_problem(table: RemainingPoints, samples: int = 32) -> str | None:
+    """Why ``table`` cannot be the distributions of its solver's rules, or ``None``.
+
+    A checksum is no defence against whoever rewrites the file, so the numbers are checked:
+    non-negative, each sheet's adding up to 1, the full sheet's all at 0 points, the means
+    equal to the (checked) solver's values where no served generala ends a game, and the
+    start and ``samples`` other sheets equal to what one turn gives from the sheets after them.
+    """
+    s, dist, served = table.solver, table.dist, table.served
+    width, bins = bin_width(s)
+    if dist.dtype != np.float64 or dist.shape != (2 << s.L, bins) or served.shape != (2 << s.L,) or table.width != width:
+        return f"it holds {dist.dtype} distributions of shape {dist.shape} in bins of {table.width}, not {(2 << s.L, bins)} in bins of {width}"
+    if not (np.isfinite(dist).all() and np.isfinite(served).all()) or dist.min() < 0 or served.min() < 0:
+        return "it holds negative or non-finite probabilities"
+    ok = valid_sheets(s)
+    off = np.abs(dist.sum(axis=1) + served - 1.0)[ok]
+    if off.max() > 1e-9:
+        return f"a sheet's probabilities add up to {1 + off.max():.9f}, not 1"
+    full = (1 << s.L) - 1
+    if dist[full * 2, 0] != 1.0:
+        return "the full sheet's distribution is not all at 0 points"
+    if not table.served_wins and np.abs(table.means() - s.V)[ok].max() > 1e-6 * (1 + np.abs(s.V).max()):
+        return "its means are not the one-player solver's values"
+    rng = np.random.default_rng()
+    masks = np.concatenate([[0], rng.integers(0, full, size=samples)]).astype(np.int64) if full > 0 else np.zeros(0, dtype=np.int64)
+    flags = np.zeros(len(masks), dtype=np.int64)
+    if s.dbl >= 0:
+        flags[1::2] = (masks[1::2] >> s.gen) & 1
+    again, again_served = table.layer(masks, flags)
+    idx = masks * 2 + flags
+    if np.abs(again - dist[idx]).max() > 1e-9 or np.abs(again_served - served[idx]).max() > 1e-9:
+        return "its distributions do not follow from one another"
+    return None
+
+
+def _read_table(path: Path, solver: Solver, served_wins: bool) -> tuple[RemainingPoints | None, str | None]:
+    """The table in ``path``, or ``None`` and why not (``None``, ``None``: there is no file)."""
+    width, bins = bin_width(solver)
+    limit = 8 * (2 << solver.L) * (bins + 1) + (1 << 20)
+    try:
+        why = cache_file_problem(path)
+    except FileNotFoundError:
+        return None, None
+    except OSError as e:
+        return None, f"it cannot be examined ({e.strerror or e})"
+    if why is not None:
+        return None, why
+    try:
+        raw = read_regular(path, limit, "the win-max table")
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            dist, served = z["V"], z["served"]
+    except FileProblem as e:
+        return None, str(e).replace(f"the win-max table {path} ", "it ", 1)
+    except Exception as e:  # truncated, not a zip, a pickled array, not JSON: built again
+        return None, f"it cannot be read ({type(e).__name__}: {str(e)[:200]})"
+    why = meta_problem(meta, solver.rules, TABLE_VERSION, dist)
+    if why is None and (meta.get("served_checksum") != _checksum(served) or meta.get("served_wins") is not served_wins):
+        why = "its served-generala chances do not match their checksum (damaged)"
+    if why is not None:
+        return None, why
+    table = RemainingPoints(solver, served_wins, dist, served, width)
+    why = table_problem(table)
+    return (None, why) if why else (table, None)
+
+
+def load_or_build(rules, served_wins: bool, use_cache: bool = True, solver: Solver | None = None) -> tuple[RemainingPoints, str]:
+    """The distributions of ``rules`` and where they came from (``"cache"`` or ``"built"``),
+    cached as the solver's values are (:func:`generala_agents.solver.load_or_solve`): a file per
+    rule set in a private cache folder, read only when it is this user's regular file, its
+    checksum holds and :func:`table_problem` finds nothing; otherwise a
+    :class:`~generala_env.cache.CacheWarning` says why and the table is built again."""
+    rules = load_rules(rules)
+    if solver is None:
+        solver = load_or_solve(rules, use_cache=use_cache)[0]
+    path = table_path(rules, served_wins)
+    folder = private_cache() if use_cache else None
+    replace = True
+    if folder is not None:
+        table, why = _read_table(path, solver, served_wins)
+        if table is not None:
+            return table, "cache"
+        if why is not None:
+            replace = replaceable(path)
+            then = "built again and rewritten" if replace else "built again; it is neither read nor replaced: remove it to keep the table"
+            warnings.warn(f"the win-max table {path} is not used: {why}; {then}", CacheWarning, stacklevel=2)
+    table = RemainingPoints(solver, served_wins)
+    seconds = _SECONDS_PER_CELL * table.dist.size
+    if seconds > 5:
+        where = f"cached in {path}" if folder is not None and replace else "not cached"
+        print(f"win-max: building its tables for rules {rules.name!r} (about {seconds:.0f} s, once; {where})", file=sys.stderr, flush=True)
+    table.build()
+    if folder is not None and replace:
+        meta = cache_meta(rules, TABLE_VERSION, table.dist, table.build_seconds, served_wins=served_wins, served_checksum=_checksum(table.served))
+        try:
+            write_atomic(path, lambda f: np.savez(f, V=table.dist, served=table.served, meta=np.array(json.dumps(meta))))
+        except (OSError, FileProblem) as err:  # no reason to fail: the table is in memory
+            warnings.warn(f"cannot write the win-max table {path}: {err}; it is kept in memory only", RuntimeWarning, stacklevel=2)
+    return table, "built"
+
+
+# -- the player ---------------------------------------------------------------------------
+class WinMaxAgent(Agent):
+    """Plays to win at a table of 2-6: the turn's expectimax of its chance to beat every opponent.
+
+    A planner with the one-player solver inside: each sheet's distribution of the points
+    still to come under the one-player optimal policy gives every seat's final total, and
+    each write is valued by the chance that this seat's total beats the best of the others
+    (a shared win counted as its share). Alone at the table it plays as ``optimal``.
+    """
+
+    name = "win-max"
+
+    def __init__(self, rules="classic", seed: int | None = None, use_cache: bool = True):
+        super().__init__(rules, seed)
+        self.solver, self.source = load_or_solve(self.rules, use_cache=use_cache)
+        self.served_wins = self.rules.served_generala_wins(2)
+        self.table, self.table_source = load_or_build(self.rules, self.served_wins, use_cache=use_cache, solver=self.solver)
+        self._sheets: dict[int, tuple] = {}  # per sheet index: points, next sheet and the solver's write values
+        self._turn: tuple | None = None  # (key, write values, turn arrays) of the turn under way
+        self._tie_weight = 1e-7 / max(1.0, float(self.solver.points.max(axis=(1, 2)).sum()))
+
+    def _sheet(self, index: int) -> tuple:
+        """A sheet's writes: points, the sheet they lead to, the solver's values of them."""
+        if index not in self._sheets:
+            from .distributions import successors
+
+            m, f = np.array([index // 2]), np.array([index % 2])
+            points, nxt = successors(self.solver, m, f)
+            self._sheets[index] = (points[0], nxt[0], self.solver.write_values(m, f, self.solver.V)[0])
+        return self._sheets[index]
+
+    def index(self, sheet: np.ndarray) -> int:
+        """A sheet's index in the tables (``mask * 2 + flag``, as ``Solver.V``)."""
+        mask = int(sum(1 << i for i, v in enumerate(sheet) if v != OPEN))
+        return self.solver.state(mask, bool(generala_scored(self.rules, sheet)))
+
+    def win_share(self, sheets: np.ndarray, seat: int) -> np.ndarray:
+        """``H[y]``: this seat's share of the win (1 alone on top, ``1/k`` among ``k`` best)
+        when its final total is ``y`` bins and no served generala ends the game, given the
+        other sheets; and the share of a served generala of its own (the last entry)."""
+        t = self.table
+        totals = np.where(sheets == OPEN, 0, sheets).sum(axis=1)
+        size = 3 * t.bins + int(totals.max()) // t.width + 2
+        ends, below = [], []
+        none_served = 1.0
+        for j in range(len(sheets)):
+            if j == seat:
+                continue
+            d = t.dist[self.index(sheets[j])]
+            f = np.zeros(size)
+            at = int(round(totals[j] / t.width))
+            f[at : at + t.bins] = d
+            cdf = np.cumsum(f)
+            ends.append(f)
+            below.append(cdf - f)
+            none_served *= 1.0 - t.served[self.index(sheets[j])]
+        H = np.zeros(size + 1)
+        for node, weight in zip(_NODES, _WEIGHTS, strict=True):
+            term = np.ones(size)
+            for f, b in zip(ends, below, strict=True):
+                term *= b + node * f
+            H[:size] += weight * term
+        H[size] = none_served + (1.0 - none_served) / 2  # a served generala of its own: a win, unless another came first
+        return H
+
+    def write_values(self, info) -> tuple[np.ndarray, dict]:
+        """``W[l, r, served]``: the chance to win after writing line ``l`` with roll ``r``, and
+        ``Solver.turn``'s arrays of the turn; kept for the rest of the turn."""
+        v = self.view(info)
+        sheets = np.asarray(v.sheets)
+        key = (v.seat, sheets.tobytes())
+        if self._turn is not None and self._turn[0] == key:
+            return self._turn[1], self._turn[2]
+        t = self.table
+        me = self.index(sheets[v.seat])
+        points, nxt, solver_values = self._sheet(me)
+        H = self.win_share(sheets, v.seat)
+        size = len(H) - 1
+        total = int(np.where(sheets[v.seat] == OPEN, 0, sheets[v.seat]).sum())
+        W = np.full(points.shape, -np.inf)
+        live = nxt >= 0
+        pairs, inverse = np.unique(nxt[live] * (1 << 40) + points[live], return_inverse=True)
+        values = np.empty(len(pairs))
+        for i, pair in enumerate(pairs):
+            after, p = divmod(int(pair), 1 << 40)
+            at = int(round((total + p) / t.width))
+            window = H[at : at + t.bins] if at + t.bins <= size else np.pad(H[at:size], (0, at + t.bins - size), mode="edge")
+            values[i] = t.dist[after] @ window + t.served[after] * H[size]
+        W[live] = values[inverse.ravel()] + self._tie_weight * solver_values[live]  # the tie weight: among equal chances, the most points
+        if self.served_wins and self.solver.gen >= 0 and live[self.solver.gen, 0, 0]:
+            W[self.solver.gen, FIVE_ALIKE, 1] = 1.0 + self._tie_weight * solver_values[self.solver.gen, FIVE_ALIKE, 1]  # wins on the spot
+        turn = self.solver.turn(W[None])
+        self._turn = (key, W, turn)
+        return W, turn
+
+    def action_values(self, info) -> np.ndarray:
+        """The chance to win after each action (``-inf`` where not allowed); holds 0..31, then writes."""
+        v = self.view(info)
+        W, turn = self.write_values(info)
+        vals = np.full(NUM_MASKS + self.solver.L, -np.inf)
+        vals[NUM_MASKS:] = W[:, v.roll, 1 if v.rolls_left == 2 else 0]
+        if v.rolls_left > 0:
+            keeps = HOLD_KEEP[v.roll, : NUM_MASKS - 1]
+            vals[: NUM_MASKS - 1] = (turn["K1"] if v.rolls_left == 2 else turn["K2"])[0][keeps]
+        return vals
+
+    def act(self, observation, info) -> int:
+        v = self.view(info)
+        if v.mask.sum() == 1:  # a served generala that wins: the one legal write
+            return int(np.argmax(v.mask))
+        if v.sheets.shape[0] == 1:  # alone: its best total is its best chance
+            values = self.solver.action_values(v.filled_mask, generala_scored(self.rules, v.sheet), v.roll, v.rolls_left, v.locked)
+            return best_legal(values, v.mask)
+        return best_legal(self.action_values(info), v.mask)
