@@ -47,18 +47,18 @@ def _gather_argmax(values: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, n
 def _mass_by_keep(mass: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """``out[s, k] = Σ_r mass[s, r]`` over the rolls ``r`` whose chosen keep ``keep[s, r]`` is ``k``."""
     S = mass.shape[0]
-    out = np.zeros(S * NUM_KEEPS)
-    np.add.at(out, (np.arange(S)[:, None] * NUM_KEEPS + np.maximum(keep, 0)).ravel(), mass.ravel())
-    return out.reshape(S, NUM_KEEPS)
+    at = (np.arange(S)[:, None] * NUM_KEEPS + np.maximum(keep, 0)).ravel()
+    return np.bincount(at, weights=mass.ravel(), minlength=S * NUM_KEEPS).reshape(S, NUM_KEEPS)
 
 
-def turn_writes(solver: Solver, W: np.ndarray, served_win: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def turn_writes(solver: Solver, W: np.ndarray, served_win: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The probability that a turn played by the solver's choices ends by writing each line.
 
     ``W[s, l, r, served]``: the write values of ``Solver.write_values``. ``served_win[s]``
     (optional): five alike on the first roll ends sheet ``s``'s game at once. Returns
     ``P[s, l, r, served]`` (the chance of writing line ``l`` with roll ``r``, ``served`` right
-    after the first roll) and ``P_served_win[s]``; together they sum to 1 per sheet.
+    after the first roll) and ``P_served_win[s]``, which together sum to 1 per sheet, and the
+    turn's value (``Solver.turn``'s ``value``).
     """
     t = solver.turn(W)
     S = W.shape[0]
@@ -73,7 +73,7 @@ def turn_writes(solver: Solver, W: np.ndarray, served_win: np.ndarray | None = N
         first[ends] = 0.0
     # first roll: the best served write, or the best proper keep
     served_line = W[..., 1].argmax(axis=1)  # (S, 252)
-    served_value = W[..., 1].max(axis=1)
+    served_value = np.take_along_axis(W[..., 1], served_line[:, None], axis=1)[:, 0]
     keep_value, keep1 = _gather_argmax(t["K1"], ROLL_PROPER_KEEPS)
     write1 = served_value >= keep_value
     P[idx, served_line, rolls, 1] += np.where(write1, first, 0.0)
@@ -85,9 +85,8 @@ def turn_writes(solver: Solver, W: np.ndarray, served_win: np.ndarray | None = N
         keep_value, keep2 = _gather_argmax(t["K2"], pair_keeps)
         write2 = t["E3"][:, pair_roll] >= keep_value
         written = np.where(write2, second, 0.0)
-        for_rolls = np.zeros((S, NUM_ROLLS))
-        np.add.at(for_rolls.T, pair_roll, written.T)
-        P[idx, line3, rolls, 0] += for_rolls
+        at = (np.arange(S)[:, None] * NUM_ROLLS + pair_roll[None, :]).ravel()
+        P[idx, line3, rolls, 0] += np.bincount(at, weights=written.ravel(), minlength=S * NUM_ROLLS).reshape(S, NUM_ROLLS)
         kept2 = _mass_by_keep(np.where(write2, 0.0, second), keep2)
     else:
         second = kept1 @ KEEP_ROLL_PROB
@@ -96,7 +95,7 @@ def turn_writes(solver: Solver, W: np.ndarray, served_win: np.ndarray | None = N
         P[idx, line3, rolls, 0] += np.where(write2, second, 0.0)
         kept2 = _mass_by_keep(np.where(write2, 0.0, second), keep2)
     P[idx, line3, rolls, 0] += kept2 @ KEEP_ROLL_PROB
-    return P, win_now
+    return P, win_now, t["value"]
 
 
 def successors(solver: Solver, masks: np.ndarray, flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -122,16 +121,43 @@ def bin_width(solver: Solver) -> tuple[int, int]:
 class RemainingPoints:
     """Per turn-start sheet (``mask * 2 + flag``, as ``Solver.V``): ``dist[s, b]``, the chance
     that the rest of the game brings ``b * width`` points, and ``served[s]``, the chance that
-    it ends on a served generala (0 unless ``served_wins``)."""
+    it ends on a served generala (0 unless ``served_wins``).
 
-    def __init__(self, solver: Solver, served_wins: bool, dist: np.ndarray | None = None, served: np.ndarray | None = None, width: int | None = None):
+    ``risk`` 0: the rest is played by the one-player optimal policy (the solver's values).
+    Otherwise by the policy that maximises the expected ``exp(risk * points) / risk`` (a
+    gambler's for ``risk > 0``, a cautious player's for ``risk < 0``): as that utility of a sum
+    is the product of its parts', the same turn expectimax gives it, with ``utility[s]``, the
+    expected ``exp(risk * points still to come)``, in place of the solver's values.
+    """
+
+    def __init__(
+        self,
+        solver: Solver,
+        served_wins: bool,
+        dist: np.ndarray | None = None,
+        served: np.ndarray | None = None,
+        width: int | None = None,
+        risk: float = 0.0,
+        utility: np.ndarray | None = None,
+    ):
         self.solver = solver
         self.served_wins = bool(served_wins)
+        self.risk = float(risk)
         w, bins = bin_width(solver)
         self.width = w if width is None else width
         self.dist = np.zeros((2 << solver.L, bins)) if dist is None else dist
         self.served = np.zeros(2 << solver.L) if served is None else served
+        self.utility = np.ones(2 << solver.L) if utility is None else utility
         self.build_seconds = 0.0
+
+    def write_values(self, masks: np.ndarray, flags: np.ndarray, points: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+        """``W[s, l, r, served]`` of the policy the table follows (see the class)."""
+        if self.risk == 0.0:
+            return self.solver.write_values(masks, flags, self.solver.V)
+        live = nxt >= 0
+        W = np.full(points.shape, -np.inf)
+        W[live] = np.sign(self.risk) * np.exp(self.risk * points[live]) * self.utility[nxt[live]]
+        return W
 
     @property
     def bins(self) -> int:
@@ -141,13 +167,15 @@ class RemainingPoints:
         """Expected points still to come per sheet (the games ended by a served generala left out)."""
         return self.dist @ (np.arange(self.bins) * float(self.width))
 
-    def layer(self, masks: np.ndarray, flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The distributions of the given sheets, from the stored ones of the sheets after them."""
+    def layer(self, masks: np.ndarray, flags: np.ndarray, after: tuple | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The distributions, served-generala chances and utilities of the given sheets, from
+        the stored ones of the sheets after them (``after``: their :func:`successors`)."""
         s = self.solver
-        W = s.write_values(masks, flags, s.V)
+        points, nxt = successors(s, masks, flags) if after is None else after
+        W = self.write_values(masks, flags, points, nxt)
         open_generala = ((masks >> s.gen) & 1) == 0 if (self.served_wins and s.gen >= 0) else None
-        P, win_now = turn_writes(s, W, open_generala)
-        points, nxt = successors(s, masks, flags)
+        P, win_now, value = turn_writes(s, W, open_generala)
+        utility = np.sign(self.risk) * value if self.risk else np.ones(len(masks))
         dist = np.zeros((len(masks), self.bins))
         served = win_now.copy()
         rows = np.arange(len(masks))
@@ -157,38 +185,49 @@ class RemainingPoints:
                     continue
                 here = points[:, l] == v
                 weight = (P[:, l] * here).sum(axis=(1, 2))
-                after = np.where(here, nxt[:, l], -1).max(axis=(1, 2))
-                live = (weight > 0) & (after >= 0)
+                to = np.where(here, nxt[:, l], -1).max(axis=(1, 2))
+                live = (weight > 0) & (to >= 0)
                 if not live.any():
                     continue
-                w, a = weight[live], after[live]
+                w, a = weight[live], to[live]
                 served[live] += w * self.served[a]
                 shift, frac = divmod(int(v), self.width)
                 parts = ((shift, 1.0 - frac / self.width), (shift + 1, frac / self.width)) if frac else ((shift, 1.0),)
                 for at, share in parts:
                     dist[rows[live], at:] += (w * share)[:, None] * self.dist[a, : self.bins - at]
-        return dist, served
+        return dist, served, utility
 
     def build(self) -> RemainingPoints:
-        import time
+        return build_all([self])[0]
 
-        t0 = time.perf_counter()
-        s = self.solver
-        L = s.L
-        full = (1 << L) - 1
-        self.dist[:] = 0.0
-        self.served[:] = 0.0
-        self.dist[full * 2 :, 0] = 1.0
-        by_filled: list[list[int]] = [[] for _ in range(L + 1)]
-        for mask in range(1 << L):
-            by_filled[bin(mask).count("1")].append(mask)
-        for n in range(L - 1, -1, -1):
-            ms, fs = layer_sheets(s, np.array(by_filled[n], dtype=np.int64))
-            for lo in range(0, len(ms), 128):
-                m, f = ms[lo : lo + 128], fs[lo : lo + 128]
-                self.dist[m * 2 + f], self.served[m * 2 + f] = self.layer(m, f)
-        self.build_seconds = time.perf_counter() - t0
-        return self
+
+def build_all(tables: list[RemainingPoints]) -> list[RemainingPoints]:
+    """Build tables of one solver together, a layer of sheets at a time (their successors
+    read once for all)."""
+    import time
+
+    t0 = time.perf_counter()
+    s = tables[0].solver
+    L = s.L
+    full = (1 << L) - 1
+    for t in tables:
+        t.dist[:] = 0.0
+        t.served[:] = 0.0
+        t.utility[:] = 1.0
+        t.dist[full * 2 :, 0] = 1.0
+    by_filled: list[list[int]] = [[] for _ in range(L + 1)]
+    for mask in range(1 << L):
+        by_filled[bin(mask).count("1")].append(mask)
+    for n in range(L - 1, -1, -1):
+        ms, fs = layer_sheets(s, np.array(by_filled[n], dtype=np.int64))
+        for lo in range(0, len(ms), 128):
+            m, f = ms[lo : lo + 128], fs[lo : lo + 128]
+            after = successors(s, m, f)
+            for t in tables:
+                t.dist[m * 2 + f], t.served[m * 2 + f], t.utility[m * 2 + f] = t.layer(m, f, after)
+    for t in tables:
+        t.build_seconds = time.perf_counter() - t0
+    return tables
 
 
 def layer_sheets(solver: Solver, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -202,9 +241,9 @@ def layer_sheets(solver: Solver, masks: np.ndarray) -> tuple[np.ndarray, np.ndar
     return masks, flags
 
 
-def remaining_points(solver: Solver, served_wins: bool) -> RemainingPoints:
+def remaining_points(solver: Solver, served_wins: bool, risk: float = 0.0) -> RemainingPoints:
     """The distributions of ``solver``'s rules, built (see :mod:`generala_agents.distributions`)."""
-    return RemainingPoints(solver, served_wins).build()
+    return RemainingPoints(solver, served_wins, risk=risk).build()
 
 
-__all__ = ["RemainingPoints", "bin_width", "layer_sheets", "remaining_points", "successors", "turn_writes"]
+__all__ = ["RemainingPoints", "bin_width", "build_all", "layer_sheets", "remaining_points", "successors", "turn_writes"]

@@ -13,11 +13,15 @@ heuristic for multi-player Yahtzee (Computers and Games 2010), not a learner:
   ``l`` filled; its value is the chance that the seat's total now plus ``p`` plus a draw from
   that sheet's distribution beats every opponent's final total, a tie among ``k`` best
   totals counting ``1/k`` (a win shared, as :func:`generala_env.game.outcome_points` counts it);
+  for its own sheet the seat takes the best of a few distributions: the one-player optimal
+  policy's and those of policies that play for more or less risk (:data:`RISKS`), each a
+  policy it could follow from its next turn on;
 * the turn's holds and writes are the exact turn expectimax of ``Solver.turn`` with those
   values in place of the solver's expected points.
 
-The values are the seat's chance to win if everyone, itself included, played the one-player
-optimal policy after this turn: a heuristic, exact on a game's last turn.
+The values are the seat's chance to win if the opponents played the one-player optimal
+policy after this turn and the seat the best of its fixed policies: a heuristic, exact on a
+game's last turn.
 """
 
 from __future__ import annotations
@@ -31,24 +35,35 @@ from pathlib import Path
 import numpy as np
 
 from generala_env.cache import CacheWarning, cache_dir, cache_file_problem, private_cache
-from generala_env.dice import FIVE_ALIKE, HOLD_KEEP, NUM_MASKS
+from generala_env.dice import FIVE_ALIKE, HOLD_KEEP, NUM_MASKS, NUM_ROLLS
 from generala_env.files import FileProblem, read_regular, write_atomic
 from generala_env.game import OPEN
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import generala_scored
 
-from .base import Agent, best_legal
-from .distributions import RemainingPoints, bin_width, layer_sheets
+from .base import Agent, AgentError, best_legal
+from .distributions import RemainingPoints, bin_width, build_all, layer_sheets
 from .solver import Solver, _checksum, cache_meta, load_or_solve, meta_problem, replaceable
 
 TABLE_VERSION = 1
-# seconds per cell (sheet x bin) of a table build, measured on the development machine, to
+# the risk of each table (see RemainingPoints) per 150 points of the one-player expected
+# total: the first is the one-player optimal policy, which also models every opponent
+RISKS = (0.0, -0.04, 0.04, 0.1)
+# seconds per cell (table x sheet x bin) of a build, measured on the development machine, to
 # say beforehand when a build will take a while
 _SECONDS_PER_CELL = 8e-6
 # Gauss-Legendre nodes on [0, 1]: exact for polynomials of degree 5, the most that five
 # opponents give (the share of a tie among k + 1 best totals is the integral of t^k)
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(3)
 _NODES, _WEIGHTS = (_NODES + 1) / 2, _WEIGHTS / 2
+
+
+def risks_of(solver: Solver) -> tuple[float, ...]:
+    """The tables' risks for a rule set: :data:`RISKS` scaled to its points, and small enough
+    that ``exp(risk * points)`` of a whole sheet stays well inside float64."""
+    scale = 150 / max(solver.expected_score, 1.0)
+    most = max(1.0, float(solver.points.max(axis=(1, 2)).sum()))
+    return tuple(float(np.sign(c) * min(abs(c) * scale, 40 / most)) for c in RISKS)
 
 
 # -- the tables on disk -------------------------------------------------------------------
@@ -64,45 +79,52 @@ def valid_sheets(solver: Solver) -> np.ndarray:
     return out
 
 
-def table_problem(table: RemainingPoints, samples: int = 32) -> str | None:
-    """Why ``table`` cannot be the distributions of its solver's rules, or ``None``.
+def table_problem(table: RemainingPoints, samples: int = 16) -> str | None:
+    """Why ``table`` cannot be the distributions of its solver's rules and risk, or ``None``.
 
     A checksum is no defence against whoever rewrites the file, so the numbers are checked:
     non-negative, each sheet's adding up to 1, the full sheet's all at 0 points, the means
-    equal to the (checked) solver's values where no served generala ends a game, and the
-    start and ``samples`` other sheets equal to what one turn gives from the sheets after them.
+    equal to the (checked) solver's values for the one-player policy where no served generala
+    ends a game, and the start and ``samples`` other sheets equal to what one turn gives from
+    the sheets after them.
     """
     s, dist, served = table.solver, table.dist, table.served
     width, bins = bin_width(s)
     if dist.dtype != np.float64 or dist.shape != (2 << s.L, bins) or served.shape != (2 << s.L,) or table.width != width:
         return f"it holds {dist.dtype} distributions of shape {dist.shape} in bins of {table.width}, not {(2 << s.L, bins)} in bins of {width}"
-    if not (np.isfinite(dist).all() and np.isfinite(served).all()) or dist.min() < 0 or served.min() < 0:
+    if not (np.isfinite(dist).all() and np.isfinite(served).all() and np.isfinite(table.utility).all()) or dist.min() < 0 or served.min() < 0:
         return "it holds negative or non-finite probabilities"
     ok = valid_sheets(s)
     off = np.abs(dist.sum(axis=1) + served - 1.0)[ok]
     if off.max() > 1e-9:
         return f"a sheet's probabilities add up to {1 + off.max():.9f}, not 1"
     full = (1 << s.L) - 1
-    if dist[full * 2, 0] != 1.0:
+    if dist[full * 2, 0] != 1.0 or table.utility[full * 2] != 1.0:
         return "the full sheet's distribution is not all at 0 points"
-    if not table.served_wins and np.abs(table.means() - s.V)[ok].max() > 1e-6 * (1 + np.abs(s.V).max()):
+    if table.risk == 0.0 and not table.served_wins and np.abs(table.means() - s.V)[ok].max() > 1e-6 * (1 + np.abs(s.V).max()):
         return "its means are not the one-player solver's values"
     rng = np.random.default_rng()
     masks = np.concatenate([[0], rng.integers(0, full, size=samples)]).astype(np.int64) if full > 0 else np.zeros(0, dtype=np.int64)
     flags = np.zeros(len(masks), dtype=np.int64)
     if s.dbl >= 0:
         flags[1::2] = (masks[1::2] >> s.gen) & 1
-    again, again_served = table.layer(masks, flags)
+    again, again_served, again_utility = table.layer(masks, flags)
     idx = masks * 2 + flags
-    if np.abs(again - dist[idx]).max() > 1e-9 or np.abs(again_served - served[idx]).max() > 1e-9:
+    stored_utility = table.utility[idx]
+    if (
+        np.abs(again - dist[idx]).max() > 1e-9
+        or np.abs(again_served - served[idx]).max() > 1e-9
+        or (table.risk != 0.0 and (np.abs(again_utility - stored_utility) > 1e-9 * np.abs(stored_utility)).any())
+    ):
         return "its distributions do not follow from one another"
     return None
 
 
-def _read_table(path: Path, solver: Solver, served_wins: bool) -> tuple[RemainingPoints | None, str | None]:
-    """The table in ``path``, or ``None`` and why not (``None``, ``None``: there is no file)."""
+def _read_tables(path: Path, solver: Solver, served_wins: bool, risks: tuple[float, ...]) -> tuple[list[RemainingPoints] | None, str | None]:
+    """The tables in ``path``, or ``None`` and why not (``None``, ``None``: there is no file)."""
     width, bins = bin_width(solver)
-    limit = 8 * (2 << solver.L) * (bins + 1) + (1 << 20)
+    K, S = len(risks), 2 << solver.L
+    limit = 8 * K * S * (bins + 2) + (1 << 20)
     try:
         why = cache_file_problem(path)
     except FileNotFoundError:
@@ -115,73 +137,100 @@ def _read_table(path: Path, solver: Solver, served_wins: bool) -> tuple[Remainin
         raw = read_regular(path, limit, "the win-max table")
         with np.load(io.BytesIO(raw), allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
-            dist, served = z["V"], z["served"]
+            dist, served, utility = z["V"], z["served"], z["utility"]
     except FileProblem as e:
         return None, str(e).replace(f"the win-max table {path} ", "it ", 1)
     except Exception as e:  # truncated, not a zip, a pickled array, not JSON: built again
         return None, f"it cannot be read ({type(e).__name__}: {str(e)[:200]})"
     why = meta_problem(meta, solver.rules, TABLE_VERSION, dist)
-    if why is None and (meta.get("served_checksum") != _checksum(served) or meta.get("served_wins") is not served_wins):
-        why = "its served-generala chances do not match their checksum (damaged)"
+    if why is None and (meta.get("served_checksum") != _checksum(served) or meta.get("utility_checksum") != _checksum(utility)):
+        why = "its served-generala chances or utilities do not match their checksum (damaged)"
+    if why is None and (meta.get("served_wins") is not served_wins or meta.get("risks") != list(risks)):
+        why = "it holds the tables of other risks or of another table size"
+    if why is None and (dist.shape != (K, S, bins) or served.shape != (K, S) or utility.shape != (K, S) or utility.dtype != np.float64):
+        why = f"it holds arrays of shape {dist.shape}, {served.shape} and {utility.shape}, not {(K, S, bins)}, {(K, S)} and {(K, S)}"
     if why is not None:
         return None, why
-    table = RemainingPoints(solver, served_wins, dist, served, width)
-    why = table_problem(table)
-    return (None, why) if why else (table, None)
+    tables = [RemainingPoints(solver, served_wins, dist[k], served[k], width, risk, utility[k]) for k, risk in enumerate(risks)]
+    for table in tables:
+        why = table_problem(table)
+        if why is not None:
+            return None, why
+    return tables, None
 
 
-def load_or_build(rules, served_wins: bool, use_cache: bool = True, solver: Solver | None = None) -> tuple[RemainingPoints, str]:
-    """The distributions of ``rules`` and where they came from (``"cache"`` or ``"built"``),
-    cached as the solver's values are (:func:`generala_agents.solver.load_or_solve`): a file per
-    rule set in a private cache folder, read only when it is this user's regular file, its
-    checksum holds and :func:`table_problem` finds nothing; otherwise a
-    :class:`~generala_env.cache.CacheWarning` says why and the table is built again."""
+def load_or_build(rules, served_wins: bool, use_cache: bool = True, solver: Solver | None = None) -> tuple[list[RemainingPoints], str]:
+    """The tables of ``rules`` (one per risk of :func:`risks_of`) and where they came from
+    (``"cache"`` or ``"built"``), cached as the solver's values are
+    (:func:`generala_agents.solver.load_or_solve`): one file per rule set in a private cache
+    folder, read only when it is this user's regular file, its checksums hold and
+    :func:`table_problem` finds nothing in any table; otherwise a
+    :class:`~generala_env.cache.CacheWarning` says why and the tables are built again."""
     rules = load_rules(rules)
     if solver is None:
         solver = load_or_solve(rules, use_cache=use_cache)[0]
+    risks = risks_of(solver)
     path = table_path(rules, served_wins)
     folder = private_cache() if use_cache else None
     replace = True
     if folder is not None:
-        table, why = _read_table(path, solver, served_wins)
-        if table is not None:
-            return table, "cache"
+        tables, why = _read_tables(path, solver, served_wins, risks)
+        if tables is not None:
+            return tables, "cache"
         if why is not None:
             replace = replaceable(path)
-            then = "built again and rewritten" if replace else "built again; it is neither read nor replaced: remove it to keep the table"
+            then = "built again and rewritten" if replace else "built again; it is neither read nor replaced: remove it to keep the tables"
             warnings.warn(f"the win-max table {path} is not used: {why}; {then}", CacheWarning, stacklevel=2)
-    table = RemainingPoints(solver, served_wins)
-    seconds = _SECONDS_PER_CELL * table.dist.size
+    width, bins = bin_width(solver)
+    K, S = len(risks), 2 << solver.L
+    dist, served, utility = np.zeros((K, S, bins)), np.zeros((K, S)), np.ones((K, S))
+    tables = [RemainingPoints(solver, served_wins, dist[k], served[k], width, risk, utility[k]) for k, risk in enumerate(risks)]
+    seconds = _SECONDS_PER_CELL * dist.size
     if seconds > 5:
         where = f"cached in {path}" if folder is not None and replace else "not cached"
         print(f"win-max: building its tables for rules {rules.name!r} (about {seconds:.0f} s, once; {where})", file=sys.stderr, flush=True)
-    table.build()
+    build_all(tables)
     if folder is not None and replace:
-        meta = cache_meta(rules, TABLE_VERSION, table.dist, table.build_seconds, served_wins=served_wins, served_checksum=_checksum(table.served))
+        meta = cache_meta(
+            rules,
+            TABLE_VERSION,
+            dist,
+            tables[0].build_seconds,
+            served_wins=served_wins,
+            risks=list(risks),
+            served_checksum=_checksum(served),
+            utility_checksum=_checksum(utility),
+            built_from="the one-player solver's values (generala_agents.solver): a planner, nothing learned",
+        )
         try:
-            write_atomic(path, lambda f: np.savez(f, V=table.dist, served=table.served, meta=np.array(json.dumps(meta))))
-        except (OSError, FileProblem) as err:  # no reason to fail: the table is in memory
+            write_atomic(path, lambda f: np.savez(f, V=dist, served=served, utility=utility, meta=np.array(json.dumps(meta))))
+        except (OSError, FileProblem) as err:  # no reason to fail: the tables are in memory
             warnings.warn(f"cannot write the win-max table {path}: {err}; it is kept in memory only", RuntimeWarning, stacklevel=2)
-    return table, "built"
+    return tables, "built"
 
 
 # -- the player ---------------------------------------------------------------------------
 class WinMaxAgent(Agent):
-    """Plays to win at a table of 2-6: the turn's expectimax of its chance to beat every opponent.
+    """Plays to win at a table of 2-6: a planner on the one-player solver's tables (nothing learned).
 
-    A planner with the one-player solver inside: each sheet's distribution of the points
-    still to come under the one-player optimal policy gives every seat's final total, and
-    each write is valued by the chance that this seat's total beats the best of the others
-    (a shared win counted as its share). Alone at the table it plays as ``optimal``.
+    Each sheet's distribution of the points still to come under the one-player optimal
+    policy gives every opponent's final total; each write is valued by the chance that this
+    seat's total (under the best of a few policies of more or less risk) beats the best of
+    the others, a shared win counted as its share; the turn is the exact expectimax of that
+    chance. Alone at the table it plays as ``optimal``.
     """
 
     name = "win-max"
 
-    def __init__(self, rules="classic", seed: int | None = None, use_cache: bool = True):
+    def __init__(self, rules="classic", seed: int | None = None, use_cache: bool = True, lookahead: int = 2):
         super().__init__(rules, seed)
+        if lookahead not in (1, 2):
+            raise AgentError(f"{self.name}: lookahead must be 1 or 2 turns, got {lookahead!r}")
+        self.lookahead = lookahead
         self.solver, self.source = load_or_solve(self.rules, use_cache=use_cache)
         self.served_wins = self.rules.served_generala_wins(2)
-        self.table, self.table_source = load_or_build(self.rules, self.served_wins, use_cache=use_cache, solver=self.solver)
+        self.tables, self.table_source = load_or_build(self.rules, self.served_wins, use_cache=use_cache, solver=self.solver)
+        self.table = self.tables[0]  # the one-player optimal policy's: every opponent's
         self._sheets: dict[int, tuple] = {}  # per sheet index: points, next sheet and the solver's write values
         self._turn: tuple | None = None  # (key, write values, turn arrays) of the turn under way
         self._tie_weight = 1e-7 / max(1.0, float(self.solver.points.max(axis=(1, 2)).sum()))
@@ -191,6 +240,8 @@ class WinMaxAgent(Agent):
         if index not in self._sheets:
             from .distributions import successors
 
+            if len(self._sheets) >= 512:  # at most 512 sheets kept (about 30 MB)
+                self._sheets.pop(next(iter(self._sheets)))
             m, f = np.array([index // 2]), np.array([index % 2])
             points, nxt = successors(self.solver, m, f)
             self._sheets[index] = (points[0], nxt[0], self.solver.write_values(m, f, self.solver.V)[0])
@@ -230,35 +281,73 @@ class WinMaxAgent(Agent):
         H[size] = none_served + (1.0 - none_served) / 2  # a served generala of its own: a win, unless another came first
         return H
 
+    def leaf_values(self, H: np.ndarray, after: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """``U[i, y - lo]``: this seat's chance to win from the turn start of sheet ``after[i]``
+        with ``y`` bins of points, for ``lo <= y < hi``: the best, over its tables, of the
+        chance that its final total beats the others' (``H``, :meth:`win_share`)."""
+        t, size = self.table, len(H) - 1
+        padded = np.concatenate([H[:size], np.full(t.bins + max(0, hi - size), H[size - 1])])
+        windows = np.lib.stride_tricks.sliding_window_view(padded, t.bins)[lo:hi]  # (hi - lo, bins)
+        best = np.full((hi - lo, len(after)), -np.inf)
+        for u in self.tables:
+            np.maximum(best, windows @ u.dist[after].T + u.served[after][None, :] * H[size], out=best)
+        return best.T
+
     def write_values(self, info) -> tuple[np.ndarray, dict]:
         """``W[l, r, served]``: the chance to win after writing line ``l`` with roll ``r``, and
-        ``Solver.turn``'s arrays of the turn; kept for the rest of the turn."""
+        ``Solver.turn``'s arrays of the turn; kept for the rest of the turn.
+
+        The chance after a write is the value of the seat's next turn, played by the same
+        expectimax, with the chances of :meth:`leaf_values` after it (its last turn: the
+        chance itself)."""
         v = self.view(info)
         sheets = np.asarray(v.sheets)
         key = (v.seat, sheets.tobytes())
         if self._turn is not None and self._turn[0] == key:
             return self._turn[1], self._turn[2]
-        t = self.table
-        me = self.index(sheets[v.seat])
-        points, nxt, solver_values = self._sheet(me)
+        w = self.table.width
+        points, nxt, solver_values = self._sheet(self.index(sheets[v.seat]))
         H = self.win_share(sheets, v.seat)
-        size = len(H) - 1
         total = int(np.where(sheets[v.seat] == OPEN, 0, sheets[v.seat]).sum())
-        W = np.full(points.shape, -np.inf)
         live = nxt >= 0
         pairs, inverse = np.unique(nxt[live] * (1 << 40) + points[live], return_inverse=True)
+        children, gained = np.divmod(pairs, 1 << 40)
         values = np.empty(len(pairs))
-        for i, pair in enumerate(pairs):
-            after, p = divmod(int(pair), 1 << 40)
-            at = int(round((total + p) / t.width))
-            window = H[at : at + t.bins] if at + t.bins <= size else np.pad(H[at:size], (0, at + t.bins - size), mode="edge")
-            values[i] = t.dist[after] @ window + t.served[after] * H[size]
+        full = (1 << self.solver.L) - 1
+        last = children // 2 == full
+        if last.any():  # the seat's last turn: its total is final
+            ends = np.rint((total + gained[last]) / w).astype(np.int64)
+            values[last] = np.diag(self.leaf_values(H, children[last], int(ends.min()), int(ends.max()) + 1)[:, ends - ends.min()])
+        if (~last).any() and self.lookahead == 2:
+            values[~last] = self._next_turn(H, children[~last], total + gained[~last])
+        elif (~last).any():
+            at = np.rint((total + gained[~last]) / w).astype(np.int64)
+            values[~last] = np.diag(self.leaf_values(H, children[~last], int(at.min()), int(at.max()) + 1)[:, at - at.min()])
+        W = np.full(points.shape, -np.inf)
         W[live] = values[inverse.ravel()] + self._tie_weight * solver_values[live]  # the tie weight: among equal chances, the most points
         if self.served_wins and self.solver.gen >= 0 and live[self.solver.gen, 0, 0]:
             W[self.solver.gen, FIVE_ALIKE, 1] = 1.0 + self._tie_weight * solver_values[self.solver.gen, FIVE_ALIKE, 1]  # wins on the spot
         turn = self.solver.turn(W[None])
         self._turn = (key, W, turn)
         return W, turn
+
+    def _next_turn(self, H: np.ndarray, sheets: np.ndarray, totals: np.ndarray) -> np.ndarray:
+        """The chance to win from the start of a turn of each sheet with each total (points),
+        by the turn's expectimax over :meth:`leaf_values`."""
+        w, L = self.table.width, self.solver.L
+        grand = {c: self._sheet(int(c))[:2] for c in np.unique(sheets)}
+        afters = np.unique(np.concatenate([nx[nx >= 0] for _, nx in grand.values()]))
+        most = max(int(pts.max()) for pts, _ in grand.values())
+        lo, hi = int(totals.min()) // w, int(np.ceil((int(totals.max()) + most) / w)) + 2
+        U = self.leaf_values(H, afters, lo, hi)  # (afters, totals)
+        W2 = np.full((len(sheets), L, NUM_ROLLS, 2), -np.inf)
+        for i, (c, y) in enumerate(zip(sheets, totals, strict=True)):
+            pts, nx = grand[int(c)]
+            ok = nx >= 0
+            W2[i][ok] = U[np.searchsorted(afters, nx[ok]), np.rint((y + pts[ok]) / w).astype(np.int64) - lo]
+            if self.served_wins and self.solver.gen >= 0 and ok[self.solver.gen, 0, 0]:
+                W2[i, self.solver.gen, FIVE_ALIKE, 1] = H[-1]  # a served generala: the game ends there
+        return self.solver.turn(W2)["value"]
 
     def action_values(self, info) -> np.ndarray:
         """The chance to win after each action (``-inf`` where not allowed); holds 0..31, then writes."""
