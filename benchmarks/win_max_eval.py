@@ -42,7 +42,7 @@ def rotations(opponents: list[str]) -> list[tuple[str, ...]]:
     return [tuple(seats[(j - r) % n] for j in range(n)) for r in range(n)]
 
 
-def play_table(opponents: list[str], rules, games: int, seed: int, workers: int | None) -> dict:
+def play_table(opponents: list[str], rules, games: int, seed: int, workers: int | None, me=None) -> dict:
     from generala_env.game import outcome_points
     from generala_training.harness import game_seed, play_many
     from generala_training.stats import mean_ci
@@ -51,20 +51,32 @@ def play_table(opponents: list[str], rules, games: int, seed: int, workers: int 
     n = len(lineups)
     seeds = [game_seed(seed, i) for i in range(games)]
     t0 = time.perf_counter()
-    recs = play_many([x for _ in seeds for x in lineups], [s for s in seeds for _ in lineups], rules, workers=workers, progress=False, desc="win-max")
+    table = {"win-max": me} if me is not None else None
+    recs = play_many(
+        [x for _ in seeds for x in lineups], [s for s in seeds for _ in lineups], rules, workers=workers, progress=False, desc="win-max", agents=table
+    )
     wall = time.perf_counter() - t0
     points = np.array([outcome_points(r.winners, r.seats.index("win-max")) for r in recs]).reshape(games, n)
     share, lo, hi = mean_ci(points.mean(axis=1))
     served = float(np.mean([r.served_generala_win for r in recs]))
-    return {"table": ["win-max", *opponents], "players": n, "games": games * n, "share": share, "low": lo, "high": hi, "served": served, "wall": wall}
+    return {
+        "table": ["win-max", *opponents],
+        "players": n,
+        "games": games * n,
+        "share": share,
+        "low": lo,
+        "high": hi,
+        "served": served,
+        "wall": wall,
+        "per_seed": points.mean(axis=1),
+    }
 
 
-def decision_ms(opponents: list[str], rules, games: int, seed: int) -> float:
-    """``win-max``'s mean ``act`` time in milliseconds over ``games`` games in this process."""
+def decision_ms(opponents: list[str], rules, games: int, seed: int, me) -> float:
+    """``win-max``'s (``me``) mean ``act`` time in milliseconds over ``games`` games in this process."""
     import generala_agents as agents
     from generala_training.harness import game_seed, play_game
 
-    me = agents.load("win-max", rules=rules)
     spent, calls = 0.0, 0
 
     class Timed:
@@ -94,26 +106,39 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--timing-games", type=int, default=20, help="games per table timed in this process (0: none)")
+    p.add_argument("--lookahead", type=int, default=2, help="win-max's turns of expectimax (1 or 2)")
+    p.add_argument("--risks", default="", help="win-max's policy risks per 150 points, comma-separated (default: its own; tables then built, not cached)")
+    p.add_argument("--per-seed", default="", help="write each seed's share (a row per table) to this .npy file, for paired comparisons")
     args = p.parse_args(argv)
 
+    import generala_agents.win_max as win_max
     from generala_env.rules import load_rules
 
     rules = load_rules(args.rules)
+    if args.risks:
+        win_max.RISKS = tuple(float(x) for x in args.risks.split(","))
+    me = win_max.WinMaxAgent(rules, lookahead=args.lookahead, use_cache=not args.risks)
+    print(f"win-max: lookahead {me.lookahead}, risks per 150 points {win_max.RISKS}")
     tables = [opponents_of(t) for t in args.table]
     tables += [["optimal"] * (int(n) - 1) for n in args.vs_optimal.split(",") if n.strip()]
     if not tables:
         tables = [["optimal-2p"], ["optimal"] * 3]
     print(f"rules {rules.name}: win-max's share of the points (a win 1, a shared win its share), seats rotated, seed {args.seed}")
     print(f"{'table':<44}{'games':>7}{'share':>8}  {'95% CI':<15}{'fair':>6}{'edge':>8}  {'served-gen':>10}{'ms/decision':>12}{'wall s':>8}")
+    rows = []
     for opponents in tables:
-        r = play_table(opponents, rules, args.games, args.seed, args.workers)
-        ms = decision_ms(opponents, rules, args.timing_games, args.seed) if args.timing_games > 0 else float("nan")
+        r = play_table(opponents, rules, args.games, args.seed, args.workers, me)
+        rows.append(r["per_seed"])
+        ms = decision_ms(opponents, rules, args.timing_games, args.seed, me) if args.timing_games > 0 else float("nan")
         fair = 1 / r["players"]
         name = " vs " + ",".join(opponents)
         print(
             f"{'win-max' + name:<44}{r['games']:>7}{r['share']:>8.2%}  {r['low']:.2%}-{r['high']:<8.2%}{fair:>6.1%}{r['share'] - fair:>+8.2%}"
-            f"  {r['served']:>10.2%}{ms:>12.2f}{r['wall']:>8.0f}"
+            f"  {r['served']:>10.2%}{ms:>12.2f}{r['wall']:>8.0f}",
+            flush=True,
         )
+    if args.per_seed:
+        np.save(args.per_seed, np.array(rows))
 
 
 if __name__ == "__main__":

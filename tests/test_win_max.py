@@ -69,11 +69,12 @@ def end_game(behind: int):
     return info, NUM_MASKS + ones, NUM_MASKS + sixes
 
 
-def test_it_takes_the_risky_line_when_behind_and_the_safe_one_when_a_lead_is_in_reach():
+@pytest.mark.parametrize("lookahead", [1, 2])
+def test_it_takes_the_risky_line_when_behind_and_the_safe_one_when_a_lead_is_in_reach(lookahead):
     # writing sixes (12 now, then the last turn on ones: 0-5 more) against ones (1 now, then
     # sixes: 6 a six). 18 behind: 12 + 5 never gets there, 1 + 6k does for 3+ sixes. 11 behind:
     # 12 now wins whatever comes, 1 + 6k needs 2+ sixes. The score-maximiser writes sixes both times.
-    me, optimal = agents.load("win-max", rules="classic"), agents.load("optimal", rules="classic")
+    me, optimal = agents.load("win-max", rules="classic", lookahead=lookahead), agents.load("optimal", rules="classic")
     for behind, wanted in ((18, "ones"), (11, "sixes")):
         info, ones, sixes = end_game(behind)
         assert optimal.act(None, info) == sixes
@@ -103,6 +104,8 @@ def test_it_plays_legal_moves_under_locked_holds_and_alone():
     assert rec.winners and ((rec.sheets != OPEN).all() or rec.served_generala_win)
     alone = play_game([me], rules, 5)  # alone it plays the score-maximiser's moves
     assert alone.totals[0] == play_game([agents.load("optimal", rules=rules)], rules, 5).totals[0]
+    with pytest.raises(agents.AgentError, match="lookahead must be 1 or 2"):
+        WinMaxAgent(rules, lookahead=3)
 
 
 def test_it_is_registered_for_tables_of_two_to_six():
