@@ -217,12 +217,14 @@ class WinMaxAgent(Agent):
     policy gives every opponent's final total; each write is valued by the chance that this
     seat's total (under the best of a few policies of more or less risk) beats the best of
     the others, a shared win counted as its share; the turn is the exact expectimax of that
-    chance. Alone at the table it plays as ``optimal``.
+    chance. ``lookahead=2`` plays the seat's next turn by the same expectimax before those
+    policies take over (slower: docs/agents.md has the times). Alone at the table it plays as
+    ``optimal``.
     """
 
     name = "win-max"
 
-    def __init__(self, rules="classic", seed: int | None = None, use_cache: bool = True, lookahead: int = 2):
+    def __init__(self, rules="classic", seed: int | None = None, use_cache: bool = True, lookahead: int = 1):
         super().__init__(rules, seed)
         if lookahead not in (1, 2):
             raise AgentError(f"{self.name}: lookahead must be 1 or 2 turns, got {lookahead!r}")
@@ -297,9 +299,9 @@ class WinMaxAgent(Agent):
         """``W[l, r, served]``: the chance to win after writing line ``l`` with roll ``r``, and
         ``Solver.turn``'s arrays of the turn; kept for the rest of the turn.
 
-        The chance after a write is the value of the seat's next turn, played by the same
-        expectimax, with the chances of :meth:`leaf_values` after it (its last turn: the
-        chance itself)."""
+        The chance after a write is that of :meth:`leaf_values`; with ``lookahead=2``, the
+        value of the seat's next turn played by the same expectimax with those chances after
+        it. After its last turn: the chance itself."""
         v = self.view(info)
         sheets = np.asarray(v.sheets)
         key = (v.seat, sheets.tobytes())

@@ -106,7 +106,7 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--timing-games", type=int, default=20, help="games per table timed in this process (0: none)")
-    p.add_argument("--lookahead", type=int, default=2, help="win-max's turns of expectimax (1 or 2)")
+    p.add_argument("--lookahead", type=int, default=1, help="win-max's turns of expectimax (1 or 2)")
     p.add_argument("--risks", default="", help="win-max's policy risks per 150 points, comma-separated (default: its own; tables then built, not cached)")
     p.add_argument("--per-seed", default="", help="write each seed's share (a row per table) to this .npy file, for paired comparisons")
     args = p.parse_args(argv)
