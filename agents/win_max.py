@@ -287,13 +287,25 @@ class WinMaxAgent(Agent):
         """``U[i, y - lo]``: this seat's chance to win from the turn start of sheet ``after[i]``
         with ``y`` bins of points, for ``lo <= y < hi``: the best, over its tables, of the
         chance that its final total beats the others' (``H``, :meth:`win_share`)."""
-        t, size = self.table, len(H) - 1
-        padded = np.concatenate([H[:size], np.full(t.bins + max(0, hi - size), H[size - 1])])
-        windows = np.lib.stride_tricks.sliding_window_view(padded, t.bins)[lo:hi]  # (hi - lo, bins)
+        windows = np.ascontiguousarray(self._windows(H, hi)[lo:hi])  # (hi - lo, bins)
         best = np.full((hi - lo, len(after)), -np.inf)
         for u in self.tables:
-            np.maximum(best, windows @ u.dist[after].T + u.served[after][None, :] * H[size], out=best)
+            np.maximum(best, windows @ u.dist[after].T + u.served[after][None, :] * H[-1], out=best)
         return best.T
+
+    def pair_values(self, H: np.ndarray, after: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """:meth:`leaf_values` of the pairs (``after[i]``, ``at[i]`` bins) alone."""
+        rows = self._windows(H, int(at.max()) + 1)[at]  # (pairs, bins)
+        best = np.full(len(after), -np.inf)
+        for u in self.tables:
+            np.maximum(best, np.einsum("ij,ij->i", rows, u.dist[after]) + u.served[after] * H[-1], out=best)
+        return best
+
+    def _windows(self, H: np.ndarray, hi: int) -> np.ndarray:
+        """``out[y] = H[y : y + bins]`` for ``y < hi`` (past ``H``'s end: its last chance), a view."""
+        size, bins = len(H) - 1, self.table.bins
+        padded = np.concatenate([H[:size], np.full(bins + max(0, hi - size), H[size - 1])])
+        return np.lib.stride_tricks.sliding_window_view(padded, bins)
 
     def write_values(self, info) -> tuple[np.ndarray, dict]:
         """``W[l, r, served]``: the chance to win after writing line ``l`` with roll ``r``, and
@@ -317,14 +329,13 @@ class WinMaxAgent(Agent):
         values = np.empty(len(pairs))
         full = (1 << self.solver.L) - 1
         last = children // 2 == full
-        if last.any():  # the seat's last turn: its total is final
-            ends = np.rint((total + gained[last]) / w).astype(np.int64)
-            values[last] = np.diag(self.leaf_values(H, children[last], int(ends.min()), int(ends.max()) + 1)[:, ends - ends.min()])
-        if (~last).any() and self.lookahead == 2:
+        at = np.rint((total + gained) / w).astype(np.int64)
+        if self.lookahead == 1 or last.all():
+            values = self.pair_values(H, children, at)
+        else:  # the seat's last turn: its total is final; before it, its next turn's expectimax
+            if last.any():
+                values[last] = self.pair_values(H, children[last], at[last])
             values[~last] = self._next_turn(H, children[~last], total + gained[~last])
-        elif (~last).any():
-            at = np.rint((total + gained[~last]) / w).astype(np.int64)
-            values[~last] = np.diag(self.leaf_values(H, children[~last], int(at.min()), int(at.max()) + 1)[:, at - at.min()])
         W = np.full(points.shape, -np.inf)
         W[live] = values[inverse.ravel()] + self._tie_weight * solver_values[live]  # the tie weight: among equal chances, the most points
         if self.served_wins and self.solver.gen >= 0 and live[self.solver.gen, 0, 0]:
