@@ -242,7 +242,7 @@ class WinMaxAgent(Agent):
         if index not in self._sheets:
             from .distributions import successors
 
-            if len(self._sheets) >= 512:  # at most 512 sheets kept (about 30 MB)
+            if len(self._sheets) >= 256:  # at most 256 sheets kept (about 30 MB)
                 self._sheets.pop(next(iter(self._sheets)))
             m, f = np.array([index // 2]), np.array([index % 2])
             points, nxt = successors(self.solver, m, f)
