@@ -49,9 +49,9 @@ TABLE_VERSION = 1
 # the risk of each table (see RemainingPoints) per 150 points of the one-player expected
 # total: the first is the one-player optimal policy, which also models every opponent
 RISKS = (0.0, -0.04, 0.04, 0.1)
-# seconds per cell (table x sheet x bin) of a build, measured on the development machine, to
-# say beforehand when a build will take a while
-_SECONDS_PER_CELL = 8e-6
+# seconds per cell (table x sheet x bin) of a build, as measured on the shared development
+# machine (3.6 to 4.5e-6 at a load average of about 7), to say beforehand when a build will take a while
+_SECONDS_PER_CELL = 4e-6
 # Gauss-Legendre nodes on [0, 1]: exact for polynomials of degree 5, the most that five
 # opponents give (the share of a tie among k + 1 best totals is the integral of t^k)
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(3)
