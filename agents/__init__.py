@@ -86,6 +86,13 @@ def _two_players_only(name: str):
     return fits
 
 
+def _table_of_two_to_six(name: str):
+    def fits(rules, num_players: int) -> str | None:
+        return None if 2 <= num_players <= 6 else f"{name} plays tables of 2 to 6 players, not {num_players}"
+
+    return fits
+
+
 def _td_search_fits(name: str, players: int | None):
     """Whether the shipped td-search values fit: their rules, and ``players`` where they need it."""
 
@@ -113,6 +120,9 @@ def _register() -> None:
         opponents.register(name, cls, batched=batched.get(name), summary=(cls.__doc__ or "").strip().splitlines()[0], fits=fits)
     for name in checkpoint_names():
         opponents.register(name, partial(_checkpoint, SHIPPED / name), summary=partial(checkpoint_line, name), fits=partial(checkpoint_fits, SHIPPED / name))
+    from .win_max import WinMaxAgent  # the one-player solver's tables, and distributions built from them
+
+    opponents.register(WinMaxAgent.name, WinMaxAgent, summary=(WinMaxAgent.__doc__ or "").strip().splitlines()[0], fits=_table_of_two_to_six(WinMaxAgent.name))
     from .td_search import TDSearchAgent, TDSearchTwoPlayerAgent  # values learned from their own games (checkpoints/td-search*)
 
     for search, players in ((TDSearchAgent, None), (TDSearchTwoPlayerAgent, 2)):  # one-player values play any table, as optimal does
