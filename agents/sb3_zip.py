@@ -8,10 +8,12 @@ policy is rebuilt from the file's own class and weights (the ``train`` extra pro
 from __future__ import annotations
 
 import inspect
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from generala_env.cache import notice
 from generala_env.encoding import Encoder
 
 from .base import WRITE, Agent, AgentError
@@ -35,6 +37,8 @@ class SB3ZipAgent(Agent):
         if not self.path.is_file():
             raise AgentError(f"agent {str(path)!r}: there is no file {path}")
         try:
+            if "stable_baselines3" not in sys.modules:
+                notice("torch", "loading torch and stable-baselines3 to read an SB3 zip (a few seconds, longer on a busy machine)")
             from stable_baselines3.common.save_util import load_from_zip_file
         except ImportError:
             raise AgentError(f"agent {str(path)!r}: an SB3 .zip needs the train extra: pip install 'generala-rl[train]'") from None

@@ -304,13 +304,13 @@ def write_page(path: Path, text: str, force: bool = False) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from generala_agents.specs import TRUST_ZIP_HELP
+    from generala_agents.specs import HELP, TRUST_ZIP_HELP
 
     p = argparse.ArgumentParser(allow_abbrev=False, prog="generala replay", description=__doc__.split("\n\n")[0])
-    p.add_argument("agents", nargs="+", help="one agent per seat: a name (generala agents), a checkpoint folder, or a run's SB3 .zip with --trust-zip")
-    p.add_argument("--rules", default="classic")
-    p.add_argument("--games", type=positive_int, default=1)
-    p.add_argument("--seed", type=seed_int, default=0)
+    p.add_argument("agents", nargs="+", help=f"one agent per seat: {HELP}")
+    p.add_argument("--rules", default="classic", help="a preset name or a rules YAML file (default: classic)")
+    p.add_argument("--games", type=positive_int, default=1, help="games to play, each on its own seeded dice (default: 1)")
+    p.add_argument("--seed", type=seed_int, default=0, help="the first game's dice seed (default: 0)")
     p.add_argument("--out", default="replay.html", help="the HTML file to write (default replay.html; never overwritten without --force)")
     p.add_argument("--force", action="store_true", help="replace --out if it is a page generala replay wrote there (never a file of yours)")
     p.add_argument("--solve-2p", action="store_true", help="two players: solve the two-player table first if it is not cached (minutes)")

@@ -242,3 +242,20 @@ def test_a_long_solve_is_announced_with_a_bar_and_a_cached_one_is_not(tmp_path, 
     monkeypatch.setattr(cache_mod, "_noticed", set())
     _, source = solver_mod.load_or_solve(rules)
     assert source == "cache" and capsys.readouterr().err == ""
+
+
+def test_a_program_that_loads_torch_says_so_before_the_wait():
+    """Importing torch and SB3 takes seconds (twenty on a busy machine): train says so first."""
+    env = {k: v for k, v in os.environ.items() if k != "GENERALA_QUIET"}
+    res = subprocess.run([sys.executable, "-m", "generala_training.cli", "train", "--help"], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "generala: loading torch and stable-baselines3" in res.stderr and "--config" in res.stdout
+
+
+def test_help_of_a_program_whose_extra_is_missing_says_what_it_does_and_what_to_install(monkeypatch, capsys):
+    from generala_training.cli import main
+
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # the serve extra missing
+    assert main(["serve", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("generala serve: play in the browser") and "pip install 'generala-rl[serve]'" in out

@@ -284,6 +284,7 @@ def _main(argv=None) -> int:
     try:
         if command in PROGRAMS:
             import importlib
+            import importlib.util
 
             module, _, needs = PROGRAMS[command]
             if command == "train" and "--list-configs" in argv[1:]:  # a listing needs no training extra
@@ -291,6 +292,13 @@ def _main(argv=None) -> int:
 
                 return list_configs()
             if needs is not None:
+                if any(h in argv[1:] for h in ("-h", "--help")) and not all(importlib.util.find_spec(m) for m in needs[1]):
+                    print(f"generala {command}: {PROGRAMS[command][1]}; it needs the {needs[0]} extra: pip install 'generala-rl[{needs[0]}]'")
+                    return 0
+                if "torch" in needs[1] and "torch" not in sys.modules:
+                    from generala_env.cache import notice
+
+                    notice("torch", "loading torch and stable-baselines3 (a few seconds, longer on a busy machine)")
                 require_extra(needs[0], needs[1], "this program")
             return int(importlib.import_module(module).main(argv[1:]) or 0)
         args = build_parser().parse_args(argv)
