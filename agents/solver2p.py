@@ -32,6 +32,7 @@ import contextlib
 import hashlib
 import os
 import stat
+import sys
 import tempfile
 import threading
 import time
@@ -177,10 +178,9 @@ class Layout:
         self.layer_values = np.array([int(self.size[p].sum()) for p in self.layers], dtype=np.int64)
 
     @staticmethod
-    def bytes_needed(rules: RuleSet) -> int:
-        """What a solve holds in memory (two layers of float32 values, the pair index and
-        the per-pair arrays; the table itself goes to a file a layer at a time), counted
-        from the rule set alone before anything big is allocated."""
+    def counts(rules: RuleSet) -> tuple[list[int], int]:
+        """The number of values of each layer and the number of pairs, counted from the rule
+        set alone (no pair is listed)."""
         from collections import Counter
 
         L = rules.num_lines
@@ -198,8 +198,16 @@ class Layout:
                 w = ca[:, None] * cb[None, :]
                 layer_values[nA + nB] = int(((hi - lo + 1) * w).sum())
                 pairs += int(w.sum())
-        two_layers = max(x + y for x, y in zip(layer_values, layer_values[1:] + [0], strict=True))
-        S = 2 << L
+        return layer_values, pairs
+
+    @staticmethod
+    def bytes_needed(rules: RuleSet) -> int:
+        """What a solve holds in memory (two layers of float32 values, the pair index and
+        the per-pair arrays; the table itself goes to a file a layer at a time), counted
+        from the rule set alone before anything big is allocated."""
+        layer_values, pairs = Layout.counts(rules)
+        two_layers = max(x + y for x, y in zip(layer_values, [*layer_values[1:], 0], strict=True))
+        S = 2 << rules.num_lines
         return two_layers * 4 + pairs * (4 + 4 + 8 + 8 + 8) + S * S * 4
 
     def index_pairs(self) -> None:
@@ -552,6 +560,10 @@ def _read_cache(path: Path, rules: RuleSet) -> tuple[TwoPlayerSolver | None, str
         return None, str(e)
     except (OSError, ValueError) as e:  # a header that is not one
         return None, f"it cannot be read ({type(e).__name__}: {str(e)[:200]})"
+    size = solver.V.nbytes
+    if size > 512 << 20:  # the checks read the whole table: seconds for the bigger sheets
+        with contextlib.suppress(OSError, ValueError):
+            print(f"generala: checking the two-player table {path} ({size / 2**30:.1f} GiB) before it is used", file=sys.stderr, flush=True)
     why = meta_problem(meta, rules, SOLVER2P_VERSION, solver.V) or values_problem_2p(solver)
     if why is not None:
         return None, why
@@ -626,6 +638,51 @@ def is_cached(rules) -> bool:
     return isinstance(meta, dict) and meta.get("fingerprint") == rules.fingerprint() and meta.get("solver_version") == SOLVER2P_VERSION
 
 
+# wall-clock seconds a value takes to solve with two cores (a rough figure, measured on the
+# presets): what the announcement of a solve estimates from
+SECONDS_PER_VALUE = 1.0e-6
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} minutes"
+
+
+class SolveReport:
+    """The progress of a solve on stderr: a line at once saying what is solved, roughly how
+    long it takes, where the table goes and how to build it ahead of time; then, at most
+    every ``every`` seconds, the layer, the share of the values done, the time so far and
+    roughly what is left."""
+
+    def __init__(self, rules: RuleSet, where: Path | None, every: float = 5.0, stream=None):
+        self.rules, self.every = rules, every
+        self.stream = stream if stream is not None else sys.stderr
+        layer_values, _ = Layout.counts(rules)
+        self.ends = np.cumsum(layer_values[::-1])  # the layers in the order they are solved
+        total = int(self.ends[-1])
+        threads = min(os.cpu_count() or 1, 2) / 2
+        kept = f"kept in {where.parent} for later games" if where is not None else "not kept (no cache)"
+        self._say(
+            f"generala: solving the two-player table of the {rules.name!r} rules for optimal-2p: {total:,} values, "
+            f"about {_duration(total * SECONDS_PER_VALUE / threads)} here, {kept}; "
+            f"'generala solve --players 2 --rules {rules.name}' builds it ahead of time"
+        )
+        self.t0 = self.last = time.monotonic()
+
+    def _say(self, line: str) -> None:
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken stderr never stops a solve
+            print(line, file=self.stream, flush=True)
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every and done < total:
+            return
+        self.last = now
+        layer = min(int(np.searchsorted(self.ends, done, side="left")) + 1, len(self.ends))
+        spent = now - self.t0
+        left = f", about {_duration(spent * (total - done) / done)} left" if 0 < done < total else ""
+        self._say(f"generala: solving {self.rules.name!r}: layer {layer} of {len(self.ends)}, {done / total:.0%} of the values, {spent:.0f} s so far{left}")
+
+
 def load_or_solve_2p(
     rules, use_cache: bool = True, progress: Callable[[int, int], None] | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY
 ) -> tuple[TwoPlayerSolver, str]:
@@ -635,18 +692,24 @@ def load_or_solve_2p(
     written there (``solve2p-*.npy`` in :func:`generala_agents.solver.cache_dir`, with a ``.json``
     record of the fingerprint, solver version and checksum beside it) and shared. A cache that
     cannot be written costs a warning only. Without ``use_cache``, a table of its own is solved
-    and nothing is read or written (its values lie in a temporary file removed at once)."""
+    and nothing is read or written (its values lie in a temporary file removed at once).
+    Without ``progress``, a solve says so at once on stderr and shows its progress there
+    (:class:`SolveReport`): a program that loads ``optimal-2p`` never stalls in silence."""
     rules = load_rules(rules)
     solver = TwoPlayerSolver(rules)
     if not use_cache:
-        return solver.solve(progress=progress, max_memory=max_memory), "solved"
+        solver.check_memory(max_memory)
+        return solver.solve(progress=progress or SolveReport(rules, None), max_memory=max_memory), "solved"
     s, replace = _shared(rules)
     if s is not None:
         return s, "cache"
     solver.check_memory(max_memory)
     path = _cache_path(rules)
+    writable = replace and private_cache() is not None
+    if progress is None:
+        progress = SolveReport(rules, path if writable else None)
     solved = False
-    if replace and private_cache() is not None:
+    if writable:
         try:
             _solve_to_cache(solver, path, progress)
             solved = True

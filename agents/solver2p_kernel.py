@@ -46,48 +46,67 @@ _HALF = np.float32(0.5)
 _SIXTH = np.float32(1.0 / 6.0)
 
 
+# the helpers index rows of 2-d arrays instead of taking a row's view: a view costs a
+# reference count, an atomic operation in a parallel loop, as much as the row's arithmetic
+
+
 @cached()
 def _keep_values(X, small, add, T):
     """``X[k]`` for every keep of four dice or fewer (``small``, biggest first)."""
     for i in range(len(small)):
         k = small[i]
-        xk = X[k]
-        x0, x1, x2, x3, x4, x5 = X[add[k, 0]], X[add[k, 1]], X[add[k, 2]], X[add[k, 3]], X[add[k, 4]], X[add[k, 5]]
+        a0, a1, a2, a3, a4, a5 = add[k, 0], add[k, 1], add[k, 2], add[k, 3], add[k, 4], add[k, 5]
         for j in range(T):
-            xk[j] = ((x0[j] + x1[j]) + (x2[j] + x3[j]) + (x4[j] + x5[j])) * _SIXTH
+            X[k, j] = ((X[a0, j] + X[a1, j]) + (X[a2, j] + X[a3, j]) + (X[a4, j] + X[a5, j])) * _SIXTH
 
 
 @cached()
-def _max_rows(out, first, M, rows, u, n, T):
-    """``out = max(first, M[rows[u]], ..., M[rows[u + n - 1]])``, lane by lane, four rows a pass."""
+def _max_rows(O, o, F, f, M, rows, u, n, T):
+    """``O[o] = max(F[f], M[rows[u]], ..., M[rows[u + n - 1]])``, lane by lane, four rows a pass."""
     if n == 0:
         for j in range(T):
-            out[j] = first[j]
+            O[o, j] = F[f, j]
         return
-    src = first
+    first = True
     while n > 0:
         if n >= 4:
-            m0, m1, m2, m3 = M[rows[u]], M[rows[u + 1]], M[rows[u + 2]], M[rows[u + 3]]
-            for j in range(T):
-                out[j] = max(max(src[j], m0[j]), max(max(m1[j], m2[j]), m3[j]))
+            m0, m1, m2, m3 = rows[u], rows[u + 1], rows[u + 2], rows[u + 3]
+            if first:
+                for j in range(T):
+                    O[o, j] = max(max(F[f, j], M[m0, j]), max(max(M[m1, j], M[m2, j]), M[m3, j]))
+            else:
+                for j in range(T):
+                    O[o, j] = max(max(O[o, j], M[m0, j]), max(max(M[m1, j], M[m2, j]), M[m3, j]))
             u += 4
             n -= 4
         elif n == 3:
-            m0, m1, m2 = M[rows[u]], M[rows[u + 1]], M[rows[u + 2]]
-            for j in range(T):
-                out[j] = max(max(src[j], m0[j]), max(m1[j], m2[j]))
+            m0, m1, m2 = rows[u], rows[u + 1], rows[u + 2]
+            if first:
+                for j in range(T):
+                    O[o, j] = max(max(F[f, j], M[m0, j]), max(M[m1, j], M[m2, j]))
+            else:
+                for j in range(T):
+                    O[o, j] = max(max(O[o, j], M[m0, j]), max(M[m1, j], M[m2, j]))
             n = 0
         elif n == 2:
-            m0, m1 = M[rows[u]], M[rows[u + 1]]
-            for j in range(T):
-                out[j] = max(max(src[j], m0[j]), m1[j])
+            m0, m1 = rows[u], rows[u + 1]
+            if first:
+                for j in range(T):
+                    O[o, j] = max(max(F[f, j], M[m0, j]), M[m1, j])
+            else:
+                for j in range(T):
+                    O[o, j] = max(max(O[o, j], M[m0, j]), M[m1, j])
             n = 0
         else:
-            m0 = M[rows[u]]
-            for j in range(T):
-                out[j] = max(src[j], m0[j])
+            m0 = rows[u]
+            if first:
+                for j in range(T):
+                    O[o, j] = max(F[f, j], M[m0, j])
+            else:
+                for j in range(T):
+                    O[o, j] = max(O[o, j], M[m0, j])
             n = 0
-        src = out
+        first = False
 
 
 @cached()
@@ -97,7 +116,7 @@ def _submultiset_max(X, H, small, sub_start, sub_list, T):
     ``sub_list[sub_start[k] : sub_start[k + 1]]`` are the distinct keeps of ``k`` less one die."""
     for i in range(len(small) - 1, -1, -1):
         k = small[i]
-        _max_rows(H[k], X[k], H, sub_list, sub_start[k], sub_start[k + 1] - sub_start[k], T)
+        _max_rows(H, k, X, k, H, sub_list, sub_start[k], sub_start[k + 1] - sub_start[k], T)
 
 
 # long, and many arguments: one numba kernel (njit takes arrays, not the layout object) whose prange loop is a whole layer
@@ -148,11 +167,11 @@ def solve_layer(
         X2 = np.empty((_K, tile), dtype=np.float32)
         X1 = np.empty((_K, tile), dtype=np.float32)
         H = np.empty((_K, tile), dtype=np.float32)
-        row = np.empty(tile, dtype=np.float32)
+        row = np.empty((1, tile), dtype=np.float32)
         acc = np.empty(tile)  # float64: a sum of 252 terms
         sums = np.empty((_K if locked else 0, tile))  # float64: each keep's sum over its rolls
         open_lines = np.empty(L, dtype=np.int64)
-        writes = np.empty((2, _R, L), dtype=np.int64)  # per served and roll, the Wc row of each open line
+        writes = np.empty(2 * _R * L, dtype=np.int64)  # per (served, roll), the Wc row of each open line: L apart
         for i in range(t, n, nthreads):
             p = pairs[i]
             a = pair_a[p]
@@ -171,7 +190,7 @@ def solve_layer(
                 for r in range(_R):
                     for i_l in range(n_open):
                         l = open_lines[i_l]
-                        writes[served, r, i_l] = l * C + (zero_code[l] if l == blocked else codes[l, r, served])
+                        writes[(served * _R + r) * L + i_l] = l * C + (zero_code[l] if l == blocked else codes[l, r, served])
             D = size[p]
             tiles = (D + tile - 1) // tile
             T = ((D + tiles - 1) // tiles + 7) // 8 * 8  # as few lanes as cover D in equal tiles
@@ -184,7 +203,6 @@ def solve_layer(
                         pt = code_pts[l, c]
                         if pt < 0:
                             break
-                        w = Wc[l * C + c]
                         nflag = aflag
                         if l == gen and dbl >= 0:
                             nflag = 1 if pt > 0 else 0
@@ -192,7 +210,7 @@ def solve_layer(
                         if (na >> 1) == full and bmask == full:  # the game's last write
                             for j in range(T):
                                 s = d0 + j + pt
-                                w[j] = _ONE if s > 0 else (_HALF if s == 0 else np.float32(0.0))
+                                Wc[l * C + c, j] = _ONE if s > 0 else (_HALF if s == 0 else np.float32(0.0))
                         else:
                             q = pair_of[b, na]
                             ql = lo[q]
@@ -204,20 +222,20 @@ def solve_layer(
                                     x = 0
                                 elif x >= qn:
                                     x = qn - 1
-                                w[j] = _ONE - V_next[qo + x]
+                                Wc[l * C + c, j] = _ONE - V_next[qo + x]
                 for r in range(_R):  # the third roll: the best write
-                    ws = writes[0, r]
-                    _max_rows(X2[roll_keep[r]], Wc[ws[0]], Wc, ws, 1, n_open - 1, T)
+                    u = r * L
+                    _max_rows(X2, roll_keep[r], Wc, writes[u], Wc, writes, u + 1, n_open - 1, T)
                 _keep_values(X2, small, add, T)
                 if locked:
                     # the second roll's keeps from the (first keep, roll) pairs: the second keep must hold the first
                     sums[:] = 0.0
                     for u in range(len(lp_roll)):
-                        _max_rows(row, X2[roll_keep[lp_roll[u]]], X2, lp_list, lp_start[u], lp_start[u + 1] - lp_start[u], T)
+                        _max_rows(row, 0, X2, roll_keep[lp_roll[u]], X2, lp_list, lp_start[u], lp_start[u + 1] - lp_start[u], T)
                         k1 = lp_keep[u]
                         pr = lp_prob[u]
                         for j in range(T):
-                            sums[k1, j] += pr * row[j]
+                            sums[k1, j] += pr * row[0, j]
                     for k in range(_K):
                         for j in range(T):
                             X1[k, j] = sums[k, j]
@@ -225,7 +243,7 @@ def solve_layer(
                     _submultiset_max(X2, H, small, sub_start, sub_list, T)
                     for r in range(_R):  # the second roll: write now or the best reroll
                         rk = roll_keep[r]
-                        _max_rows(X1[rk], X2[rk], H, sub_list, sub_start[rk], sub_start[rk + 1] - sub_start[rk], T)
+                        _max_rows(X1, rk, X2, rk, H, sub_list, sub_start[rk], sub_start[rk + 1] - sub_start[rk], T)
                     _keep_values(X1, small, add, T)
                 # the first roll, where writes are served and a served generala may win
                 _submultiset_max(X1, H, small, sub_start, sub_list, T)
@@ -237,12 +255,12 @@ def solve_layer(
                         for j in range(T):
                             acc[j] += pr
                         continue
-                    ws = writes[1, r]
-                    _max_rows(row, Wc[ws[0]], Wc, ws, 1, n_open - 1, T)
+                    u = (_R + r) * L
+                    _max_rows(row, 0, Wc, writes[u], Wc, writes, u + 1, n_open - 1, T)
                     rk = roll_keep[r]
-                    _max_rows(row, row, H, sub_list, sub_start[rk], sub_start[rk + 1] - sub_start[rk], T)
+                    _max_rows(row, 0, row, 0, H, sub_list, sub_start[rk], sub_start[rk + 1] - sub_start[rk], T)
                     for j in range(T):
-                        acc[j] += pr * row[j]
+                        acc[j] += pr * row[0, j]
                 o = off[p] - out_base + t0
                 for j in range(min(T, D - t0)):
                     V_out[o + j] = acc[j]

@@ -109,6 +109,51 @@ def test_trimmed_table_equals_the_untrimmed_recursion(spec):
 
 
 @pytest.mark.parametrize(
+    ("spec", "value"),
+    [  # seat 0's value from the first solver (version 1: float64 turns, the whole table in memory)
+        (SMALL, 0.4934261441230774),
+        ({**SMALL, "locked_holds": True}, 0.4932960271835327),
+        ({"lines": ["twos", "fours", "straight", "generala", "double_generala"]}, 0.4921638071537018),
+    ],
+)
+def test_the_first_players_value_is_the_first_solvers(spec, value):
+    assert solve(spec).first_player_value == pytest.approx(value, abs=1e-6)
+
+
+def test_a_solve_started_by_a_program_says_so_at_once_and_shows_its_layers(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    agents.load("optimal-2p", rules=SMALL)
+    lines = capsys.readouterr().err.splitlines()
+    first = lines[0]
+    assert "solving the two-player table" in first and "optimal-2p" in first and "about " in first
+    assert str(tmp_path) in first and "'generala solve --players 2 --rules " in first
+    # five lines a sheet: ten layers of turns, the last line at the end of the last one
+    assert "layer 10 of 10, 100% of the values" in lines[-1]
+    agents.load("optimal-2p", rules=SMALL)  # from the table this process holds: nothing to say
+    assert capsys.readouterr().err == ""
+
+
+def test_the_progress_lines_name_the_layer_and_the_time_left():
+    import io
+
+    from generala_agents.solver2p import SolveReport
+
+    out = io.StringIO()
+    report = SolveReport(load_rules(SMALL), None, every=0.0, stream=out)
+    lay = Layout(load_rules(SMALL))
+    # the layers are solved last first: the values up to the end of the first one solved
+    first_layer = int(lay.layer_values[-1])
+    report(first_layer, lay.num_values)
+    report(first_layer + 1, lay.num_values)
+    report(lay.num_values, lay.num_values)
+    lines = out.getvalue().splitlines()
+    assert "not kept (no cache)" in lines[0] and f"{lay.num_values:,} values" in lines[0]
+    assert "layer 1 of 10" in lines[1] and "left" in lines[1]
+    assert "layer 2 of 10" in lines[2]
+    assert "layer 10 of 10, 100% of the values" in lines[3] and "left" not in lines[3]
+
+
+@pytest.mark.parametrize(
     "spec",
     [
         SMALL,
