@@ -405,6 +405,7 @@ class TwoPlayerSolver:
         L = self.L
         P = points_table(self.rules).astype(np.int64)
         mask, flag = a >> 1, a & 1
+        V = np.asarray(self.V)  # a memory map read as a plain array: indexing it costs no subclass hooks
         W = np.full((L, NUM_ROLLS, 2), NEG)
         blocked = self.dbl if (self.dbl >= 0 and not flag) else -1
         for l in range(L):
@@ -419,7 +420,7 @@ class TwoPlayerSolver:
                 continue
             q = lay.pair_of[b, na]
             x = np.clip(-total - lay.lo[q], 0, lay.size[q] - 1)
-            W[l] = 1.0 - self.V[lay.off[q] + x].astype(np.float64)
+            W[l] = 1.0 - V[lay.off[q] + x].astype(np.float64)
         if self.served_win and self.gen >= 0 and not (mask >> self.gen) & 1:
             five = FIVE_ALIKE
             W[:, five, 1] = NEG
@@ -649,38 +650,65 @@ def _duration(seconds: float) -> str:
 
 class SolveReport:
     """The progress of a solve on stderr: a line at once saying what is solved, roughly how
-    long it takes, where the table goes and how to build it ahead of time; then, at most
-    every ``every`` seconds, the layer, the share of the values done, the time so far and
-    roughly what is left."""
+    long it takes and where the table goes (and how to build it ahead of time); then every
+    ``every`` seconds, from a thread of its own (the first batch waits for numba to compile
+    the loops, the first time), the layer, the share of the values done, the time so far
+    and roughly what is left; a last line when the solve is done. ``every=0``: a line at
+    each call instead, and no thread."""
 
     def __init__(self, rules: RuleSet, where: Path | None, every: float = 5.0, stream=None):
         self.rules, self.every = rules, every
         self.stream = stream if stream is not None else sys.stderr
         layer_values, _ = Layout.counts(rules)
         self.ends = np.cumsum(layer_values[::-1])  # the layers in the order they are solved
-        total = int(self.ends[-1])
+        self.done, self.total = 0, int(self.ends[-1])
         threads = min(os.cpu_count() or 1, 2) / 2
-        kept = f"kept in {where.parent} for later games" if where is not None else "not kept (no cache)"
-        self._say(
-            f"generala: solving the two-player table of the {rules.name!r} rules for optimal-2p: {total:,} values, "
-            f"about {_duration(total * SECONDS_PER_VALUE / threads)} here, {kept}; "
-            f"'generala solve --players 2 --rules {rules.name}' builds it ahead of time"
+        kept = (
+            f"kept in {where.parent} for later games; 'generala solve --players 2 --rules {rules.name}' builds it ahead of time"
+            if where is not None
+            else "not kept (no cache)"
         )
-        self.t0 = self.last = time.monotonic()
+        self._say(
+            f"generala: solving the two-player table of the {rules.name!r} rules for optimal-2p: {self.total:,} values, "
+            f"about {_duration(self.total * SECONDS_PER_VALUE / threads)} here, {kept}"
+        )
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if every > 0:
+            self._thread = threading.Thread(target=self._tick, name="solve2p-progress", daemon=True)
+            self._thread.start()
 
     def _say(self, line: str) -> None:
         with contextlib.suppress(OSError, ValueError):  # a closed or broken stderr never stops a solve
             print(line, file=self.stream, flush=True)
 
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self.last < self.every and done < total:
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every):
+            self._line()
+
+    def _line(self) -> None:
+        done, total = self.done, self.total
+        spent = time.monotonic() - self.t0
+        name = self.rules.name
+        if done == 0:
+            self._say(f"generala: solving {name!r}: getting ready, {spent:.0f} s so far (the first solve here compiles its loops: a minute or two)")
             return
-        self.last = now
         layer = min(int(np.searchsorted(self.ends, done, side="left")) + 1, len(self.ends))
-        spent = now - self.t0
-        left = f", about {_duration(spent * (total - done) / done)} left" if 0 < done < total else ""
-        self._say(f"generala: solving {self.rules.name!r}: layer {layer} of {len(self.ends)}, {done / total:.0%} of the values, {spent:.0f} s so far{left}")
+        # the first layers are small and cost more a value: no estimate from them
+        left = f", about {_duration(spent * (total - done) / done)} left" if 0.02 * total <= done < total else ""
+        self._say(f"generala: solving {name!r}: layer {layer} of {len(self.ends)}, {done / total:.0%} of the values, {spent:.0f} s so far{left}")
+
+    def __call__(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        if done >= total:
+            self.close()
+        if self._thread is None or done >= total:
+            self._line()
+
+    def close(self) -> None:
+        """Stop the lines (the solve ended, or failed)."""
+        self._stop.set()
 
 
 def load_or_solve_2p(
@@ -699,24 +727,34 @@ def load_or_solve_2p(
     solver = TwoPlayerSolver(rules)
     if not use_cache:
         solver.check_memory(max_memory)
-        return solver.solve(progress=progress or SolveReport(rules, None), max_memory=max_memory), "solved"
+        report = SolveReport(rules, None) if progress is None else None
+        try:
+            return solver.solve(progress=progress or report, max_memory=max_memory), "solved"
+        finally:
+            if report is not None:
+                report.close()
     s, replace = _shared(rules)
     if s is not None:
         return s, "cache"
     solver.check_memory(max_memory)
     path = _cache_path(rules)
     writable = replace and private_cache() is not None
-    if progress is None:
-        progress = SolveReport(rules, path if writable else None)
-    solved = False
-    if writable:
-        try:
-            _solve_to_cache(solver, path, progress)
-            solved = True
-        except (OSError, FileProblem) as err:
-            solved = solver.V.size > 0  # the record failed, not the values
-            warnings.warn(f"cannot write the two-player solver cache {path}: {err}; the values are kept for this process only", RuntimeWarning, stacklevel=2)
-    if not solved:
-        solver.solve(progress=progress, max_memory=None)
+    report = SolveReport(rules, path if writable else None) if progress is None else None
+    try:
+        solved = False
+        if writable:
+            try:
+                _solve_to_cache(solver, path, progress or report)
+                solved = True
+            except (OSError, FileProblem) as err:
+                solved = solver.V.size > 0  # the record failed, not the values
+                warnings.warn(
+                    f"cannot write the two-player solver cache {path}: {err}; the values are kept for this process only", RuntimeWarning, stacklevel=2
+                )
+        if not solved:
+            solver.solve(progress=progress or report, max_memory=None)
+    finally:
+        if report is not None:
+            report.close()
     with _tables_lock:
         return _tables.setdefault(str(path), solver), "solved"

@@ -141,16 +141,31 @@ def test_the_progress_lines_name_the_layer_and_the_time_left():
     out = io.StringIO()
     report = SolveReport(load_rules(SMALL), None, every=0.0, stream=out)
     lay = Layout(load_rules(SMALL))
+    total = lay.num_values
     # the layers are solved last first: the values up to the end of the first one solved
     first_layer = int(lay.layer_values[-1])
-    report(first_layer, lay.num_values)
-    report(first_layer + 1, lay.num_values)
-    report(lay.num_values, lay.num_values)
+    for done in (first_layer, first_layer + 1, total // 2, total):
+        report(done, total)
     lines = out.getvalue().splitlines()
-    assert "not kept (no cache)" in lines[0] and f"{lay.num_values:,} values" in lines[0]
-    assert "layer 1 of 10" in lines[1] and "left" in lines[1]
-    assert "layer 2 of 10" in lines[2]
-    assert "layer 10 of 10, 100% of the values" in lines[3] and "left" not in lines[3]
+    assert "not kept (no cache)" in lines[0] and f"{total:,} values" in lines[0] and "generala solve" not in lines[0]
+    assert "layer 1 of 10" in lines[1] and "layer 2 of 10" in lines[2]
+    assert "left" in lines[3]
+    assert "layer 10 of 10, 100% of the values" in lines[4] and "left" not in lines[4]
+
+
+def test_a_solve_that_has_not_started_says_it_is_getting_ready():
+    import io
+    import time
+
+    from generala_agents.solver2p import SolveReport
+
+    out = io.StringIO()
+    report = SolveReport(load_rules(SMALL), None, every=0.02, stream=out)
+    deadline = time.monotonic() + 30
+    while "getting ready" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    report.close()
+    assert "getting ready" in out.getvalue()
 
 
 @pytest.mark.parametrize(
