@@ -22,8 +22,10 @@ sheet can still gain and ``F(s)`` the most its filled lines can hold:
 So each pair of sheets stores ``V`` for ``d`` from ``max(−M(a) − 1, −F(b))`` to
 ``min(M(b) + 1, F(a))``, and a look-up outside that range takes its nearest end. Pairs
 are solved a layer at a time (by the number of filled lines), every turn vectorised
-over the score differences in numba. The values are float32, cached on disk like the
-one-player table (rule-set fingerprint, solver version and a checksum).
+over the score differences in numba; each layer goes to the table's file when it is done,
+so a solve holds two layers in memory. The values are float32, cached on disk like the
+one-player table (rule-set fingerprint, solver version and a checksum) and read back as a
+read-only memory map.
 """
 
 from __future__ import annotations
