@@ -22,21 +22,27 @@ sheet can still gain and ``F(s)`` the most its filled lines can hold:
 So each pair of sheets stores ``V`` for ``d`` from ``max(−M(a) − 1, −F(b))`` to
 ``min(M(b) + 1, F(a))``, and a look-up outside that range takes its nearest end. Pairs
 are solved a layer at a time (by the number of filled lines), every turn vectorised
-over the score differences in numba. The values are float32, cached on disk like the
-one-player table (rule-set fingerprint, solver version and a checksum).
+over the score differences in numba; each layer goes to the table's file when it is done,
+so a solve holds two layers in memory. The values are float32, cached on disk like the
+one-player table (rule-set fingerprint, solver version and a checksum) and read back as a
+read-only memory map.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
+import sys
+import tempfile
 import threading
 import time
 import warnings
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -68,8 +74,10 @@ from .solver import (
     replaceable,
 )
 
-SOLVER2P_VERSION = 1
+SOLVER2P_VERSION = 2
 DEFAULT_MAX_MEMORY = 2 * 2**30  # bytes a solve may allocate unless told otherwise
+Progress = Callable[[int, int], None]  # (values solved, values in all)
+TILE = 512  # the most score differences a turn is solved for at once (lanes of the kernel's loops)
 
 
 class SolveTooBigError(ValueError):
@@ -83,7 +91,9 @@ def _keep_of(counts) -> int:
 
 @lru_cache(maxsize=1)
 def _dice_tables():
-    """Keeps ordered by size; a keep plus or minus one face; each roll as a keep."""
+    """A keep plus one face; the distinct keeps of a keep less one die (a flat list and
+    where each keep's part starts); each roll as a keep; the keeps of four dice or fewer,
+    biggest first."""
     add = np.full((NUM_KEEPS, FACES), -1, dtype=np.int32)
     sub = np.full((NUM_KEEPS, FACES), -1, dtype=np.int32)
     for k in range(NUM_KEEPS):
@@ -98,10 +108,13 @@ def _dice_tables():
                 c2[f] -= 1
                 sub[k, f] = _keep_of(c2)
     roll_keep = np.array([_keep_of(ROLL_COUNTS[r]) for r in range(NUM_ROLLS)], dtype=np.int32)
-    keep_roll = np.full(NUM_KEEPS, -1, dtype=np.int32)
-    keep_roll[roll_keep] = np.arange(NUM_ROLLS, dtype=np.int32)
-    by_size = np.argsort(KEEP_SIZE, kind="stable").astype(np.int32)
-    return add, sub, roll_keep, keep_roll, by_size, KEEP_SIZE.astype(np.int32)
+    by_size = np.argsort(-KEEP_SIZE, kind="stable").astype(np.int32)
+    small = by_size[KEEP_SIZE[by_size] < 5]  # the keeps of four dice or fewer, biggest first
+    # the distinct keeps of each keep less one die, as one flat list
+    lists = [sorted({int(s) for s in row if s >= 0}) for row in sub]
+    sub_start = np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64)
+    sub_list = np.array([s for x in lists for s in x], dtype=np.int32)
+    return add, sub_start, sub_list, roll_keep, small
 
 
 # -- layout of the table -----------------------------------------------------------------------
@@ -127,7 +140,10 @@ def _sheets(rules: RuleSet) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
 
 
 class Layout:
-    """Which (mover sheet, opponent sheet) pairs exist, and where each one's values lie."""
+    """Which (mover sheet, opponent sheet) pairs exist, and where each one's values lie.
+
+    Pairs come a layer at a time, the last layer first (the order they are solved in), so
+    a solve writes its table front to back and holds only two layers in memory."""
 
     def __init__(self, rules: RuleSet):
         L = rules.num_lines
@@ -144,10 +160,13 @@ class Layout:
                 A = np.repeat(np.array(sheets[nA], dtype=np.int64), len(sheets[nB]))
                 B = np.tile(np.array(sheets[nB], dtype=np.int64), len(sheets[nA]))
                 layers[nA + nB] = (A, B)
-        self.pair_a = np.concatenate([x[0] for x in layers]).astype(np.int32)
-        self.pair_b = np.concatenate([x[1] for x in layers]).astype(np.int32)
-        bounds = np.cumsum([0] + [len(x[0]) for x in layers])
-        self.layers = [np.arange(bounds[n], bounds[n + 1], dtype=np.int64) for n in range(2 * L)]
+        order = list(range(2 * L - 1, -1, -1))
+        self.pair_a = np.concatenate([layers[n][0] for n in order]).astype(np.int32)
+        self.pair_b = np.concatenate([layers[n][1] for n in order]).astype(np.int32)
+        bounds = np.cumsum([0] + [len(layers[n][0]) for n in order])
+        self.layers: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * (2 * L)
+        for i, n in enumerate(order):
+            self.layers[n] = np.arange(bounds[i], bounds[i + 1], dtype=np.int64)
         a, b = self.pair_a.astype(np.int64), self.pair_b.astype(np.int64)
         self.lo = np.maximum(-gain[a] - 1, -held[b])
         hi = np.minimum(gain[b] + 1, held[a])
@@ -156,18 +175,22 @@ class Layout:
         self.num_values = int(self.size.sum())
         self.num_pairs = len(self.pair_a)
         self.S = S
+        # per layer, where its values start in the table and how many there are
+        self.layer_start = np.array([int(self.off[p[0]]) for p in self.layers], dtype=np.int64)
+        self.layer_values = np.array([int(self.size[p].sum()) for p in self.layers], dtype=np.int64)
 
     @staticmethod
-    def bytes_needed(rules: RuleSet) -> int:
-        """What a solve allocates (the float32 values, the pair index and per-pair arrays),
-        counted from the rule set alone before anything big is allocated."""
+    def counts(rules: RuleSet) -> tuple[list[int], int]:
+        """The number of values of each layer and the number of pairs, counted from the rule
+        set alone (no pair is listed)."""
         from collections import Counter
 
         L = rules.num_lines
         sheets, gain, held = _sheets(rules)
         # per filled count, the number of sheets of each (gain, held): enough to count pairs and values
         per_n = [Counter(zip(gain[ids].tolist(), held[ids].tolist(), strict=True)) for ids in map(np.array, sheets)]
-        values = pairs = 0
+        layer_values = [0] * (2 * L)
+        pairs = 0
         for nA in range(L):
             for nB in (nA, nA + 1):
                 ga, ha, ca = (np.array(x) for x in zip(*[(g, h, c) for (g, h), c in per_n[nA].items()], strict=True))
@@ -175,10 +198,19 @@ class Layout:
                 lo = np.maximum(-ga[:, None] - 1, -hb[None, :])
                 hi = np.minimum(gb[None, :] + 1, ha[:, None])
                 w = ca[:, None] * cb[None, :]
-                values += int(((hi - lo + 1) * w).sum())
+                layer_values[nA + nB] = int(((hi - lo + 1) * w).sum())
                 pairs += int(w.sum())
-        S = 2 << L
-        return values * 4 + pairs * (4 + 4 + 8 + 8 + 8) + S * S * 4
+        return layer_values, pairs
+
+    @staticmethod
+    def bytes_needed(rules: RuleSet) -> int:
+        """What a solve holds in memory (two layers of float32 values, the pair index and
+        the per-pair arrays; the table itself goes to a file a layer at a time), counted
+        from the rule set alone before anything big is allocated."""
+        layer_values, pairs = Layout.counts(rules)
+        two_layers = max(x + y for x, y in zip(layer_values, [*layer_values[1:], 0], strict=True))
+        S = 2 << rules.num_lines
+        return two_layers * 4 + pairs * (4 + 4 + 8 + 8 + 8) + S * S * 4
 
     def index_pairs(self) -> None:
         self.pair_of = np.full((self.S, self.S), -1, dtype=np.int32)
@@ -243,41 +275,65 @@ class TwoPlayerSolver:
         return self.layout
 
     # -- solving -----------------------------------------------------------------------------
-    # long: the memory check, the tables the kernel reads, and the batches of sheet pairs in order
-    def solve(self, progress: Callable[[int, int], None] | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> TwoPlayerSolver:
-        """Solve every pair; ``progress(values done, values in all)`` after each batch.
-        Raises :class:`SolveTooBigError` before allocating when the table needs more than
-        ``max_memory`` bytes (``None``: no limit)."""
+    def check_memory(self, max_memory: int | None) -> None:
+        """Raise :class:`SolveTooBigError` when a solve needs more than ``max_memory`` bytes
+        (``None``: no limit)."""
         need = Layout.bytes_needed(self.rules)
         if max_memory is not None and need > max_memory:
             raise SolveTooBigError(
-                f"the two-player table of rules {self.rules.name!r} needs about {need / 2**30:.2f} GiB, "
+                f"the two-player solve of rules {self.rules.name!r} needs about {need / 2**30:.2f} GiB, "
                 f"more than the {max_memory / 2**30:.2f} GiB allowed; allow more memory (generala solve --max-memory GIB) "
                 "or solve a smaller sheet"
             )
+
+    def solve(self, progress: Progress | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> TwoPlayerSolver:
+        """Solve every pair; ``progress(values done, values in all)`` after each batch.
+        Raises :class:`SolveTooBigError` before allocating when the solve needs more than
+        ``max_memory`` bytes (``None``: no limit). The values go to a temporary file that
+        is removed at once (it lives while this process maps it): memory holds two layers."""
+        self.check_memory(max_memory)
+        f = tempfile.TemporaryFile()  # noqa: SIM115  # mapped below: the map outlives the file object
+        with f:
+            offset = self.solve_into(f, progress)[1]
+            f.flush()
+            self.V = np.memmap(f, dtype=np.float32, mode="r", offset=offset, shape=(self._index().num_values,))
+        return self
+
+    # long: the tables the kernel reads, then the layers in order, each written as it is done
+    def solve_into(self, f: IO[bytes], progress: Progress | None = None) -> tuple[str, int]:
+        """Solve every pair, writing the table to ``f`` as a ``.npy`` file a layer at a time;
+        the SHA-256 of the values and where they start in the file. Sets
+        :attr:`solve_seconds`, not :attr:`V` (``f`` may be open for writing only)."""
         t0 = time.perf_counter()
         lay = self._index()
-        V = np.zeros(lay.num_values, dtype=np.float32)
         code_pts, codes, zero_code = _line_codes(self.rules)
-        add, sub, roll_keep, keep_roll, by_size, keep_size = _dice_tables()
+        add, sub_start, sub_list, roll_keep, small = _dice_tables()
         lp = (
             _locked_lists()
             if self.rules.locked_holds
             else (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0), np.zeros(1, np.int64), np.zeros(0, np.int32))
         )
-        five_alike = FIVE_ALIKE
         import numba
 
-        from .solver2p_kernel import solve_pairs
+        from .solver2p_kernel import solve_layer
 
         nthreads = numba.get_num_threads()
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False, "shape": (lay.num_values,)}
+        )
+        offset = f.tell()
+        digest = hashlib.sha256()
+        widest = max(int(x) for x in lay.layer_values)
+        V_next = np.zeros(widest, dtype=np.float32)  # the layer after the one being solved
+        V_out = np.zeros(widest, dtype=np.float32)
         done = 0
-        for n in range(2 * self.L - 1, -1, -1):  # a layer's successors lie in the layer above
+        for n in range(2 * self.L - 1, -1, -1):  # a layer's successors lie in the layer after it
             pairs = lay.layers[n]
-            dmax = int(lay.size[pairs].max())
-            for s in range(0, len(pairs), 4096):
-                batch = pairs[s : s + 4096]
-                solve_pairs(
+            base = int(lay.layer_start[n])
+            next_base = int(lay.layer_start[n + 1]) if n + 1 < 2 * self.L else 0
+            for s in range(0, len(pairs), 8192):
+                batch = pairs[s : s + 8192]
+                solve_layer(
                     batch,
                     lay.pair_a,
                     lay.pair_b,
@@ -285,7 +341,10 @@ class TwoPlayerSolver:
                     lay.size,
                     lay.off,
                     lay.pair_of,
-                    V,
+                    V_next,
+                    next_base,
+                    V_out,
+                    base,
                     codes,
                     code_pts,
                     zero_code,
@@ -294,24 +353,26 @@ class TwoPlayerSolver:
                     self.served_win,
                     lay.full,
                     add,
-                    sub,
+                    sub_start,
+                    sub_list,
                     roll_keep,
-                    keep_roll,
-                    by_size,
-                    keep_size,
+                    small,
                     FULL_ROLL_PROB,
-                    five_alike,
+                    FIVE_ALIKE,
                     self.rules.locked_holds,
                     *lp,
-                    dmax,
+                    TILE,
                     nthreads,
                 )
                 done += int(lay.size[batch].sum())
                 if progress is not None:
                     progress(done, lay.num_values)
-        self.V = V
+            layer = V_out[: int(lay.layer_values[n])].view(np.uint8)  # the values' bytes, not a copy
+            f.write(layer.data)
+            digest.update(layer.data)
+            V_next, V_out = V_out, V_next
         self.solve_seconds = time.perf_counter() - t0
-        return self
+        return digest.hexdigest(), offset
 
     # -- reading the table ------------------------------------------------------------------------
     @staticmethod
@@ -346,6 +407,7 @@ class TwoPlayerSolver:
         L = self.L
         P = points_table(self.rules).astype(np.int64)
         mask, flag = a >> 1, a & 1
+        V = np.asarray(self.V)  # a memory map read as a plain array: indexing it costs no subclass hooks
         W = np.full((L, NUM_ROLLS, 2), NEG)
         blocked = self.dbl if (self.dbl >= 0 and not flag) else -1
         for l in range(L):
@@ -360,7 +422,7 @@ class TwoPlayerSolver:
                 continue
             q = lay.pair_of[b, na]
             x = np.clip(-total - lay.lo[q], 0, lay.size[q] - 1)
-            W[l] = 1.0 - self.V[lay.off[q] + x].astype(np.float64)
+            W[l] = 1.0 - V[lay.off[q] + x].astype(np.float64)
         if self.served_win and self.gen >= 0 and not (mask >> self.gen) & 1:
             five = FIVE_ALIKE
             W[:, five, 1] = NEG
@@ -413,15 +475,21 @@ def _cache_path(rules: RuleSet) -> Path:
     return cache_dir() / f"solve2p-{rules.fingerprint()}-v{SOLVER2P_VERSION}.npy"
 
 
-def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
-    """The values as ``path`` (``.npy``), then their metadata beside it (``.json``), each
-    written whole or not at all (:func:`generala_env.files.write_atomic`)."""
-    write_atomic(path, lambda f: np.save(f, V, allow_pickle=False))
+def _solve_to_cache(solver: TwoPlayerSolver, path: Path, progress: Progress | None) -> None:
+    """Solve into ``path`` (``.npy``, a layer at a time), then write its record beside it
+    (``.json``), each whole or not at all (:func:`generala_env.files.write_atomic`); the
+    solver's values are then mapped from ``path``."""
+    written: list[str] = []
+    write_atomic(path, lambda f: written.append(solver.solve_into(f, progress)[0]))
+    solver.V = _open_table(path, solver._index().num_values)
+    # the checksum of the values as they were written: reading them back would bring the whole table into memory
+    meta = cache_meta(solver.rules, SOLVER2P_VERSION, np.zeros(0, np.float32), solver.solve_seconds, first_player_value=solver.first_player_value)
+    meta["checksum"] = written[0]
     side = path.with_suffix(".json")
     try:
         write_json(side, meta, indent=1)
     except (OSError, FileProblem) as e:  # values without their metadata are never read: do not keep gigabytes for nothing
-        path.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)  # the values stay mapped in this process
         raise FileProblem(f"{e} (writing {side}; {path.name} removed again)") from None
 
 
@@ -495,6 +563,10 @@ def _read_cache(path: Path, rules: RuleSet) -> tuple[TwoPlayerSolver | None, str
         return None, str(e)
     except (OSError, ValueError) as e:  # a header that is not one
         return None, f"it cannot be read ({type(e).__name__}: {str(e)[:200]})"
+    size = solver.V.nbytes
+    if size > 512 << 20:  # the checks read the whole table: seconds for the bigger sheets
+        with contextlib.suppress(OSError, ValueError):
+            print(f"generala: checking the two-player table {path} ({size / 2**30:.1f} GiB) before it is used", file=sys.stderr, flush=True)
     why = meta_problem(meta, rules, SOLVER2P_VERSION, solver.V) or values_problem_2p(solver)
     if why is not None:
         return None, why
@@ -569,6 +641,78 @@ def is_cached(rules) -> bool:
     return isinstance(meta, dict) and meta.get("fingerprint") == rules.fingerprint() and meta.get("solver_version") == SOLVER2P_VERSION
 
 
+# wall-clock seconds a value takes to solve with two cores (a rough figure, measured on the
+# presets): what the announcement of a solve estimates from
+SECONDS_PER_VALUE = 1.0e-6
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} minutes"
+
+
+class SolveReport:
+    """The progress of a solve on stderr: a line at once saying what is solved, roughly how
+    long it takes and where the table goes (and how to build it ahead of time); then every
+    ``every`` seconds, from a thread of its own (the first batch waits for numba to compile
+    the loops, the first time), the layer, the share of the values done, the time so far
+    and roughly what is left; a last line when the solve is done. ``every=0``: a line at
+    each call instead, and no thread."""
+
+    def __init__(self, rules: RuleSet, where: Path | None, every: float = 5.0, stream=None):
+        self.rules, self.every = rules, every
+        self.stream = stream if stream is not None else sys.stderr
+        layer_values, _ = Layout.counts(rules)
+        self.ends = np.cumsum(layer_values[::-1])  # the layers in the order they are solved
+        self.done, self.total = 0, int(self.ends[-1])
+        threads = min(os.cpu_count() or 1, 2) / 2
+        kept = (
+            f"kept in {where.parent} for later games; 'generala solve --players 2 --rules {rules.name}' builds it ahead of time"
+            if where is not None
+            else "not kept (no cache)"
+        )
+        self._say(
+            f"generala: solving the two-player table of the {rules.name!r} rules for optimal-2p: {self.total:,} values, "
+            f"about {_duration(self.total * SECONDS_PER_VALUE / threads)} here, {kept}"
+        )
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if every > 0:
+            self._thread = threading.Thread(target=self._tick, name="solve2p-progress", daemon=True)
+            self._thread.start()
+
+    def _say(self, line: str) -> None:
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken stderr never stops a solve
+            print(line, file=self.stream, flush=True)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every):
+            self._line()
+
+    def _line(self) -> None:
+        done, total = self.done, self.total
+        spent = time.monotonic() - self.t0
+        name = self.rules.name
+        if done == 0:
+            self._say(f"generala: solving {name!r}: getting ready, {spent:.0f} s so far (the first solve here compiles its loops: a minute or two)")
+            return
+        layer = min(int(np.searchsorted(self.ends, done, side="left")) + 1, len(self.ends))
+        # the first layers are small and cost more a value: no estimate from them
+        left = f", about {_duration(spent * (total - done) / done)} left" if 0.02 * total <= done < total else ""
+        self._say(f"generala: solving {name!r}: layer {layer} of {len(self.ends)}, {done / total:.0%} of the values, {spent:.0f} s so far{left}")
+
+    def __call__(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        if done >= total:
+            self.close()
+        if self._thread is None or done >= total:
+            self._line()
+
+    def close(self) -> None:
+        """Stop the lines (the solve ended, or failed)."""
+        self._stop.set()
+
+
 def load_or_solve_2p(
     rules, use_cache: bool = True, progress: Callable[[int, int], None] | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY
 ) -> tuple[TwoPlayerSolver, str]:
@@ -578,20 +722,41 @@ def load_or_solve_2p(
     written there (``solve2p-*.npy`` in :func:`generala_agents.solver.cache_dir`, with a ``.json``
     record of the fingerprint, solver version and checksum beside it) and shared. A cache that
     cannot be written costs a warning only. Without ``use_cache``, a table of its own is solved
-    and nothing is read or written."""
+    and nothing is read or written (its values lie in a temporary file removed at once).
+    Without ``progress``, a solve says so at once on stderr and shows its progress there
+    (:class:`SolveReport`): a program that loads ``optimal-2p`` never stalls in silence."""
     rules = load_rules(rules)
+    solver = TwoPlayerSolver(rules)
     if not use_cache:
-        return TwoPlayerSolver(rules).solve(progress=progress, max_memory=max_memory), "solved"
+        solver.check_memory(max_memory)
+        report = SolveReport(rules, None) if progress is None else None
+        try:
+            return solver.solve(progress=progress or report, max_memory=max_memory), "solved"
+        finally:
+            if report is not None:
+                report.close()
     s, replace = _shared(rules)
     if s is not None:
         return s, "cache"
-    s = TwoPlayerSolver(rules).solve(progress=progress, max_memory=max_memory)
-    s.V.flags.writeable = False  # shared: nobody changes it under another agent
+    solver.check_memory(max_memory)
     path = _cache_path(rules)
-    if replace and private_cache() is not None:
-        try:
-            _write_cache(path, s.V, cache_meta(rules, SOLVER2P_VERSION, s.V, s.solve_seconds, first_player_value=s.first_player_value))
-        except (OSError, FileProblem) as err:
-            warnings.warn(f"cannot write the two-player solver cache {path}: {err}; the values are kept in memory only", RuntimeWarning, stacklevel=2)
+    writable = replace and private_cache() is not None
+    report = SolveReport(rules, path if writable else None) if progress is None else None
+    try:
+        solved = False
+        if writable:
+            try:
+                _solve_to_cache(solver, path, progress or report)
+                solved = True
+            except (OSError, FileProblem) as err:
+                solved = solver.V.size > 0  # the record failed, not the values
+                warnings.warn(
+                    f"cannot write the two-player solver cache {path}: {err}; the values are kept for this process only", RuntimeWarning, stacklevel=2
+                )
+        if not solved:
+            solver.solve(progress=progress or report, max_memory=None)
+    finally:
+        if report is not None:
+            report.close()
     with _tables_lock:
-        return _tables.setdefault(str(path), s), "solved"
+        return _tables.setdefault(str(path), solver), "solved"

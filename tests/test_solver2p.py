@@ -109,6 +109,66 @@ def test_trimmed_table_equals_the_untrimmed_recursion(spec):
 
 
 @pytest.mark.parametrize(
+    ("spec", "value"),
+    [  # seat 0's value from the first solver (version 1: float64 turns, the whole table in memory)
+        (SMALL, 0.4934261441230774),
+        ({**SMALL, "locked_holds": True}, 0.4932960271835327),
+        ({"lines": ["twos", "fours", "straight", "generala", "double_generala"]}, 0.4921638071537018),
+    ],
+)
+def test_the_first_players_value_is_the_first_solvers(spec, value):
+    assert solve(spec).first_player_value == pytest.approx(value, abs=1e-6)
+
+
+def test_a_solve_started_by_a_program_says_so_at_once_and_shows_its_layers(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
+    agents.load("optimal-2p", rules=SMALL)
+    lines = capsys.readouterr().err.splitlines()
+    first = lines[0]
+    assert "solving the two-player table" in first and "optimal-2p" in first and "about " in first
+    assert str(tmp_path) in first and "'generala solve --players 2 --rules " in first
+    # five lines a sheet: ten layers of turns, the last line at the end of the last one
+    assert "layer 10 of 10, 100% of the values" in lines[-1]
+    agents.load("optimal-2p", rules=SMALL)  # from the table this process holds: nothing to say
+    assert capsys.readouterr().err == ""
+
+
+def test_the_progress_lines_name_the_layer_and_the_time_left():
+    import io
+
+    from generala_agents.solver2p import SolveReport
+
+    out = io.StringIO()
+    report = SolveReport(load_rules(SMALL), None, every=0.0, stream=out)
+    lay = Layout(load_rules(SMALL))
+    total = lay.num_values
+    # the layers are solved last first: the values up to the end of the first one solved
+    first_layer = int(lay.layer_values[-1])
+    for done in (first_layer, first_layer + 1, total // 2, total):
+        report(done, total)
+    lines = out.getvalue().splitlines()
+    assert "not kept (no cache)" in lines[0] and f"{total:,} values" in lines[0] and "generala solve" not in lines[0]
+    assert "layer 1 of 10" in lines[1] and "layer 2 of 10" in lines[2]
+    assert "left" in lines[3]
+    assert "layer 10 of 10, 100% of the values" in lines[4] and "left" not in lines[4]
+
+
+def test_a_solve_that_has_not_started_says_it_is_getting_ready():
+    import io
+    import time
+
+    from generala_agents.solver2p import SolveReport
+
+    out = io.StringIO()
+    report = SolveReport(load_rules(SMALL), None, every=0.02, stream=out)
+    deadline = time.monotonic() + 30
+    while "getting ready" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    report.close()
+    assert "getting ready" in out.getvalue()
+
+
+@pytest.mark.parametrize(
     "spec",
     [
         SMALL,
@@ -211,14 +271,15 @@ def test_cache_is_used_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch):
 
 def test_a_table_too_big_is_refused_before_anything_is_allocated():
     need = Layout.bytes_needed(load_rules("double"))
-    assert need > 2 * 2**30  # the 11-line sheets with a double generala
+    assert 2**30 < need < 2 * 2**30  # two layers of the 11-line sheets with a double generala: the default allows it
     with pytest.raises(SolveTooBigError, match="GiB"):
-        TwoPlayerSolver("double").solve(max_memory=2 * 2**30)
+        TwoPlayerSolver("double").solve(max_memory=2**30)
     with pytest.raises(SolveTooBigError, match="needs about"):
         TwoPlayerSolver(SMALL).solve(max_memory=1000)
-    # the estimate is what the solve holds: the values and the pair arrays
+    # the estimate is what the solve holds: two neighbouring layers' values and the pair arrays
     lay = Layout(load_rules(SMALL))
-    assert Layout.bytes_needed(load_rules(SMALL)) >= lay.num_values * 4
+    two_layers = max(int(lay.size[lay.layers[n]].sum() + lay.size[lay.layers[n + 1]].sum()) for n in range(len(lay.layers) - 1))
+    assert Layout.bytes_needed(load_rules(SMALL)) >= two_layers * 4 + lay.num_pairs * 8
 
 
 def run_cli(*args, env=None):
@@ -240,7 +301,7 @@ def test_cli_solves_two_players_as_json_and_refuses_three(tmp_path):
     assert text.returncode == 0 and "read from cache" in text.stdout and "peak memory" in text.stdout
     three = run_cli("solve", "--players", "3", env=env)
     assert three.returncode != 0 and "only one and two players are solved exactly" in three.stderr
-    big = run_cli("solve", "--rules", "double", "--players", "2", env=env)
+    big = run_cli("solve", "--rules", "double", "--players", "2", "--max-memory", "0.5", env=env)
     assert big.returncode != 0 and "GiB" in big.stderr and "Traceback" not in big.stderr
 
 

@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("solve", allow_abbrev=False, help="solve a rule set exactly: the optimal one-player score, or the two-player chance to win")
     s.add_argument("--rules", default="classic")
     s.add_argument("--players", type=positive_int, default=1, help="1: the best expected score; 2: both maximise P(win) + 1/2 P(draw)")
-    s.add_argument("--max-memory", type=positive_float, default=2.0, metavar="GIB", help="two players: refuse a table bigger than this (default 2 GiB)")
+    s.add_argument("--max-memory", type=positive_float, default=2.0, metavar="GIB", help="two players: refuse a solve needing more than this (default 2 GiB)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--no-cache", action="store_true", help="solve anew and do not write the cache")
     s.set_defaults(func=_solve_cmd)
