@@ -301,11 +301,11 @@ def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
     write_atomic(path, lambda f: np.savez(f, V=V, meta=np.array(json.dumps(meta))))
 
 
-def _read_cache(path: Path, rules: RuleSet) -> tuple[Solver | None, str | None]:
-    """The solver whose values lie in ``path``, or ``None`` and why not (``None``, ``None``:
-    there is no file)."""
-    L = rules.num_lines
-    limit = 16 * (1 << L) + (1 << 20)  # the float64 values, and room for the zip and the record
+def read_cached_arrays(path: Path, limit: int, what: str) -> tuple[dict | None, str | None]:
+    """The arrays of a cache file written by ``np.savez`` (with its JSON record as ``meta``,
+    parsed), or ``None`` and why not (``None``, ``None``: there is no file). The file must be a
+    regular file of a private cache (:func:`~generala_env.cache.cache_file_problem`), read
+    bounded by ``limit`` bytes, no pickle; anything else is a reason, never an error."""
     try:
         why = cache_file_problem(path)
     except FileNotFoundError:
@@ -315,14 +315,28 @@ def _read_cache(path: Path, rules: RuleSet) -> tuple[Solver | None, str | None]:
     if why is not None:
         return None, why
     try:
-        raw = read_regular(path, limit, "the solver cache")
+        raw = read_regular(path, limit, what)
         with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            V = z["V"]
+            arrays = {k: z[k] for k in z.files}
+        arrays["meta"] = json.loads(str(arrays["meta"]))
     except FileProblem as e:
-        return None, str(e).replace(f"the solver cache {path} ", "it ", 1)
-    except Exception as e:  # truncated, not a zip, a pickled array, not JSON: solved again
+        return None, str(e).replace(f"{what} {path} ", "it ", 1)
+    except Exception as e:  # truncated, not a zip, a pickled array, not JSON, no record: made again
         return None, f"it cannot be read ({type(e).__name__}: {str(e)[:200]})"
+    return arrays, None
+
+
+def _read_cache(path: Path, rules: RuleSet) -> tuple[Solver | None, str | None]:
+    """The solver whose values lie in ``path``, or ``None`` and why not (``None``, ``None``:
+    there is no file)."""
+    L = rules.num_lines
+    limit = 16 * (1 << L) + (1 << 20)  # the float64 values, and room for the zip and the record
+    arrays, why = read_cached_arrays(path, limit, "the solver cache")
+    if arrays is None:
+        return None, why
+    if "V" not in arrays:
+        return None, "it holds no values"
+    meta, V = arrays["meta"], arrays["V"]
     if V.dtype != np.float64 or V.shape != (2 * (1 << L),):
         return None, f"it holds {V.dtype} values of shape {V.shape}, not {2 * (1 << L)} float64 values"
     why = meta_problem(meta, rules, SOLVER_VERSION, V)

@@ -26,7 +26,6 @@ game's last turn.
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 import warnings
@@ -34,16 +33,16 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.cache import CacheWarning, cache_dir, cache_file_problem, private_cache
+from generala_env.cache import CacheWarning, cache_dir, private_cache
 from generala_env.dice import FIVE_ALIKE, HOLD_KEEP, NUM_MASKS, NUM_ROLLS
-from generala_env.files import FileProblem, read_regular, write_atomic
+from generala_env.files import FileProblem, write_atomic
 from generala_env.game import OPEN
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import generala_scored
 
 from .base import Agent, AgentError, best_legal
 from .distributions import RemainingPoints, bin_width, build_all, layer_sheets
-from .solver import Solver, _checksum, cache_meta, load_or_solve, meta_problem, replaceable
+from .solver import Solver, _checksum, cache_meta, load_or_solve, meta_problem, read_cached_arrays, replaceable
 
 TABLE_VERSION = 1
 # the risk of each table (see RemainingPoints) per 150 points of the one-player expected
@@ -125,23 +124,12 @@ def _read_tables(path: Path, solver: Solver, served_wins: bool, risks: tuple[flo
     width, bins = bin_width(solver)
     K, S = len(risks), 2 << solver.L
     limit = 8 * K * S * (bins + 2) + (1 << 20)
-    try:
-        why = cache_file_problem(path)
-    except FileNotFoundError:
-        return None, None
-    except OSError as e:
-        return None, f"it cannot be examined ({e.strerror or e})"
-    if why is not None:
+    arrays, why = read_cached_arrays(path, limit, "the win-max table")
+    if arrays is None:
         return None, why
-    try:
-        raw = read_regular(path, limit, "the win-max table")
-        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            dist, served, utility = z["V"], z["served"], z["utility"]
-    except FileProblem as e:
-        return None, str(e).replace(f"the win-max table {path} ", "it ", 1)
-    except Exception as e:  # truncated, not a zip, a pickled array, not JSON: built again
-        return None, f"it cannot be read ({type(e).__name__}: {str(e)[:200]})"
+    if not {"V", "served", "utility"} <= arrays.keys():
+        return None, "it lacks one of its tables"
+    meta, dist, served, utility = arrays["meta"], arrays["V"], arrays["served"], arrays["utility"]
     why = meta_problem(meta, solver.rules, TABLE_VERSION, dist)
     if why is None and (meta.get("served_checksum") != _checksum(served) or meta.get("utility_checksum") != _checksum(utility)):
         why = "its served-generala chances or utilities do not match their checksum (damaged)"
