@@ -310,7 +310,7 @@ def test_an_installed_package_registers_through_its_entry_point(tmp_path):
     [
         (["evaluate", "--games", "2"], "matplotlib", "eval"),
         (["tournament", "--agents", "greedy,random", "--games", "2"], "tqdm", "eval"),
-        (["train", "--help"], "torch", "train"),
+        (["train", "--config", "ppo_tiny"], "torch", "train"),
     ],
 )
 def test_a_program_without_its_extra_says_which_to_install(argv, missing, extra, tmp_path):

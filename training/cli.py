@@ -276,6 +276,16 @@ def main(argv=None) -> int:
         sys.unraisablehook = old_hook
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent missing, or an entry of None in sys.modules
+        return False
+
+
 def _main(argv=None) -> int:
     from generala_env.rules import RulesError
 
@@ -284,7 +294,6 @@ def _main(argv=None) -> int:
     try:
         if command in PROGRAMS:
             import importlib
-            import importlib.util
 
             module, _, needs = PROGRAMS[command]
             if command == "train" and "--list-configs" in argv[1:]:  # a listing needs no training extra
@@ -292,10 +301,10 @@ def _main(argv=None) -> int:
 
                 return list_configs()
             if needs is not None:
-                if any(h in argv[1:] for h in ("-h", "--help")) and not all(importlib.util.find_spec(m) for m in needs[1]):
+                if any(h in argv[1:] for h in ("-h", "--help")) and not all(_installed(m) for m in needs[1]):
                     print(f"generala {command}: {PROGRAMS[command][1]}; it needs the {needs[0]} extra: pip install 'generala-rl[{needs[0]}]'")
                     return 0
-                if "torch" in needs[1] and "torch" not in sys.modules:
+                if "torch" in needs[1] and "torch" not in sys.modules and _installed("torch"):
                     from generala_env.cache import notice
 
                     notice("torch", "loading torch and stable-baselines3 (a few seconds, longer on a busy machine)")
