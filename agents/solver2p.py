@@ -46,18 +46,17 @@ from typing import IO
 
 import numpy as np
 
+from generala_env import planner
 from generala_env.cache import cache_file_problem, private_cache, warn_once
 from generala_env.dice import (
     FACES,
     FIVE_ALIKE,
     FULL_ROLL_PROB,
-    HOLD_KEEP,
     KEEP_COUNTS,
     KEEP_OF_KEY,
     KEEP_SIZE,
     KEY_WEIGHTS,
     NUM_KEEPS,
-    NUM_MASKS,
     NUM_ROLLS,
     ROLL_COUNTS,
 )
@@ -438,12 +437,7 @@ class TwoPlayerSolver:
         """The mover's P(win) + ½·P(draw) after each action (``-inf`` where not allowed):
         hold masks 0..31, then writes ``32 + l``."""
         W, t = self._turn_cached(a, b, d)
-        vals = np.full(NUM_MASKS + self.L, NEG)
-        vals[NUM_MASKS:] = W[:, roll, 1 if rolls_left == 2 else 0]
-        if rolls_left > 0:
-            keeps = HOLD_KEEP[roll, : NUM_MASKS - 1]
-            vals[: NUM_MASKS - 1] = (t["K1"] if rolls_left == 2 else t["K2"])[keeps]
-        return vals
+        return planner.turn_action_values(W, t["K1"], t["K2"], roll, rolls_left, NEG)
 
     def _turn_cached(self, a: int, b: int, d: int):
         """The write values and within-turn arrays of one state, kept per solver (at most 64 states)."""

@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env import planner
 from generala_env.cache import CacheWarning, cache_dir, private_cache
-from generala_env.dice import FIVE_ALIKE, HOLD_KEEP, NUM_MASKS, NUM_ROLLS
+from generala_env.dice import FIVE_ALIKE, NUM_ROLLS
 from generala_env.files import FileProblem, write_atomic
 from generala_env.game import OPEN
 from generala_env.rules import RuleSet, load_rules
@@ -354,12 +355,7 @@ class WinMaxAgent(Agent):
         """The chance to win after each action (``-inf`` where not allowed); holds 0..31, then writes."""
         v = self.view(info)
         W, turn = self.write_values(info)
-        vals = np.full(NUM_MASKS + self.solver.L, -np.inf)
-        vals[NUM_MASKS:] = W[:, v.roll, 1 if v.rolls_left == 2 else 0]
-        if v.rolls_left > 0:
-            keeps = HOLD_KEEP[v.roll, : NUM_MASKS - 1]
-            vals[: NUM_MASKS - 1] = (turn["K1"] if v.rolls_left == 2 else turn["K2"])[0][keeps]
-        return vals
+        return planner.turn_action_values(W, turn["K1"][0], turn["K2"][0], v.roll, v.rolls_left)
 
     def act(self, observation, info) -> int:
         v = self.view(info)
