@@ -137,8 +137,14 @@ def main(argv=None) -> None:
             f"  {r['served']:>10.2%}{ms:>12.2f}{r['wall']:>8.0f}",
             flush=True,
         )
-    if args.per_seed:
-        np.save(args.per_seed, np.array(rows))
+    if args.per_seed:  # a new file, never over one that is there, never through a link
+        import io
+
+        from generala_env.files import create_new
+
+        buffer = io.BytesIO()
+        np.save(buffer, np.array(rows))  # to a buffer: np.save would add .npy to a name without it
+        create_new(args.per_seed, lambda tmp: tmp.write_bytes(buffer.getvalue()))
 
 
 if __name__ == "__main__":
