@@ -393,13 +393,9 @@ def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
     folder = private_cache() if use_cache else None
     replace = True
     if folder is not None:
-        s, why = _read_cache(path, rules)
+        s, replace = read_or_replace(path, lambda: _read_cache(path, rules), "the solver cache", "solved again", "the values")
         if s is not None:
             return s, "cache"
-        if why is not None:
-            replace = replaceable(path)
-            then = "solved again and rewritten" if replace else "solved again; it is neither read nor replaced: remove it to keep the values"
-            warnings.warn(f"the solver cache {path} is not used: {why}; {then}", CacheWarning, stacklevel=2)
     s = _solve_announced(rules, path if folder is not None and replace else None)
     if folder is not None and replace:
         try:
@@ -407,6 +403,22 @@ def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
         except (OSError, FileProblem) as err:  # no reason to fail: the values are in memory
             warnings.warn(f"cannot write the solver cache {path}: {err}; the values are kept in memory only", RuntimeWarning, stacklevel=2)
     return s, "solved"
+
+
+def read_or_replace(path: Path, read, what: str, again: str, keep: str):
+    """``(value, False)`` where ``read()`` finds the cached value at ``path``; else ``(None,
+    replace)``: whether what is made anew may be written there. A file that is there and not
+    used is one :class:`~generala_env.cache.CacheWarning` naming why, and what happens
+    (``again``: "solved again"; ``keep``: what removing it would keep)."""
+    value, why = read()
+    if value is not None:
+        return value, False
+    if why is None:  # no file
+        return None, True
+    replace = replaceable(path)
+    then = f"{again} and rewritten" if replace else f"{again}; it is neither read nor replaced: remove it to keep {keep}"
+    warnings.warn(f"{what} {path} is not used: {why}; {then}", CacheWarning, stacklevel=3)
+    return None, replace
 
 
 def replaceable(path: Path) -> bool:

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from generala_env import planner
-from generala_env.cache import CacheWarning, cache_dir, private_cache
+from generala_env.cache import cache_dir, private_cache
 from generala_env.dice import FIVE_ALIKE, NUM_ROLLS
 from generala_env.files import FileProblem, write_atomic
 from generala_env.game import OPEN
@@ -43,7 +43,7 @@ from generala_env.scoring import generala_scored
 
 from .base import Agent, AgentError, best_legal
 from .distributions import RemainingPoints, bin_width, build_all, layer_sheets
-from .solver import Solver, _checksum, cache_meta, load_or_solve, meta_problem, read_cached_arrays, replaceable
+from .solver import Solver, _checksum, cache_meta, load_or_solve, meta_problem, read_cached_arrays, read_or_replace
 
 TABLE_VERSION = 1
 # the risk of each table (see RemainingPoints) per 150 points of the one-player expected
@@ -163,13 +163,9 @@ def load_or_build(rules, served_wins: bool, use_cache: bool = True, solver: Solv
     folder = private_cache() if use_cache else None
     replace = True
     if folder is not None:
-        tables, why = _read_tables(path, solver, served_wins, risks)
+        tables, replace = read_or_replace(path, lambda: _read_tables(path, solver, served_wins, risks), "the win-max table", "built again", "the tables")
         if tables is not None:
             return tables, "cache"
-        if why is not None:
-            replace = replaceable(path)
-            then = "built again and rewritten" if replace else "built again; it is neither read nor replaced: remove it to keep the tables"
-            warnings.warn(f"the win-max table {path} is not used: {why}; {then}", CacheWarning, stacklevel=2)
     width, bins = bin_width(solver)
     K, S = len(risks), 2 << solver.L
     dist, served, utility = np.zeros((K, S, bins)), np.zeros((K, S)), np.ones((K, S))
