@@ -228,16 +228,13 @@ DIE_KEY = dice.KEY_WEIGHTS  # [face - 1]: what a die showing that face adds to a
 
 
 @njit(inline="always", error_model="numpy")
-def throw_key(throw, n):
-    """The face keys of the first ``n`` dice of a throw, summed.
-
-    A throw is five dice coded as one number below ``6 ** 5``: die ``d`` shows
-    ``throw // 6 ** d % 6 + 1``.
-    """
-    key = 0
-    for _ in range(n):
-        key += DIE_KEY[throw % 6]
-        throw //= 6
+def cup_key(faces, at, g, n):
+    """The face keys of the next ``n`` faces of game ``g``'s cup (``faces[g]`` from ``at[g, 0]``),
+    summed; the cup moves past them (:mod:`generala_env.game_dice`)."""
+    key, i = 0, U(at[g, 0])
+    for d in range(U(n)):
+        key += DIE_KEY[faces[g, i + d] - 1]
+    at[g, 0] += n
     return key
 
 
@@ -250,8 +247,9 @@ def dice_needed(games, actions, roll, rules, need):
 
 
 @loop
-def new_games(games, throws, state, rules):
-    """``Game.reset`` of each game: empty sheets, player 0 rolls the five dice of ``throws[j]``."""
+def new_games(games, faces, at, state, rules):
+    """``Game.reset`` of each game: empty sheets, player 0 rolls five dice from the game's cup
+    (which holds them: :meth:`generala_env.game_dice.GameDice.ensure`)."""
     st, t = GameState(*state), Tables(*rules)
     for j in range(U(len(games))):  # unsigned: see U
         g = U(games[j])
@@ -262,7 +260,7 @@ def new_games(games, throws, state, rules):
         st.writes[g] = 0
         st.over[g] = False
         st.winner[g] = -1
-        st.roll[g], st.rolls_left[g], st.locked[g] = start_turn(t, throw_key(throws[j], DICE))
+        st.roll[g], st.rolls_left[g], st.locked[g] = start_turn(t, cup_key(faces, at, g, DICE))
 
 
 @njit(inline="always", error_model="numpy")
@@ -326,17 +324,28 @@ def mask_game(st, g, t, masks, j):
 
 
 @loop
-def apply_actions(games, actions, throws, state, rules, pts):
-    """Legal ``actions[j]`` in ``games[j]``, dice from ``throws[j]`` (:func:`decide_game`, then
-    :func:`land_game`); the points written into ``pts[j]`` (0 for a reroll)."""
+def apply_actions(games, actions, faces, at, state, rules, pts, short):
+    """Legal ``actions[j]`` in ``games[j]`` (:func:`decide_game`, then :func:`land_game`), the
+    dice from each game's cup; the points written into ``pts[j]`` (0 for a reroll). A game whose
+    cup holds fewer faces than the action throws is left as it was, ``short[j]`` true: refill
+    its cup and apply the action again. Returns how many were short."""
     st, t = GameState(*state), Tables(*rules)
+    n_short = 0
     for j in range(U(len(games))):  # unsigned: see U
         g, a = U(games[j]), actions[j]
         n = dice_thrown(t, st.roll[g], a)
+        if at[g, 1] - at[g, 0] < n:
+            short[j] = True
+            n_short += 1
+            continue
+        short[j] = False
         p, keep, starts_turn = decide_game(st, g, t, a)
         pts[j] = p
         if keep >= 0:
-            land_game(st, g, t, keep, starts_turn, throw_key(throws[j], n))
+            land_game(st, g, t, keep, starts_turn, cup_key(faces, at, g, n))
+        else:
+            at[g, 0] += n  # a write that ends the game throws the dice all the same, as the single env's
+    return n_short
 
 
 @loop

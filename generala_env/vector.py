@@ -82,6 +82,7 @@ from .encoding import Encoder
 from .engine import OPEN, new_state, tables
 from .env import NOT_RESET, RESET_FAILED, observation_space
 from .game import Game, IllegalActionError, prefilled_sheets
+from .game_dice import GameDice
 from .rules import RuleSet, load_rules
 from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, uniform_legal  # noqa: F401  (re-exported)
 
@@ -187,6 +188,7 @@ class GeneralaVectorEnv(VectorEnv):
         self._sheets_seen = np.full(N, -1, dtype=np.int64)
         self._all = np.arange(N)
         self._masks = np.zeros((N, A), dtype=bool)
+        self._game_dice = GameDice(N)  # each game's generator and cup
         self._every = np.ones(N, dtype=bool)
         self._every.setflags(write=False)
 
@@ -299,19 +301,21 @@ class GeneralaVectorEnv(VectorEnv):
             raise
 
     # -- the game, for many games at once ------------------------------------------------
-    def _dice(self, games: np.ndarray, actions: np.ndarray | None = None) -> np.ndarray:
-        """One throw of five dice per game, coded as a number below ``6 ** 5`` (die ``d`` shows
-        ``throw // 6 ** d % 6 + 1``); an action uses the first dice it needs (see ``dice_source``)."""
-        if self._dice_source is None:
-            return self.np_random.integers(0, FACES**DICE, size=len(games))
+    def _given_dice(self, games: np.ndarray, actions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Cups holding the throw ``dice_source`` gives each of ``games``: as many faces as its
+        action needs (five for a new game or a write)."""
         need = np.full(len(games), DICE)
         if actions is not None:
             K.dice_needed(games, actions, self.roll, self._tables, need)
-        faces = np.asarray(self._dice_source(games, need))
+        given = np.asarray(self._dice_source(games, need))  # type: ignore[misc]
         used = np.arange(DICE) < need[:, None]
-        if faces.shape != (len(games), DICE) or ((faces < 1) | (faces > FACES))[used].any():
+        if given.shape != (len(games), DICE) or ((given < 1) | (given > FACES))[used].any():
             raise ValueError(f"dice_source must return ({len(games)}, {DICE}) faces from 1 to {FACES}")
-        return (np.where(used, faces - 1, 0) * FACES ** np.arange(DICE)).sum(axis=1)
+        faces = np.ones((self.num_envs, DICE), dtype=np.int8)
+        at = np.zeros((self.num_envs, 2), dtype=np.int64)
+        faces[games] = np.where(used, given, 1)
+        at[games, 1] = need
+        return faces, at
 
     def _legal_masks(self, games: np.ndarray) -> np.ndarray:
         """``Game.legal_mask`` of each game (for whoever has the move), ``(n, A)``."""
@@ -321,33 +325,80 @@ class GeneralaVectorEnv(VectorEnv):
 
     def _apply(self, games: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """Apply one legal action in each of ``games``; the points written (0 for rerolls)."""
-        pts = np.empty(len(games), dtype=np.int64)
-        K.apply_actions(games, actions, self._dice(games, actions), self._state, self._tables, pts)
+        n = len(games)
+        pts, short = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        if self._dice_source is not None:
+            faces, at = self._given_dice(games, actions)
+            K.apply_actions(games, actions, faces, at, self._state, self._tables, pts, short)
+            return pts
+        d = self._game_dice
+        if K.apply_actions(games, actions, d.faces, d.at, self._state, self._tables, pts, short):
+            j = np.flatnonzero(short)
+            d.refill(games[j])  # a block holds any throw: the second call makes every move
+            again = np.zeros(len(j), dtype=np.int64)
+            K.apply_actions(games[j], actions[j], d.faces, d.at, self._state, self._tables, again, short[j])
+            pts[j] = again
         return pts
 
     def _reset_games(self, games: np.ndarray) -> None:
         shown = getattr(self, "_shown", None)
         if shown is not None:  # a new game has no last move to show
             shown[2][games] = False
-        if self.agent_seat_option == "random":
-            self.seat[games] = self.np_random.integers(self.num_players, size=len(games))
         try:
-            dice = self._dice(games)
+            prefilled = self._draw_new_games(games)
         except BaseException as err:  # the ended games are left as they were: over
             self._halt = f"the dice of new games raised {type(err).__name__}: {err}; call reset()"
             raise
-        K.new_games(games, dice, self._state, self._tables)
         self._sheets_seen[games] = -1  # the encoder's sheet slices are those of the old games
-        if self.exploring_starts:
-            for g in games[self.np_random.random(len(games)) < self.exploring_starts]:
-                sheets = prefilled_sheets(self.rules, self.num_players, self.np_random)
-                self.sheets[g] = sheets
-                self.writes[g] = int((sheets != OPEN).sum())
+        for g, sheets in prefilled:  # exploring starts: some turns in
+            self.sheets[g] = sheets
+            self.writes[g] = int((sheets != OPEN).sum())
         self.illegal_streak[games] = 0
         for opp in self._opponents:
             opp.games_started(self, games)
         self._play_opponents(games)
         self.ended_before_move[games] = self.over[games]
+
+    def _draw_new_games(self, games: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """New games in ``games``, each drawing from its own generator what a single env's
+        ``reset()`` draws, in its order (:mod:`generala_env.game_dice`): the seat, the first
+        roll, the exploring start, the opponents' seeds. Returns the exploring starts' sheets,
+        to be set once the games have started."""
+        random_seat, p = self.agent_seat_option == "random", self.exploring_starts
+        prefilled: list[tuple[int, np.ndarray]] = []
+        if self._dice_source is not None:  # given dice: the rest from the env's generator
+            if random_seat:
+                self.seat[games] = self.np_random.integers(self.num_players, size=len(games))
+            faces, at = self._given_dice(games)
+            K.new_games(games, faces, at, self._state, self._tables)
+            if p:
+                for g in games[self.np_random.random(len(games)) < p].tolist():
+                    prefilled.append((g, prefilled_sheets(self.rules, self.num_players, self.np_random)))
+            return prefilled
+        d = self._game_dice
+        if not d.seeded:
+            d.seed(None)
+        reseeded = [opp.reseeded for opp in self._opponents]
+        seeds = None
+        if random_seat or p or any(reseeded):
+            seeds = np.full((len(games), self.num_players - 1), -1, dtype=np.int64)
+            for j, g in enumerate(games.tolist()):
+                gen = d.generators[g]
+                if random_seat:
+                    self.seat[g] = int(gen.integers(self.num_players))
+                d.ensure(games[j : j + 1], DICE)
+                if p and gen.random() < p:
+                    prefilled.append((g, prefilled_sheets(self.rules, self.num_players, gen)))
+                for k, opp in enumerate(self._opponent_of[g].tolist()):
+                    if reseeded[opp]:
+                        seeds[j, k] = int(gen.integers(2**63))
+        else:
+            d.ensure(games, DICE)
+        K.new_games(games, d.faces, d.at, self._state, self._tables)
+        if seeds is not None:
+            for opp in self._opponents:
+                opp.seed_games(self, games, seeds)
+        return prefilled
 
     def _results(self, games: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Totals ``(n, players)``, winner (``-1`` on a shared win) and the agent's win reward of ended games."""
@@ -398,8 +449,9 @@ class GeneralaVectorEnv(VectorEnv):
                 raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},)")
             games = np.flatnonzero(mask)
         previous, self._halt = self._halt, RESET_FAILED  # until this reset completes (an opponent's failure says more)
-        super().reset(seed=seed)
+        super().reset(seed=None if seed is None or isinstance(seed, (int, np.integer)) else int(np.asarray(seed).reshape(-1)[0]))
         if seed is not None:
+            self._game_dice.seed(seed)
             for opp in self._opponents:
                 opp.reset(seed=int(self.np_random.integers(2**63)))
         self._reset_games(games)

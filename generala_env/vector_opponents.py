@@ -25,9 +25,18 @@ class BatchedOpponent:
     """
 
     name = "batched"
+    # the single env reseeds this agent at every new game (it has ``act`` and ``reset``): each
+    # game's generator then draws a seed for it, as the single env's does
+    reseeded = True
 
     def reset(self, seed: int | None = None) -> None:
         """Called on ``reset(seed=...)`` of the vector env."""
+
+    def seed_games(self, venv: GeneralaVectorEnv, games: np.ndarray, seeds: np.ndarray) -> None:
+        """The seeds each of ``games`` (index array), just started, drew for its opponents:
+        ``seeds[j, k]`` for the opponent in seat ``k`` after the agent's (in play order), the
+        seed the single env hands that opponent's ``reset``; -1 where the seat's opponent is
+        not reseeded. Only an opponent with randomness of its own needs them."""
 
     def games_started(self, venv: GeneralaVectorEnv, games: np.ndarray) -> None:
         """Called whenever ``games`` (index array) start, by ``reset()`` or by autoreset."""
@@ -42,12 +51,31 @@ def uniform_legal(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
 
 
 class BatchedRandom(BatchedOpponent):
-    """Uniform over legal actions, drawn from the vector env's generator."""
+    """Uniform over legal actions, as :class:`generala_agents.baselines.RandomAgent` draws them:
+    in each game and seat, from ``np.random.default_rng`` of the seed that game drew for it
+    (:meth:`seed_games`), so a game plays as in the single env. Games given their dice by a
+    ``dice_source`` draw from the vector env's generator instead."""
 
     name = "random"
 
+    def __init__(self) -> None:
+        self.generators: dict[tuple[int, int], np.random.Generator] = {}  # (game, seat after the agent's)
+
+    def seed_games(self, venv, games, seeds):
+        for j, g in enumerate(games.tolist()):
+            for k, s in enumerate(seeds[j].tolist()):
+                if s >= 0:
+                    self.generators[g, k] = np.random.default_rng(s)
+
     def act_batch(self, venv, games, masks):
-        return uniform_legal(venv.np_random, masks)
+        if not self.generators:
+            return uniform_legal(venv.np_random, masks)
+        out = np.empty(len(games), dtype=np.int64)
+        seat_after = (venv.player[games] - venv.seat[games] - 1) % venv.num_players
+        for j, (g, k) in enumerate(zip(games.tolist(), seat_after.tolist(), strict=True)):
+            legal = np.flatnonzero(masks[j])
+            out[j] = legal[self.generators[g, k].integers(len(legal))]
+        return out
 
 
 class PerGameOpponent(BatchedOpponent):
@@ -64,6 +92,7 @@ class PerGameOpponent(BatchedOpponent):
         self.owner = owner
         self.name = getattr(owner, "name", getattr(act, "__name__", type(act).__name__))
         self.started = 0  # games started since the owner's last reset
+        self.reseeded = owner is not None and hasattr(owner, "reset")  # as the single env decides it
 
     def reset(self, seed=None):
         self.started = 0
