@@ -2,12 +2,19 @@
 
 The state of every game lives in a few NumPy arrays indexed by game (``roll``,
 ``rolls_left``, ``locked``, ``player``, ``sheets``...; read them, don't write them), and a
-step is a handful of compiled loops over the games (:mod:`generala_env.batched`) plus
-one dice draw for all of them. It is the same game as :class:`generala_env.env.GeneralaEnv`
-(the same tables from :mod:`generala_env.dice` and :mod:`generala_env.scoring`, the same
-observation layout as :class:`generala_env.encoding.Encoder`, rewards, masks and
-illegal-action policy); ``tests/test_vector.py`` checks it observation for observation
-against N single envs fed the same dice.
+step is a handful of compiled loops over the games (:mod:`generala_env.batched`). It is the
+same game as :class:`generala_env.env.GeneralaEnv` (the same tables from
+:mod:`generala_env.dice` and :mod:`generala_env.scoring`, the same observation layout as
+:class:`generala_env.encoding.Encoder`, rewards, masks and illegal-action policy);
+``tests/test_vector.py`` checks it observation for observation against N single envs fed the
+same dice.
+
+## Seeding
+Each game draws from its own generator (:mod:`generala_env.game_dice`), as Gymnasium's
+``SyncVectorEnv`` seeds its envs: after ``reset(seed=s)`` game ``i`` plays exactly what
+``gym.make("Generala-v0", ...)`` plays after ``reset(seed=s + i)``, episode after episode
+(its seat, dice, exploring starts and its ``"random"`` opponents' choices;
+``tests/test_same_games.py``). ``reset(seed=[s0, s1, ...])`` seeds game by game.
 
 ::
 
@@ -55,9 +62,10 @@ Names are looked up in :mod:`generala_env.opponents`. A name registered with a b
 version (the project's ``"greedy"`` and ``"random"``), or an agent object of such a name's
 exact class, is played batched: a :class:`BatchedOpponent` picks for every game at once
 what the agent would pick (``"random"`` is :class:`BatchedRandom`, a uniform choice among
-legal actions from the env's own generator). Any other agent or callable is called game
-by game with the single env's ``(observation, info)``; one object serves every game, so
-it must not keep per-game state. If an opponent raises (or
+legal actions from each game's seed for it, as the single env seeds it). Any other agent or
+callable is called game by game with the single env's ``(observation, info)``; one object
+serves every game, so it must not keep per-game state, and a game with an opponent that
+draws from its own generator plays the single env's game only while it draws the same. If an opponent raises (or
 plays an illegal action) inside ``step()`` or ``reset()``, the error reaches the caller
 and the games stop in the opponents' turn: ``step()`` then raises ``RuntimeError``
 naming the opponent until ``reset()``. ``step()`` and ``render()`` before the first
@@ -111,12 +119,12 @@ class GeneralaVectorEnv(VectorEnv):
       ``opponents`` takes; game ``i`` plays entry ``i % len(opponent_mix)``.
     - ``opponent_trust``: what an opponent given by name may do, as for ``GeneralaEnv``.
     - ``full_info``: add the per-step info arrays listed in the module docstring.
-    - ``exploring_starts``: as for ``GeneralaEnv``; the sheets are drawn from the vector env's
-      generator, so they are not those a single env with the same seed would draw.
+    - ``exploring_starts``: as for ``GeneralaEnv``, drawn from each game's generator.
     - ``dice_source``: ``(games, need) -> faces`` with ``faces`` of shape ``(len(games), 5)``;
       game ``games[j]`` uses the first ``need[j]`` faces. A write always needs 5 (the next
       player's first roll, drawn even when the game ends, as the single env does). The
-      default draws from ``np_random``; tests replay given dice through it.
+      default draws from each game's generator; tests replay given dice through it (the
+      seats and exploring starts then come from ``np_random``).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
