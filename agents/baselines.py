@@ -6,12 +6,15 @@ import numpy as np
 
 from generala_env import planner
 from generala_env.dice import KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
+from generala_env.engine import new_state
 from generala_env.game import OPEN
 from generala_env.rules import NUMBER_LINES
 from generala_env.scoring import generala_scored, line_max, points_table
 
 from .base import COMBOS, WRITE, Agent, AgentError, SeatView, best_legal
 from .solver import Solver
+
+_GAME_0 = np.zeros(1, dtype=np.int64)  # the one game of a one-game state
 
 
 class RandomAgent(Agent):
@@ -73,9 +76,10 @@ class GreedyAgent(_Scored):
         v = self.view(info)
         if self._greedy is None:
             self._greedy = greedy_tables(self.rules)
-        one = np.zeros(1, dtype=np.int64)
-        state = (one + v.roll, one + v.rolls_left, one + v.locked, one, one, one.astype(bool), one - 1, np.asarray(v.sheet, dtype=np.int32)[None, None, :])
-        return int(greedy_actions(one, np.asarray(v.mask, dtype=bool)[None, :], state, self._greedy)[0])
+        st = new_state(1, 1, self.rules.num_lines)  # the mover's view as a one-game state: its own sheet as seat 0
+        st.roll[0], st.rolls_left[0], st.locked[0] = v.roll, v.rolls_left, v.locked
+        st.sheets[0, 0] = v.sheet
+        return int(greedy_actions(_GAME_0, np.asarray(v.mask, dtype=bool)[None, :], tuple(st), self._greedy)[0])
 
 
 class TurnOptimalAgent(Agent):

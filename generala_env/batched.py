@@ -45,9 +45,8 @@ import numpy as np
 
 from . import dice, engine, observe
 from .cache import notice, numba_cache_root, warn_once
-from .dice import DICE, EMPTY_KEEP, NUM_KEEPS, NUM_MASKS, NUM_ROLLS
-from .engine import FIRST_ROLL, OPEN, GameState, Tables
-from .engine import OneGame as G
+from .dice import DICE, EMPTY_KEEP, NUM_MASKS
+from .engine import BAD_FACES, DONE, FIRST_ROLL, ILLEGAL, MOVER, OPEN, PENDING, POINTS, SERVED, SHORT, TOTALS, WON, GameState, Tables
 from .observe import EncodingTables
 
 try:
@@ -246,35 +245,44 @@ def dice_needed(games, actions, roll, rules, need):
         need[j] = dice_thrown(t, roll[games[j]], actions[j])
 
 
+@njit(inline="always", error_model="numpy")
+def new_game(st, g, t, key):
+    """A new game ``g``: empty sheets, player 0 rolls five dice whose face keys sum to ``key``."""
+    for p in range(t.num_players):
+        for l in range(t.num_lines):
+            st.sheets[g, p, l] = OPEN
+    st.player[g] = 0
+    st.writes[g] = 0
+    st.over[g] = 0
+    st.winner[g] = -1
+    st.throw_keep[g] = -1
+    st.roll[g], st.rolls_left[g], st.locked[g] = start_turn(t, key)
+
+
 @loop
 def new_games(games, faces, at, state, rules):
-    """``Game.reset`` of each game: empty sheets, player 0 rolls five dice from the game's cup
-    (which holds them: :meth:`generala_env.game_dice.GameDice.ensure`)."""
+    """``Game.reset`` of each game: :func:`new_game` with five dice from the game's cup (which
+    holds them: :meth:`generala_env.game_dice.GameDice.ensure`)."""
     st, t = GameState(*state), Tables(*rules)
     for j in range(U(len(games))):  # unsigned: see U
         g = U(games[j])
-        for p in range(t.num_players):
-            for l in range(t.num_lines):
-                st.sheets[g, p, l] = OPEN
-        st.player[g] = 0
-        st.writes[g] = 0
-        st.over[g] = False
-        st.winner[g] = -1
-        st.roll[g], st.rolls_left[g], st.locked[g] = start_turn(t, cup_key(faces, at, g, DICE))
+        new_game(st, g, t, cup_key(faces, at, g, DICE))
 
 
 @njit(inline="always", error_model="numpy")
 def decide_game(st, g, t, a):
     """The decision of legal action ``a`` in game ``g``, without its throw (``Game.decide``): a
-    hold keeps its dice, a write fills the line and passes the turn. Returns the points written
-    (0 for a hold), the keep of the dice staying on the table while the rest are thrown (-1 when
-    the game ended: nothing is thrown) and whether that throw starts a turn."""
+    hold keeps its dice, a write fills the line and passes the turn; the state's ``throw_keep``
+    is then the keep of the dice staying on the table while the rest are in the cup (-1 when
+    the game ended: nothing is thrown) and ``throw_turn`` 1 if that throw is the next player's
+    first roll. Returns the points written (0 for a hold)."""
     roll, rolls_left = st.roll[g], st.rolls_left[g]
     if a < NUM_MASKS:  # keep the held dice, throw the rest
         keep = held(t, roll, a)
         st.rolls_left[g] = rolls_left - 1
         st.locked[g] = keep
-        return 0, np.int64(keep), False
+        st.throw_keep[g], st.throw_turn[g] = keep, 0
+        return 0
     line, me = a - NUM_MASKS, st.player[g]
     generala_value = st.sheets[g, me, t.generala_line] if t.generala_line >= 0 else OPEN  # -1 would read the last line
     p = write_points(t, line, roll, rolls_left, generala_value)
@@ -285,17 +293,19 @@ def decide_game(st, g, t, a):
     st.over[g] = over
     if won:
         st.winner[g] = me
-    return p, np.int64(-1 if over else EMPTY_KEEP), True  # else the next player's first roll
+    st.throw_keep[g], st.throw_turn[g] = (-1 if over else EMPTY_KEEP), 1  # else the next player's first roll
+    return p
 
 
 @njit(inline="always", error_model="numpy")
-def land_game(st, g, t, keep, starts_turn, key):
+def land_game(st, g, t, key):
     """The throw after :func:`decide_game` (``Game.land``): thrown dice whose face keys sum to
-    ``key`` land beside ``keep``, or make the next player's first roll."""
-    if starts_turn:
+    ``key`` land beside the dice kept, or make the next player's first roll."""
+    if st.throw_turn[g]:
         st.roll[g], st.rolls_left[g], st.locked[g] = start_turn(t, key)
     else:
-        st.roll[g] = landed(t, keep, key)
+        st.roll[g] = landed(t, st.throw_keep[g], key)
+    st.throw_keep[g] = -1
 
 
 @njit(inline="always", error_model="numpy")
@@ -339,10 +349,9 @@ def apply_actions(games, actions, faces, at, state, rules, pts, short):
             n_short += 1
             continue
         short[j] = False
-        p, keep, starts_turn = decide_game(st, g, t, a)
-        pts[j] = p
-        if keep >= 0:
-            land_game(st, g, t, keep, starts_turn, cup_key(faces, at, g, n))
+        pts[j] = decide_game(st, g, t, a)
+        if st.throw_keep[g] >= 0:
+            land_game(st, g, t, cup_key(faces, at, g, n))
         else:
             at[g, 0] += n  # a write that ends the game throws the dice all the same, as the single env's
     return n_short
@@ -395,6 +404,7 @@ def unpack_tables(p):
     )
 
 
+BAD_OBSERVE = 4  # step_game's status for an observation that does not fit the game (nothing changed)
 _NUMBERS = 13  # EncodingTables' int fields, dice_at ... lead_at, then generala_line and double_line
 
 
@@ -429,15 +439,32 @@ def unpack_encoding(ints, floats):
 
 
 @njit(inline="always", error_model="numpy")
-def faces_fit(faces, at, n):
-    """Whether the next ``n`` faces of ``faces`` (from ``at[0]``) are there and each is 1 to 6."""
+def state_of(numbers, sheets):
+    """:func:`generala_env.engine.state_of` compiled: the state whose numbers are the rows of ``numbers``."""
+    n = numbers
+    return GameState(n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], sheets)
+
+
+# A Game holds one game's numbers ``(len(NUMBERS), 1)`` and sheets ``(1, players, lines)``
+# (engine.state_of names them), its legal mask ``(1, actions)`` and its facts
+# (engine.facts_size); each call below changes the state by the loops' bodies at N = 1 (a game is
+# the engine at N = 1), then leaves the mask and the facts of the new state (:func:`look_one`).
+# The state is checked in Python before it gets here (Game's setters, set_state): these calls
+# trust it. The dice come from a DiceCup's faces, from ``at[0]`` up to ``at[1]``.
+@njit(inline="always", error_model="numpy")
+def faces_short(faces, at, n):
+    """SHORT if fewer than ``n`` faces are left in ``faces`` from ``at[0]``, BAD_FACES if the
+    cup's position is outside its faces or one of those ``n`` is not 1 to 6, else DONE (a
+    DiceCup is the caller's: its numbers are checked before a face is read)."""
+    if not 0 <= at[0] <= at[1] <= len(faces):
+        return BAD_FACES
     if at[1] - at[0] < n:
-        return False
+        return SHORT
     i = U(at[0])
     for d in range(U(n)):  # noqa: SIM110  # a loop, not all() of a generator: compiled by numba
         if not 1 <= faces[i + d] <= 6:
-            return False
-    return True
+            return BAD_FACES
+    return DONE
 
 
 @njit(inline="always", error_model="numpy")
@@ -451,134 +478,115 @@ def faces_key(faces, at, n):
 
 
 @njit(inline="always", error_model="numpy")
-def _fits(v, sheets, t, most):
-    """Whether every number of a game's state that the rules index by is in range (a state may
-    be set by hand: one out of range is never read), and the lines its sheets have filled."""
-    P = t.num_players
-    fits = 0 <= v[G.ROLL] < NUM_ROLLS and 0 <= v[G.ROLLS_LEFT] <= FIRST_ROLL and 0 <= v[G.LOCKED] < NUM_KEEPS
-    fits = fits and 0 <= v[G.PLAYER] < P and -1 <= v[G.WINNER] < P and -1 <= v[G.THROW_KEEP] < NUM_KEEPS
+def look_one(st, t, mask, facts):
+    """What the state decides, into the game's mask and facts: the lines written (full sheets
+    end the game), every seat's total and lines filled, a served generala pending, and the legal
+    mask (none while a throw is pending after a decision)."""
     writes = 0
-    for p in range(P):
-        for l in range(t.num_lines):
-            x = sheets[0, p, l]
-            if x != OPEN:
-                writes += 1
-                fits = fits and 0 <= x <= most
-    return fits, writes
-
-
-@njit(inline="always", error_model="numpy")
-def _act(v, st, t, faces, at, mask, op, a, have):
-    """A step or a decision of ``_play``: the action checked, then decided, and for a step its
-    dice landed."""
-    if v[G.THROW_KEEP] >= 0 or not 0 <= a < mask.shape[1] or not legal_in_game(st, 0, t, a):
-        v[G.STATUS] = G.ILLEGAL
-        return
-    n = dice_thrown(t, st.roll[0], a)
-    if op == G.STEP and have < n:
-        v[G.STATUS], v[G.NEED] = G.NEED_FACES, n
-        return
-    if op == G.STEP and not faces_fit(faces, at, n):
-        v[G.STATUS] = G.BAD_FACES
-        return
-    v[G.MOVER], v[G.SERVED] = st.player[0], st.rolls_left[0] == FIRST_ROLL
-    p, keep, starts_turn = decide_game(st, 0, t, a)
-    v[G.POINTS], v[G.WON] = p, st.winner[0] >= 0  # the game was on: its winner is this write's
-    if op == G.DECIDE:
-        if keep >= 0:
-            v[G.THROW_KEEP], v[G.STARTS_TURN] = keep, starts_turn
-    elif keep >= 0:
-        land_game(st, 0, t, keep, starts_turn, faces_key(faces, at, n))
-    else:
-        at[0] += n  # a write that ends the game throws the dice all the same (the faces are handed out in order)
-
-
-@njit(inline="always", error_model="numpy")
-def _throw(v, st, t, faces, at, op, have):
-    """A new game or the throw pending after a decision, of ``_play``."""
-    n = DICE if op == G.RESET else DICE - t.keep_size[v[G.THROW_KEEP]]
-    if have < n:
-        v[G.STATUS], v[G.NEED] = G.NEED_FACES, n
-        return
-    if not faces_fit(faces, at, n):
-        v[G.STATUS] = G.BAD_FACES
-        return
-    if op == G.RESET:
-        for p in range(t.num_players):
-            for l in range(t.num_lines):
-                st.sheets[0, p, l] = OPEN
-        v[G.PLAYER], v[G.WRITES], v[G.OVER], v[G.WINNER], v[G.THROW_KEEP] = 0, 0, 0, -1, -1
-        land_game(st, 0, t, EMPTY_KEEP, True, faces_key(faces, at, DICE))
-    else:
-        land_game(st, 0, t, v[G.THROW_KEEP], v[G.STARTS_TURN] != 0, faces_key(faces, at, n))
-        v[G.THROW_KEEP] = -1
-
-
-@njit(inline="always", error_model="numpy")
-def _play(v, sheets, t, most, faces, at, mask, op, a):
-    """What :func:`play_game` does before the observation."""
-    st = GameState(v[0:1], v[1:2], v[2:3], v[3:4], v[4:5], v[5:6], v[6:7], sheets)  # one game: views of v
-    v[G.STATUS] = G.DONE
-    if not 0 <= at[0] <= at[1] <= len(faces):
-        v[G.STATUS] = G.BAD_FACES
-        return
-    fits, writes = _fits(v, sheets, t, most)  # the sheets decide the writes, and end the game when full
-    if not fits and op != G.RESET:
-        v[G.STATUS] = G.BAD_STATE
-        return
-    v[G.WRITES] = writes
-    if sheets_full(t, writes):
-        v[G.OVER] = 1
-    if op == G.RESET or op == G.LAND:
-        _throw(v, st, t, faces, at, op, at[1] - at[0])
-    elif op == G.STEP or op == G.DECIDE:
-        _act(v, st, t, faces, at, mask, op, a, at[1] - at[0])
-    if v[G.STATUS] == G.NEED_FACES or v[G.STATUS] == G.BAD_FACES:
-        return
-    mask_game(st, 0, t, mask, 0)
-    v[G.PENDING] = pending_in_game(st, 0, t)
     for p in range(t.num_players):
         total, filled = 0, 0
         for l in range(t.num_lines):
-            if sheets[0, p, l] != OPEN:
-                total += sheets[0, p, l]
+            if st.sheets[0, p, l] != OPEN:
+                total += st.sheets[0, p, l]
                 filled += 1
-        v[G.TOTALS + p], v[G.TOTALS + t.num_players + p] = total, filled
+        facts[TOTALS + p], facts[TOTALS + t.num_players + p] = total, filled
+        writes += filled
+    st.writes[0] = writes
+    if sheets_full(t, writes):
+        st.over[0] = 1
+    facts[PENDING] = pending_in_game(st, 0, t)
+    if st.throw_keep[0] >= 0:
+        for a in range(mask.shape[1]):
+            mask[0, a] = False
+    else:
+        mask_game(st, 0, t, mask, 0)
+
+
+@njit(inline="always", error_model="numpy")
+def act_one(st, t, faces, at, a, facts, throw):
+    """Legal action ``a`` decided (and, with ``throw``, its dice thrown from ``faces``); the
+    move's facts. ILLEGAL or SHORT (too few faces left) change nothing."""
+    if st.throw_keep[0] >= 0 or not (0 <= a < NUM_MASKS + t.num_lines) or not legal_in_game(st, 0, t, a):
+        return ILLEGAL
+    n = dice_thrown(t, st.roll[0], a)
+    if throw:
+        status = faces_short(faces, at, n)
+        if status != DONE:
+            return status
+    facts[MOVER], facts[SERVED] = st.player[0], st.rolls_left[0] == FIRST_ROLL
+    facts[POINTS] = decide_game(st, 0, t, a)
+    facts[WON] = st.winner[0] >= 0  # the game was on: its winner is this write's
+    if throw:
+        if st.throw_keep[0] >= 0:
+            land_game(st, 0, t, faces_key(faces, at, n))
+        else:
+            at[0] += n  # a write that ends the game throws the dice all the same (the faces are handed out in order)
+    return DONE
 
 
 @loop
-def play_game(v, sheets, rules, faces, at, mask, op, action):
-    """One game's step, decision, throw, new game or look (``op``: one of the ops of
-    :data:`generala_env.engine.OneGame`; ``action`` for a step or a decision): what
-    :class:`~generala_env.game.Game` calls. ``v`` holds the game's numbers (its state, then what
-    the call answers), ``sheets`` its ``(1, players, lines)``, ``rules`` the tables packed
-    (:func:`pack_tables`); the dice come from ``faces``, from ``at[0]`` up to ``at[1]``.
-
-    Returns the status (``v[STATUS]``). An illegal action, too few faces (``v[NEED]`` says how
-    many), a number of the state out of range (``BAD_STATE``: a state set by hand) or faces
-    that are not 1 to 6 (``BAD_FACES``) change no number of the state but those the sheets
-    decide. After the call ``mask[0]`` is the legal
-    mask of the state, and ``v`` holds the served generala pending and every seat's total and
-    lines filled."""
-    _play(v, sheets, unpack_tables(rules), rules[MOST], faces, at, mask, op, action)
-    return v[G.STATUS]
+def look_game(numbers, sheets, rules, mask, facts):
+    """:func:`look_one` of a game (after its state was set)."""
+    look_one(state_of(numbers, sheets), unpack_tables(rules), mask, facts)
 
 
 @loop
-def play_game_observed(v, sheets, rules, faces, at, mask, op, action, ints, floats, seat, out):
-    """:func:`play_game`, then the observation from ``seat`` into ``out``, the encoding tables
-    packed in ``ints`` and ``floats`` (:func:`pack_encoding`): what the single env's step calls,
-    the game's transition, its mask and its observation in one call. An encoding of other
-    players or lines, a seat out of range or an ``out`` of another size change nothing
-    (``BAD_OBSERVE``)."""
+def step_game(numbers, sheets, rules, faces, at, mask, facts, action, ints, floats, seat, out):
+    """One game's step: legal ``action`` decided and its dice thrown (:func:`act_one`), then
+    :func:`look_one`; and, unless ``out`` is empty, the observation from ``seat`` into ``out``,
+    the encoding's tables packed in ``ints`` and ``floats`` (:func:`pack_encoding`; they must be
+    of this game's players and lines, ``out`` of the encoding's size and ``seat`` a seat, or
+    nothing happens: BAD_OBSERVE). Returns the status."""
     n = ints  # the encoding must be of this game's players and lines, seen from a seat, into out
-    if not (0 <= seat < rules[0] and n[_NUMBERS + 5] + 1 == rules[0] and n[_NUMBERS + 2] == rules[1] and len(out) == n[_NUMBERS + 6]):
-        v[G.STATUS] = G.BAD_OBSERVE
-        return v[G.STATUS]
-    _play(v, sheets, unpack_tables(rules), rules[MOST], faces, at, mask, op, action)
-    if v[G.STATUS] == G.DONE or v[G.STATUS] == G.ILLEGAL:
-        _encode_game(out, unpack_encoding(ints, floats), v[G.ROLL], v[G.ROLLS_LEFT], v[G.LOCKED], v[G.PENDING] != 0, sheets[0], seat)
-    return v[G.STATUS]
+    if len(out) and not (0 <= seat < rules[0] and n[_NUMBERS + 5] + 1 == rules[0] and n[_NUMBERS + 2] == rules[1] and len(out) == n[_NUMBERS + 6]):
+        return BAD_OBSERVE
+    st, t = state_of(numbers, sheets), unpack_tables(rules)
+    status = act_one(st, t, faces, at, action, facts, True)
+    if status == SHORT or status == BAD_FACES:  # noqa: SIM109  # compiled by numba: two comparisons
+        return status
+    look_one(st, t, mask, facts)
+    if len(out):
+        _encode_game(out, unpack_encoding(ints, floats), st.roll[0], st.rolls_left[0], st.locked[0], facts[PENDING] != 0, sheets[0], seat)
+    return status
+
+
+@loop
+def decide_one(numbers, sheets, rules, mask, facts, action):
+    """One game's decision of legal ``action`` without its throw (the dice model's afterstate),
+    then :func:`look_one`. Returns the status."""
+    st, t = state_of(numbers, sheets), unpack_tables(rules)
+    status = act_one(st, t, numbers[0], numbers[0], action, facts, False)  # no faces: nothing is thrown
+    look_one(st, t, mask, facts)
+    return status
+
+
+@loop
+def land_one(numbers, sheets, rules, faces, at, mask, facts):
+    """The throw pending after :func:`decide_one`, from ``faces``; then :func:`look_one`.
+    Returns the status (ILLEGAL: no throw pending)."""
+    st, t = state_of(numbers, sheets), unpack_tables(rules)
+    keep = st.throw_keep[0]
+    if keep < 0:
+        return ILLEGAL
+    n = DICE if st.throw_turn[0] else DICE - t.keep_size[keep]
+    status = faces_short(faces, at, n)
+    if status != DONE:
+        return status
+    land_game(st, 0, t, faces_key(faces, at, n))
+    look_one(st, t, mask, facts)
+    return DONE
+
+
+@loop
+def new_game_one(numbers, sheets, rules, faces, at, mask, facts):
+    """A new game (:func:`new_game`) on five faces of ``faces``; then :func:`look_one`."""
+    status = faces_short(faces, at, DICE)
+    if status != DONE:
+        return status
+    st, t = state_of(numbers, sheets), unpack_tables(rules)
+    new_game(st, 0, t, faces_key(faces, at, DICE))
+    look_one(st, t, mask, facts)
+    return DONE
 
 
 @loop

@@ -35,13 +35,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .engine import OneGame
+from . import engine
 from .game import Game
 from .observe import EncodingTables
 from .rules import RuleSet, load_rules
 from .scoring import line_max, points_table
 
-_ROLL, _ROLLS_LEFT, _LOCKED, _PENDING = OneGame.ROLL, OneGame.ROLLS_LEFT, OneGame.LOCKED, OneGame.PENDING
+_ROLL, _ROLLS_LEFT, _LOCKED, _PENDING = engine.ROLL, engine.ROLLS_LEFT, engine.LOCKED, engine.PENDING  # PENDING: in a game's facts
 
 LAYOUT_VERSION = 1
 
@@ -143,7 +143,7 @@ class Encoder:
     def encode(self, game: Game, seat: int, pending: bool | None = None) -> np.ndarray:
         """The observation of ``game`` from ``seat`` (:func:`~generala_env.observe.encode_game`, compiled when numba
         is there); ``pending``: :meth:`Game.served_generala_pending`, if the caller has it. The
-        game's numbers are read at once (:meth:`Game.numbers`, which checks a state set by hand)."""
+        game's numbers are read at once (:meth:`Game.numbers`)."""
         if game.num_players != self.num_players or game.num_lines != len(self.line_max):
             raise ValueError(
                 f"this encoder is for {self.num_players} player(s) and {len(self.line_max)} lines; the game has {game.num_players} and {game.num_lines}"
@@ -151,9 +151,9 @@ class Encoder:
         if isinstance(seat, (bool, np.bool_)) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < self.num_players:
             raise ValueError(f"seat must be a seat from 0 to {self.num_players - 1}, got {seat!r}")
         out = np.empty(self.size, dtype=np.float32)
-        n = game.numbers()[0]
+        n, facts = game.numbers()[:2]
         if pending is None:
-            pending = n[_PENDING] == 1
+            pending = facts[_PENDING] == 1
         self._kernel(out, *self.observe_tables, n[_ROLL], n[_ROLLS_LEFT], n[_LOCKED], pending, game.sheets, seat)
         return out
 

@@ -11,10 +11,9 @@ and who won a finished game (:func:`is_winner`, :func:`outcome_points`).
 
 * loops over many games, whose state is a :class:`GameState` of arrays, game first (the
   batched env);
-* one call for one game (``play_game``), whose numbers are one int64 array laid out by
-  :data:`OneGame` (the :class:`GameState` fields first): :class:`generala_env.game.Game`
-  hands each step, decision, throw and new game to it, so the single env is the engine at
-  N = 1.
+* calls for one game (a step, a decision, a throw, a new game, a look), the same bodies at
+  N = 1: :class:`generala_env.game.Game` holds one game's :class:`GameState` and hands each
+  change to one of them.
 
 Without numba the same functions run as plain Python. A game also asks a few of them in
 Python with the tables as lists (``dice_thrown`` before a throw it makes or is given itself,
@@ -75,77 +74,63 @@ class Tables(NamedTuple):
 
 
 class GameState(NamedTuple):
-    """The state of N games, one array per field, game first (the batched env's; one game's
-    is :class:`~generala_env.game.Game`'s attributes of the same names)."""
+    """The state of N games: one array per field, game first. The numbers are the rows of one
+    int64 array, ``numbers`` ``(len(NUMBERS), N)`` (:func:`new_state`); the sheets are
+    ``(N, players, lines)`` int32. A single game (:class:`~generala_env.game.Game`) is N = 1;
+    the vector env holds N games; the JAX env's state has the same fields by name."""
 
-    roll: np.ndarray  # index into ROLLS
+    roll: np.ndarray  # index into ROLLS of the dice (sorted)
     rolls_left: np.ndarray  # 2 after a turn's first roll, 0 after its third
     locked: np.ndarray  # keep index of the dice that may not go back under locked_holds
     player: np.ndarray  # whose move
     writes: np.ndarray  # lines filled, all players together
-    over: np.ndarray
+    over: np.ndarray  # 1 once the game is over
     winner: np.ndarray  # the served generala winner's seat, -1: none
+    throw_keep: np.ndarray  # after a decision (the dice model): the keep staying on the table while the rest are in the cup; -1: none
+    throw_turn: np.ndarray  # 1 if that throw is the next player's first roll
     sheets: np.ndarray  # (N, players, lines), OPEN for an open line
 
 
+NUMBERS = GameState._fields[:-1]  # the fields that are rows of one int64 array
+ROLL, ROLLS_LEFT, LOCKED, PLAYER, WRITES, OVER, WINNER, THROW_KEEP, THROW_TURN = range(len(NUMBERS))
+
+
+def state_of(numbers: np.ndarray, sheets: np.ndarray) -> GameState:
+    """The :class:`GameState` whose numbers are the rows of ``numbers`` (views: writes to the
+    state are writes to ``numbers``)."""
+    return GameState(*numbers, sheets)  # type: ignore[call-arg]  # one row per field but the last
+
+
+def numbers_of(state: GameState) -> np.ndarray:
+    """The int64 array whose rows are ``state``'s numbers (what the compiled calls take)."""
+    numbers = state.roll.base
+    if not isinstance(numbers, np.ndarray) or numbers.shape != (len(NUMBERS), len(state.roll)) or numbers[ROLLS_LEFT].base is not state.roll.base:
+        raise ValueError("a GameState's numbers must be the rows of one array (made by new_state or state_of)")
+    return numbers
+
+
 def new_state(num_games: int, num_players: int, num_lines: int) -> GameState:
-    """N games not started (over, empty sheets)."""
-    n = num_games
-    return GameState(
-        roll=np.zeros(n, dtype=np.int64),
-        rolls_left=np.zeros(n, dtype=np.int64),
-        locked=np.full(n, EMPTY_KEEP, dtype=np.int64),
-        player=np.zeros(n, dtype=np.int64),
-        writes=np.zeros(n, dtype=np.int64),
-        over=np.ones(n, dtype=bool),
-        winner=np.full(n, -1, dtype=np.int64),
-        sheets=np.full((n, num_players, num_lines), OPEN, dtype=np.int32),
-    )
+    """N games not started: over, empty sheets, nothing locked or in the cup."""
+    numbers = np.zeros((len(NUMBERS), num_games), dtype=np.int64)
+    numbers[LOCKED] = EMPTY_KEEP
+    numbers[OVER] = 1
+    numbers[WINNER] = -1
+    numbers[THROW_KEEP] = -1
+    return state_of(numbers, np.full((num_games, num_players, num_lines), OPEN, dtype=np.int32))
 
 
-class _OneGame(NamedTuple):
-    """Where one game's numbers sit in its int64 array (``Game``'s, for
-    :func:`generala_env.batched.play_game`): the state first (:class:`GameState`'s fields, then
-    the throw pending after a decision), then what a call answers, then every seat's total and
-    lines filled; and the calls' ops and statuses."""
-
-    ROLL: int = 0
-    ROLLS_LEFT: int = 1
-    LOCKED: int = 2
-    PLAYER: int = 3
-    WRITES: int = 4
-    OVER: int = 5
-    WINNER: int = 6  # the served generala winner's seat, -1: none
-    THROW_KEEP: int = 7  # after a decision: the keep of the dice staying on the table; -1: no throw pending
-    STARTS_TURN: int = 8  # the pending throw is the next player's first roll
-    STATE: int = 9  # the numbers above are the state; what a call answers follows
-    STATUS: int = 9  # DONE, or ILLEGAL, NEED_FACES, BAD_STATE, BAD_FACES, BAD_OBSERVE: the state unchanged but for the writes and over the sheets decide
-    NEED: int = 10  # with NEED_FACES: the faces the call needs
-    POINTS: int = 11  # after a STEP or DECIDE: the points written (0 for a hold)
-    WON: int = 12  # ... 1 if the write won by a served generala
-    MOVER: int = 13  # ... the seat that moved
-    SERVED: int = 14  # ... 1 if it moved right after the turn's first roll
-    PENDING: int = 15  # a served generala is pending now
-    TOTALS: int = 16  # every seat's total, then every seat's lines filled
-    STEP: int = 0
-    DECIDE: int = 1
-    LAND: int = 2
-    RESET: int = 3
-    LOOK: int = 4
-    DONE: int = 0
-    ILLEGAL: int = 1
-    NEED_FACES: int = 2
-    BAD_STATE: int = 3
-    BAD_FACES: int = 4  # the faces given are not 1 to 6, or their position is off
-    BAD_OBSERVE: int = 5  # the observation asked for does not fit the game
+# what one game's compiled calls answer besides its state (Game reads them; a new call overwrites them)
+# the status: made; an illegal action; too few faces in the cup; faces given that are not 1 to 6
+# (or a cup's position outside its faces): but for DONE nothing changed
+DONE, ILLEGAL, SHORT, BAD_FACES = 0, 1, 2, 3
+POINTS, WON, MOVER, SERVED, PENDING, TOTALS = range(
+    6
+)  # facts: [points written, won by a served generala, seat that moved, moved after the turn's first roll, a served generala pending, every seat's total, then every seat's lines filled]
 
 
-OneGame = _OneGame()
-
-
-def one_game_size(num_players: int) -> int:
-    """The length of one game's numbers (:data:`OneGame`)."""
-    return OneGame.TOTALS + 2 * num_players
+def facts_size(num_players: int) -> int:
+    """The length of one game's facts (:data:`TOTALS` onwards: a total and lines filled per seat)."""
+    return TOTALS + 2 * num_players
 
 
 @lru_cache(maxsize=64)

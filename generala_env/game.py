@@ -28,17 +28,28 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import engine
 from .dice import ALL_HELD, DICE, KEEP_SIZE, NUM_KEEPS, NUM_MASKS, NUM_ROLLS, ROLLS, DiceCup, keep_index, roll_index, throw
 from .engine import (
+    BAD_FACES,
+    DONE,
     FIRST_ROLL,
+    ILLEGAL,
+    MOVER,
     OPEN,
+    PENDING,
+    POINTS,
     ROLLS_PER_TURN,
+    SERVED,
+    SHORT,
+    TOTALS,
+    WON,
     GameState,
-    OneGame,
     dice_thrown,
+    facts_size,
     is_winner,
     new_state,
-    one_game_size,
+    numbers_of,
     sheets_full,
     tables,
 )
@@ -49,18 +60,25 @@ from .scoring import blocked_line, generala_scored, points_table, served_bonus
 MAX_PLAYERS = 6
 
 _KEEP_SIZE = KEEP_SIZE.tolist()
-G = OneGame  # where a game's numbers sit in its array
-_STATE, _OVER, _WINNER, _PLAYER, _TOTALS = G.STATE, G.OVER, G.WINNER, G.PLAYER, G.TOTALS
-_STEP, _DONE, _ILLEGAL, _NEED_FACES, _BAD_STATE, _BAD_FACES, _BAD_OBSERVE = G.STEP, G.DONE, G.ILLEGAL, G.NEED_FACES, G.BAD_STATE, G.BAD_FACES, G.BAD_OBSERVE
+_ROLL, _ROLLS_LEFT, _LOCKED, _PLAYER, _OVER, _WINNER, _THROW_KEEP, _THROW_TURN = (
+    engine.ROLL,
+    engine.ROLLS_LEFT,
+    engine.LOCKED,
+    engine.PLAYER,
+    engine.OVER,
+    engine.WINNER,
+    engine.THROW_KEEP,
+    engine.THROW_TURN,
+)
 
 
 class _Lookups:
     """What the games of one rule set and player count share, made once: the rules' tables as
-    arrays for the compiled step (:func:`generala_env.batched.play_game`) and as lists for the
-    few rules a game asks in Python (:func:`~generala_env.engine.tables`), the compiled step
-    itself, and facts of the rule set. A pickled game names it rather than carrying it."""
+    arrays packed for the compiled calls (:func:`generala_env.batched.pack_tables`) and as lists
+    for the few rules a game asks in Python (:func:`~generala_env.engine.tables`), the compiled
+    calls themselves, and facts of the rule set. A pickled game names it rather than carrying it."""
 
-    __slots__ = ("key", "t", "arrays", "play", "play_observed", "bonus")
+    __slots__ = ("key", "t", "arrays", "k", "bonus")
 
     def __init__(self, rules: RuleSet, num_players: int):
         from . import batched  # numba, when it is there (loaded on a first game: importing the package stays light)
@@ -68,7 +86,7 @@ class _Lookups:
         self.key = (rules, num_players)
         self.t = tables(rules, num_players, lists=True)
         self.arrays = batched.pack_tables(tables(rules, num_players))
-        self.play, self.play_observed = batched.play_game, batched.play_game_observed
+        self.k = batched
         self.bonus = [served_bonus(rules, line, True) for line in rules.lines]  # [line]: a served write's bonus
 
     def __reduce__(self):
@@ -81,25 +99,10 @@ def _lookups(rules: RuleSet, num_players: int) -> _Lookups:
 
 
 _NO_FACES = np.zeros(0, dtype=np.int8)
-
-
-def _field(i: int, name: str, doc: str, kind=int) -> property:
-    """A property for number ``i`` of a game's numbers (:data:`~generala_env.engine.OneGame`): a
-    whole number (``kind=bool``: true or false), set as given or refused with ``TypeError``."""
-
-    def get(self):
-        return kind(self._v.item(i))
-
-    def put(self, value) -> None:
-        if kind is bool:
-            if not isinstance(value, (bool, np.bool_, int, np.integer)):
-                raise TypeError(f"{name} must be true or false, got {value!r}")
-            self._v[i] = 1 if value else 0
-        else:
-            self._v[i] = _whole_number(name, value)
-        self._seen = None  # what the game derives is looked at anew
-
-    return property(get, put, doc=doc)
+_NO_INTS = np.zeros(0, dtype=np.int32)
+_NO_INTS.flags.writeable = False  # as pack_encoding's (one compiled version of step_game)
+_NO_FLOATS = np.zeros(0, dtype=np.float32)
+_NO_OUT = np.zeros(0, dtype=np.float32)
 
 
 @lru_cache(maxsize=64)
@@ -108,14 +111,28 @@ def _line_values(rules: RuleSet) -> tuple[frozenset, ...]:
     return tuple(frozenset(np.unique(t).tolist()) | {0} for t in points_table(rules))
 
 
+@lru_cache(maxsize=64)
+def _allowed_points(rules: RuleSet) -> np.ndarray:
+    """``[line, v]``: whether line ``line`` can hold ``v`` points (:func:`_line_values` as a table)."""
+    values = _line_values(rules)
+    allowed = np.zeros((len(values), max(max(v) for v in values) + 1), dtype=bool)
+    for l, vs in enumerate(values):
+        allowed[l, sorted(vs)] = True
+    return allowed
+
+
 def _off_sheet(rules: RuleSet, sheets) -> tuple[int, int, int] | None:
     """The first ``(seat, line, value)`` of ``sheets`` that is neither :data:`OPEN` nor points
     the line can hold, or ``None``."""
-    allowed = _line_values(rules)
-    for (p, l), v in np.ndenumerate(sheets):
-        if v != OPEN and int(v) not in allowed[l]:
-            return p, l, int(v)
-    return None
+    a = np.asarray(sheets)
+    allowed = _allowed_points(rules)
+    lines = np.broadcast_to(np.arange(a.shape[-1]), a.shape)
+    inside = (a >= 0) & (a < allowed.shape[1])
+    ok = (a == OPEN) | (inside & allowed[lines, np.where(inside, a, 0)])
+    if ok.all():
+        return None
+    p, l = (int(i) for i in np.argwhere(~ok)[0])
+    return p, l, int(a[p, l])
 
 
 def prefilled_sheets(rules: RuleSet, num_players: int, rng) -> np.ndarray:
@@ -188,159 +205,133 @@ class Outcome(NamedTuple):
 _REROLLED = [[Outcome(player=p, action=a) for a in range(NUM_MASKS)] for p in range(MAX_PLAYERS)]  # shared: immutable
 
 
-class Game:
-    """A game of Generala for 1–6 players under one rule set: the engine's one game.
+def _number(i: int, name: str, doc: str, low, high=None, kind=int) -> property:
+    """A property for row ``i`` of a game's numbers (:data:`~generala_env.engine.NUMBERS`): read
+    as an int (``kind=bool``: true or false); set only to a value in range (``low`` .. ``high``,
+    a callable of the game for a bound that depends on it), checked here, at the boundary, so
+    the compiled calls never see a number out of range."""
 
-    State: ``sheets`` ``(players, lines)`` int array with :data:`OPEN` for open lines,
-    ``roll`` (index into ``ROLLS``), ``rolls_left`` (2 after a turn's first roll, 0 after
-    its third), ``player`` (whose move), ``locked`` (keep index of the dice that may not
-    go back under ``locked_holds``), ``over``, ``served_generala_winner`` (seat or
-    ``None``), ``writes`` (lines filled, all players together). They live in one int64 array
-    and the sheets' array (:attr:`state` names them as a one-game
-    :class:`~generala_env.engine.GameState`), which every step, decision, throw and new game
-    hands to one compiled call of the engine (:func:`generala_env.batched.play_game`, the
-    rules the batched env runs over many games); that call also leaves the legal mask and
-    the sheets' facts. Set a state with :meth:`set_state`, which checks every value and
-    recomputes what the game derives. These attributes may also be assigned directly, and
-    the sheets written in place (a copy of a batched game does): what the game derives
-    follows them (``writes`` is counted from the sheets, and full sheets end the game), a
-    number out of range raises ``ValueError`` at the next look, but nothing checks that the
-    state is one the game could reach. Read-only
-    views of what it derives: :attr:`totals_view`, :attr:`filled_lines`, :attr:`legal_view`,
+    def get(self):
+        return kind(self._numbers[i, 0])
+
+    def put(self, value) -> None:
+        if kind is bool:
+            if not isinstance(value, (bool, np.bool_, int, np.integer)):
+                raise TypeError(f"{name} must be true or false, got {value!r}")
+            v = 1 if value else 0
+        else:
+            v = _whole_number(name, value)
+            lo, hi = low, (high(self) if callable(high) else high)
+            if not lo <= v <= hi:
+                raise ValueError(f"{name} must be from {lo} to {hi}, got {v}")
+        self._numbers[i, 0] = v
+        self._look()  # what the game derives follows
+
+    return property(get, put, doc=doc)
+
+
+class Game:
+    """A game of Generala for 1–6 players under one rule set: the engine at N = 1.
+
+    State: a one-game :class:`~generala_env.engine.GameState` (:attr:`state`): ``sheets``
+    ``(players, lines)`` int32 with :data:`OPEN` for open lines, ``roll`` (index into
+    ``ROLLS``), ``rolls_left`` (2 after a turn's first roll, 0 after its third), ``player``
+    (whose move), ``locked`` (keep index of the dice that may not go back under
+    ``locked_holds``), ``over``, ``served_generala_winner`` (seat or ``None``), ``writes``
+    (lines filled, all players together) and, after :meth:`decide`, the throw pending
+    (``throw_keep``). Each step, decision, throw and new game is one compiled call over that
+    state (:mod:`generala_env.batched`: the loops' bodies at N = 1), which also leaves the
+    legal mask and the sheets' facts. A state is set with :meth:`set_state`, which checks it
+    whole, or attribute by attribute (``roll``, ``rolls_left``, ``player``, ``locked``,
+    ``over``, ``served_generala_winner``, ``sheets``), each checked for its range as it is
+    set; the sheets are read-only in place. What the game derives follows every change
+    (``writes`` is counted from the sheets, and full sheets end the game), but only
+    :meth:`set_state` checks that the state is one the game could reach. Read-only views of
+    what it derives: :attr:`totals_view`, :attr:`filled_lines`, :attr:`legal_view`,
     :attr:`legal_int8_view`, and :meth:`views` for what an observer reads at every step.
     """
 
-    roll = _field(G.ROLL, "roll", "Index into ``ROLLS`` of the dice (sorted).")
-    rolls_left = _field(G.ROLLS_LEFT, "rolls_left", "2 after a turn's first roll, 0 after its third.")
-    locked = _field(G.LOCKED, "locked", "Keep index of the dice that may not go back under ``locked_holds``.")
-    player = _field(G.PLAYER, "player", "Whose move.")
-
-    @property
-    def writes(self) -> int:
-        """Lines filled, all players together (counted from the sheets)."""
-        return self._fresh()[G.WRITES]
-
-    @writes.setter
-    def writes(self, value: int) -> None:  # a copy of a batched game sets it; the sheets decide it all the same
-        self._v[G.WRITES] = _whole_number("writes", value)
-
-    over = _field(G.OVER, "over", "Whether the game is over.", bool)
-    throw_keep = _field(
-        G.THROW_KEEP, "throw_keep", "After :meth:`decide`: the keep of the dice on the table while the rest are in the cup; -1: no throw pending."
+    roll = _number(_ROLL, "roll", "Index into ``ROLLS`` of the dice (sorted).", 0, NUM_ROLLS - 1)
+    rolls_left = _number(_ROLLS_LEFT, "rolls_left", "2 after a turn's first roll, 0 after its third.", 0, FIRST_ROLL)
+    locked = _number(_LOCKED, "locked", "Keep index of the dice that may not go back under ``locked_holds``.", 0, NUM_KEEPS - 1)
+    player = _number(_PLAYER, "player", "Whose move.", 0, lambda g: g.num_players - 1)
+    over = _number(_OVER, "over", "Whether the game is over.", 0, kind=bool)
+    throw_keep = _number(
+        _THROW_KEEP,
+        "throw_keep",
+        "After :meth:`decide`: the keep of the dice on the table while the rest are in the cup; -1: no throw pending.",
+        -1,
+        NUM_KEEPS - 1,
     )
-    _throw_starts_turn = _field(G.STARTS_TURN, "_throw_starts_turn", "The pending throw is the next player's first roll.", bool)
+    _throw_starts_turn = _number(_THROW_TURN, "_throw_starts_turn", "The pending throw is the next player's first roll.", 0, kind=bool)
 
     def __init__(self, rules="classic", num_players: int = 1):
         rules = load_rules(rules)
         if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= MAX_PLAYERS:
             raise ValueError(f"num_players must be an integer from 1 to {MAX_PLAYERS}, got {num_players!r}")
         self._setup(rules, int(num_players))
-        blank = new_state(1, self.num_players, self.num_lines)  # a game not started, as the batched env's are
-        self._v[: G.WINNER + 1] = [int(field[0]) for field in blank[: G.WINNER + 1]]
-        self._v[G.THROW_KEEP] = -1
+        self._look()
 
     def _setup(self, rules: RuleSet, num_players: int) -> None:
-        """The game's arrays and facts of its rules (its state all zeros and its sheets open)."""
+        """The game's arrays (a game not started, as the batched env's are) and facts of its rules."""
         self.rules = rules
         self.num_players = num_players
         self.num_lines = rules.num_lines
         self.num_actions = NUM_MASKS + self.num_lines
         self.points = points_table(rules)
         self._r = _lookups(rules, num_players)
-        self._v = np.zeros(one_game_size(num_players), dtype=np.int64)  # the game's numbers (engine.OneGame)
-        self._board = np.full((1, num_players, self.num_lines), OPEN, dtype=np.int32)  # one game's sheets, game first
-        self._sheets = self._board[0]
+        self._state = new_state(1, num_players, self.num_lines)
+        self._numbers = numbers_of(self._state)  # (len(NUMBERS), 1) int64: the state's numbers
+        self._board = self._state.sheets  # (1, players, lines)
+        self._state_view = GameState(*(_frozen(a.view()) for a in self._state))  # what :attr:`state` hands out
+        self._sheets = _frozen(self._board[0].view())  # read-only: a change of the sheets goes through the setter
         self._mask = np.zeros((1, self.num_actions), dtype=bool)  # the legal mask, left by every compiled call
-        self._mask_i8 = _frozen(self._mask[0].view(np.int8))  # read-only views: numbers() hands them out
-        self._totals_now = _frozen(self._v[_TOTALS : _TOTALS + num_players])
+        self._mask_i8 = _frozen(self._mask[0].view(np.int8))  # read-only views: views() hands them out
+        self._facts = np.zeros(facts_size(num_players), dtype=np.int64)  # engine.facts_size: what the last call found
+        self._totals_now = _frozen(self._facts[TOTALS : TOTALS + num_players])
         self._at = np.zeros(2, dtype=np.int64)  # given faces: [next, end]
-        self._seen: bytes | None = None  # the numbers' and the sheets' bytes after the last compiled call; None: look anew
-        self._made: tuple | None = None  # read-only views of what the game derives in this state
+        self._made: tuple | None = None  # read-only copies of what the game derives in this state
 
     # -- the compiled engine ----------------------------------------------------
-    def _run(self, op: int, action: int = 0, faces=_NO_FACES, at=None, observe=None) -> int:
-        """One compiled call of op ``op`` (:data:`~generala_env.engine.OneGame`); its status."""
-        if at is None:
-            at = self._at
-            at[:] = 0, len(faces)
-        r = self._r
-        if observe is None:
-            status = r.play(self._v, self._board, r.arrays, faces, at, self._mask, op, action)
-        else:
-            status = r.play_observed(self._v, self._board, r.arrays, faces, at, self._mask, op, action, *observe)
-        if status == _DONE:
-            self._seen, self._made = self._v.tobytes() + self._sheets.tobytes(), None
-        else:
-            self._failed(status)
-        return status
+    def _look(self) -> None:
+        """What the state decides, made anew (after a change set by hand)."""
+        self._r.k.look_game(self._numbers, self._board, self._r.arrays, self._mask, self._facts)
+        self._made = None
 
-    def _failed(self, status: int) -> None:
-        """After a compiled call that did not go through: what the game derives is looked at
-        anew, and a state out of range (set by hand) raises ``ValueError`` naming the number."""
-        self._seen = None
-        if status == _BAD_FACES:
-            raise ValueError("the dice given to the game are not faces 1 to 6 (or the cup's position is outside its faces)")
-        if status == _BAD_OBSERVE:
-            raise ValueError(
-                f"observe must be (*Encoder.observe_tables, seat, out) of an encoder of this game's {self.num_players} player(s) and "
-                f"{self.num_lines} lines, a seat from 0 to {self.num_players - 1} and out of the encoder's size"
-            )
-        if status != _BAD_STATE:
-            return
-        v, P = self._v.tolist(), self.num_players
-        for name, i, low, high in (
-            ("roll", G.ROLL, 0, NUM_ROLLS - 1),
-            ("rolls_left", G.ROLLS_LEFT, 0, FIRST_ROLL),
-            ("locked", G.LOCKED, 0, NUM_KEEPS - 1),
-            ("player", G.PLAYER, 0, P - 1),
-            ("served_generala_winner", G.WINNER, -1, P - 1),
-            ("throw_keep", G.THROW_KEEP, -1, NUM_KEEPS - 1),
-        ):
-            if not low <= v[i] <= high:
-                raise ValueError(f"the game's {name} is {v[i]}, outside {low}..{high} (a state set by hand; set_state() checks one)")
-        bad = _off_sheet(self.rules, self._sheets)
-        if bad is not None:
-            p, l, x = bad
-            raise ValueError(f"sheets[{p}, {l}] ({self.rules.lines[l]}) is {x}, not points the line can hold (a state set by hand; set_state() checks one)")
-        raise ValueError("the game's state is out of range (a state set by hand; set_state() checks one)")
-
-    def _run_with_dice(self, op: int, action: int, rng, n: int, observe=None) -> int:
-        """A step or a new game whose ``n`` dice come from ``rng``: a cup's faces straight into the
-        compiled call (which asks for a refill when too few are left), others thrown here first."""
-        if rng.__class__ is DiceCup and rng.block:
-            status = self._run(op, action, rng.faces, rng.at, observe)
-            if status == _NEED_FACES:
-                status = self._refilled(op, action, rng, observe)
-            return status
+    def _faces(self, rng, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` faces thrown by a generator-like ``rng`` that is not a cup, checked, and their ``at``."""
         fs = _whole_numbers("the dice thrown", throw(rng, n))
         if len(fs) != n or any(not 1 <= f <= 6 for f in fs):
             raise ValueError(f"the dice thrown must be {n} faces from 1 to 6, got {fs}")
-        return self._run(op, action, np.array(fs, dtype=np.int8), None, observe)
+        self._at[:] = 0, n
+        return np.array(fs, dtype=np.int8), self._at
 
-    def _refilled(self, op: int, action: int, cup: DiceCup, observe) -> int:
-        """The call again after the cup drew a new block of faces (its block holds a throw)."""
-        cup.refill()
-        status = self._run(op, action, cup.faces, cup.at, observe)
-        if status == _NEED_FACES:
-            raise ValueError(f"the cup's block of {cup.block} faces does not hold a throw of {self._v.item(G.NEED)}")
-        return status
-
-    def _look(self) -> None:
-        """A compiled look at the state when it was set, or written by hand (its numbers, the
-        sheets, :attr:`state`), since the last compiled call: what the game derives follows the
-        state as it is now."""
-        if self._seen != self._v.tobytes() + self._sheets.tobytes():
-            self._run(G.LOOK)
-
-    def _fresh(self) -> list[int]:
-        """The game's numbers as ints, after :meth:`_look`."""
-        self._look()
-        return self._v.tolist()
+    def _cup_call(self, call, rng, n: int, *args) -> int:
+        """``call(faces, at, *args)`` with the dice from ``rng``: a cup's faces straight in (refilled
+        when it reports too few left, as a cup's throw does), others thrown here first."""
+        if rng.__class__ is DiceCup and rng.block:
+            status = call(rng.faces, rng.at, *args)
+            if status == SHORT:
+                rng.refill()
+                status = call(rng.faces, rng.at, *args)
+                if status == SHORT:
+                    raise ValueError(f"the cup's block of {rng.block} faces does not hold a throw of {n}")
+            return status
+        faces, at = self._faces(rng, n)
+        return call(faces, at, *args)
 
     # -- setting up -------------------------------------------------------------
     def reset(self, rng) -> None:
         """A new game: empty sheets, player 0 rolls all five dice."""
-        self._run_with_dice(G.RESET, 0, rng, DICE)
+        r = self._r
+
+        def new_game(faces, at):
+            return r.k.new_game_one(self._numbers, self._board, r.arrays, faces, at, self._mask, self._facts)
+
+        status = self._cup_call(new_game, rng, DICE)
+        self._made = None
+        if status != DONE:
+            self._failed(status, 0)
 
     # long: every check of a state, each with its own message, before anything changes
     def set_state(self, *, sheets=None, dice=None, rolls_left=None, player=None, locked=(), served_generala_winner=None) -> None:
@@ -362,27 +353,9 @@ class Game:
         apart. A bad value raises ``ValueError`` (``TypeError`` for a value of the wrong
         kind) naming it, and the game is left unchanged.
         """
-        P, L = self.num_players, self.num_lines
+        P = self.num_players
         # -- check everything first: an error leaves the game as it was
-        if sheets is None:
-            new_sheets = self.sheets.copy()
-        else:
-            arr = np.asarray(sheets)
-            if arr.shape != (P, L):
-                raise ValueError(f"sheets must have shape ({P}, {L}) (players, lines), got {arr.shape}")
-            if arr.dtype.kind not in "iu":
-                if arr.dtype.kind == "f" and np.isfinite(arr).all() and (arr == np.round(arr)).all():
-                    arr = arr.astype(np.int64)
-                else:
-                    raise TypeError(f"sheets must hold whole numbers ({OPEN} for an open line), got dtype {arr.dtype}")
-            bad = _off_sheet(self.rules, arr)
-            if bad is not None:
-                p, l, value = bad
-                raise ValueError(
-                    f"sheets[{p}, {l}] ({self.rules.lines[l]}) must be {OPEN} (open) or points the line can hold "
-                    f"({', '.join(map(str, sorted(_line_values(self.rules)[l])))}), got {value}"
-                )
-            new_sheets = arr.astype(np.int32)
+        new_sheets = self.sheets.copy() if sheets is None else self._checked_sheets(sheets)
         for p in range(P):
             blocked = blocked_line(self.rules, generala_scored(self.rules, new_sheets[p]))
             if blocked >= 0 and new_sheets[p, blocked] > 0:
@@ -443,47 +416,74 @@ class Game:
                     f"have filled one line more than the others; filled lines per seat: {filled}"
                 )
         # -- set it
-        self._sheets[...] = new_sheets
-        v = self._v
-        v[G.ROLL], v[G.ROLLS_LEFT], v[G.PLAYER], v[G.LOCKED] = roll_index(faces), rl, seat, keep_index(kept)
-        v[G.WINNER], v[G.THROW_KEEP], v[G.STARTS_TURN] = -1 if winner is None else winner, -1, 0
-        v[G.OVER] = full or winner is not None
-        self._run(G.LOOK)  # recounts the writes and the facts from the sheets
+        self._board[0] = new_sheets
+        v = self._numbers[:, 0]
+        v[_ROLL], v[_ROLLS_LEFT], v[_PLAYER], v[_LOCKED] = roll_index(faces), rl, seat, keep_index(kept)
+        v[_WINNER], v[_THROW_KEEP], v[_THROW_TURN] = -1 if winner is None else winner, -1, 0
+        v[_OVER] = full or winner is not None
+        self._look()  # recounts the writes and the facts from the sheets
+
+    def _checked_sheets(self, sheets) -> np.ndarray:
+        """``sheets`` as the game's int32 array, once each value is :data:`OPEN` or points its line
+        can hold; else ``ValueError`` (``TypeError`` for values that are not whole numbers)."""
+        arr = np.asarray(sheets)
+        P, L = self.num_players, self.num_lines
+        if arr.shape != (P, L):
+            raise ValueError(f"sheets must have shape ({P}, {L}) (players, lines), got {arr.shape}")
+        if arr.dtype.kind not in "iu":
+            if arr.dtype.kind == "f" and np.isfinite(arr).all() and (arr == np.round(arr)).all():
+                arr = arr.astype(np.int64)
+            else:
+                raise TypeError(f"sheets must hold whole numbers ({OPEN} for an open line), got dtype {arr.dtype}")
+        bad = _off_sheet(self.rules, arr)
+        if bad is not None:
+            p, l, value = bad
+            raise ValueError(
+                f"sheets[{p}, {l}] ({self.rules.lines[l]}) must be {OPEN} (open) or points the line can hold "
+                f"({', '.join(map(str, sorted(_line_values(self.rules)[l])))}), got {value}"
+            )
+        return arr.astype(np.int32)
 
     # -- reading ----------------------------------------------------------------
     @property
     def state(self) -> GameState:
-        """The state as a one-game :class:`~generala_env.engine.GameState` (views of the game's
-        arrays, ``over`` an int64 there); writes to it are writes to the game."""
-        v = self._v
-        return GameState(v[0:1], v[1:2], v[2:3], v[3:4], v[4:5], v[5:6], v[6:7], self._board)
+        """The state as a one-game :class:`~generala_env.engine.GameState`: read-only views of the
+        game's own arrays (a change goes through the setters or :meth:`set_state`, which check it)."""
+        return self._state_view
 
     @property
     def sheets(self) -> np.ndarray:
-        """``(players, lines)`` int32, :data:`OPEN` for an open line: the game's own array (may be
-        written in place; assigning copies into it)."""
+        """``(players, lines)`` int32, :data:`OPEN` for an open line: a read-only view of the
+        game's own array (assigning checks the values and copies them in)."""
         return self._sheets
 
     @sheets.setter
     def sheets(self, value) -> None:
-        a = np.asarray(value)
-        if a.shape != self._sheets.shape or a.dtype.kind not in "iu":
-            raise TypeError(f"sheets must be whole numbers of shape {self._sheets.shape}, got {a.dtype} of shape {a.shape}")
-        if a.size and not (a.min() >= OPEN and a.max() <= np.iinfo(np.int32).max):
-            raise ValueError(f"sheets hold {OPEN} (open) or points, got values from {a.min()} to {a.max()}")
-        self._sheets[...] = a
-        self._seen = None
+        self._board[0] = self._checked_sheets(value)
+        self._look()
+
+    @property
+    def writes(self) -> int:
+        """Lines filled, all players together (counted from the sheets)."""
+        return int(self._numbers[engine.WRITES, 0])
+
+    @writes.setter
+    def writes(self, value: int) -> None:  # a copy of a batched game sets it; the sheets decide it all the same
+        _whole_number("writes", value)
 
     @property
     def served_generala_winner(self) -> int | None:
         """The seat whose served generala ended the game, or ``None``."""
-        w = self._v.item(G.WINNER)
+        w = int(self._numbers[_WINNER, 0])
         return None if w < 0 else w
 
     @served_generala_winner.setter
     def served_generala_winner(self, value: int | None) -> None:
-        self._v[G.WINNER] = -1 if value is None else _whole_number("served_generala_winner", value)
-        self._seen = None
+        w = -1 if value is None else _whole_number("served_generala_winner", value)
+        if not -1 <= w < self.num_players:
+            raise ValueError(f"served_generala_winner must be None or a seat from 0 to {self.num_players - 1}, got {value!r}")
+        self._numbers[_WINNER, 0] = w
+        self._look()
 
     @property
     def dice(self) -> np.ndarray:
@@ -497,8 +497,7 @@ class Game:
     @property
     def turn(self) -> int:
         """The round being played, from 0: lines the current player has filled."""
-        n = self._fresh()
-        return n[_TOTALS + self.num_players + n[_PLAYER]]
+        return int(self._facts[TOTALS + self.num_players + self._numbers[_PLAYER, 0]])
 
     def totals(self) -> np.ndarray:
         """Each player's total (a new array)."""
@@ -508,14 +507,13 @@ class Game:
         """Read-only arrays of what the game derives in this state, made once per state:
         the legal mask as booleans and as int8, the totals, the lines filled (an array and a
         tuple of ints), and whether a served generala is pending."""
-        n = self._fresh()
         made = self._made
         if made is None:
             P = self.num_players
             legal = _frozen(self._mask[0].copy())
             totals = _frozen(self._totals_now.copy())
-            filled = tuple(n[_TOTALS + P : _TOTALS + 2 * P])
-            made = self._made = (legal, legal.view(np.int8), totals, _frozen(np.array(filled)), filled, bool(n[G.PENDING]))
+            filled = tuple(self._facts[TOTALS + P : TOTALS + 2 * P].tolist())
+            made = self._made = (legal, legal.view(np.int8), totals, _frozen(np.array(filled)), filled, bool(self._facts[PENDING]))
         return made
 
     @property
@@ -544,13 +542,14 @@ class Game:
         made = self._views_now()
         return made[1], made[2], made[4], made[5]
 
-    def numbers(self) -> tuple[list[int], np.ndarray, np.ndarray]:
-        """The game's numbers as ints (:data:`~generala_env.engine.OneGame`: the state, then the
-        served generala pending, every seat's total and lines filled), the legal mask as int8 and
-        the totals as int64, for an observer that reads them all at every step (the env's
-        ``info``). The two arrays are read-only views of the game's own, which its next call
-        overwrites: copy them to keep them."""
-        return self._fresh(), self._mask_i8, self._totals_now
+    def numbers(self) -> tuple[list[int], list[int], np.ndarray, np.ndarray]:
+        """The state's numbers and the game's facts as ints (:data:`~generala_env.engine.NUMBERS`
+        and :func:`~generala_env.engine.facts_size`'s layout: the last move, the served generala
+        pending, every seat's total and lines filled), the legal mask as int8 and the totals as
+        int64, for an observer that reads them all at every step (the env's ``info``). The two
+        arrays are read-only views of the game's own, which its next call overwrites: copy them
+        to keep them."""
+        return self._numbers[:, 0].tolist(), self._facts.tolist(), self._mask_i8, self._totals_now
 
     def generala_scored(self, player: int) -> bool:
         """Whether ``player``'s generala line holds points (:func:`~generala_env.scoring.generala_scored`)."""
@@ -559,29 +558,23 @@ class Game:
     def served_generala_pending(self) -> bool:
         """Five alike on the first roll with the generala line open, in a game where it wins
         (:func:`~generala_env.engine.served_pending`, as the last compiled call found it)."""
-        return self._fresh()[G.PENDING] == 1
+        return self._facts.item(PENDING) == 1
 
     def winners(self) -> tuple[int, ...]:
         """Seats that won (several on a shared win); empty while the game is on. A seat's
         result as points: :func:`outcome_points`."""
-        n = self._fresh()  # first: sheets written by hand may end the game
-        if not n[_OVER]:
+        if not self._numbers[_OVER, 0]:
             return ()
-        t = n[_TOTALS : _TOTALS + self.num_players]
-        best, w = max(t), n[_WINNER]
+        t = self._facts[TOTALS : TOTALS + self.num_players].tolist()
+        best, w = max(t), int(self._numbers[_WINNER, 0])
         return tuple(i for i, v in enumerate(t) if is_winner(w, i, v, best))
 
     def legal_mask(self) -> np.ndarray:
         """Boolean array over all actions: True where :meth:`apply` accepts the action."""
-        return self._legal_now().copy()
-
-    def _legal_now(self) -> np.ndarray:
-        """The legal mask the last compiled call left (the game's own array: read, don't keep)."""
-        self._look()
-        return self._mask[0]
+        return self._mask[0].copy()
 
     def legal_actions(self) -> list[int]:
-        return np.flatnonzero(self._legal_now()).tolist()
+        return np.flatnonzero(self._mask[0]).tolist()
 
     def why_illegal(self, action) -> str | None:
         """``None`` if the action is legal, else a sentence saying why not."""
@@ -592,10 +585,9 @@ class Game:
             return f"action {a} is out of range 0..{self.num_actions - 1}"
         if self.throw_keep >= 0:
             return "a throw is pending after decide(): land its faces first"
-        legal = self._legal_now()[a]  # first: sheets written by hand may end the game
         if self.over:
             return "the game is over"
-        if legal:
+        if self._mask[0, a]:
             return None
         if self.served_generala_pending():
             return "a served generala must be written on the generala line: it wins the game"
@@ -620,34 +612,45 @@ class Game:
             if why is not None:
                 raise IllegalActionError(why)
             a = int(action)
-        if rng.__class__ is DiceCup and rng.block:  # the hot path: _run_with_dice's, spelled out
-            r = self._r
-            if observe is None:
-                status = r.play(self._v, self._board, r.arrays, rng.faces, rng.at, self._mask, _STEP, a)
-            else:
-                status = r.play_observed(self._v, self._board, r.arrays, rng.faces, rng.at, self._mask, _STEP, a, *observe)
-            if status == _DONE:
-                self._seen, self._made = self._v.tobytes() + self._sheets.tobytes(), None
-            else:
-                self._failed(status)
-                if status == _NEED_FACES:
-                    status = self._refilled(_STEP, a, rng, observe)
+        r = self._r
+        ints, floats, seat, out = observe if observe is not None else (_NO_INTS, _NO_FLOATS, 0, _NO_OUT)
+        if rng.__class__ is DiceCup and rng.block:  # the hot path: _cup_call's, spelled out
+            status = r.k.step_game(self._numbers, self._board, r.arrays, rng.faces, rng.at, self._mask, self._facts, a, ints, floats, seat, out)
+            if status == SHORT:
+                rng.refill()
+                status = r.k.step_game(self._numbers, self._board, r.arrays, rng.faces, rng.at, self._mask, self._facts, a, ints, floats, seat, out)
+                if status == SHORT:
+                    raise ValueError(f"the cup's block of {rng.block} faces does not hold a throw of {dice_thrown(r.t, self.roll, a)}")
         else:  # the dice are asked for only once the action is known to be legal
             why = self.why_illegal(a)
             if why is not None:
                 raise IllegalActionError(why)
-            status = self._run_with_dice(_STEP, a, rng, dice_thrown(self._r.t, self.roll, a), observe)
-        if status == _ILLEGAL:
-            raise IllegalActionError(self.why_illegal(a) or f"action {a} is not legal now")
+            faces, at = self._faces(rng, dice_thrown(r.t, self.roll, a))
+            status = r.k.step_game(self._numbers, self._board, r.arrays, faces, at, self._mask, self._facts, a, ints, floats, seat, out)
+        self._made = None
+        if status != DONE:
+            self._failed(status, a)
         return self._outcome(a)
 
+    def _failed(self, status: int, a: int) -> None:
+        if status == ILLEGAL:
+            raise IllegalActionError(self.why_illegal(a) or f"action {a} is not legal now")
+        if status == SHORT:
+            raise ValueError("the cup's block of faces does not hold a throw")
+        if status == BAD_FACES:
+            raise ValueError("the dice given to the game are not faces 1 to 6 (or the cup's position is outside its faces)")
+        raise ValueError(
+            f"observe must be (*Encoder.observe_tables, seat, out) of an encoder of this game's {self.num_players} player(s) and "
+            f"{self.num_lines} lines, a seat from 0 to {self.num_players - 1} and out of the encoder's size"
+        )
+
     def _outcome(self, a: int) -> Outcome:
-        v = self._v
+        f = self._facts
         if a < NUM_MASKS:
-            return _REROLLED[v.item(G.MOVER)][a]
-        pts, served = v.item(G.POINTS), v.item(G.SERVED) == 1
+            return _REROLLED[f.item(MOVER)][a]
+        pts, served = f.item(POINTS), f.item(SERVED) == 1
         bonus = self._r.bonus[a - NUM_MASKS] if served and pts > 0 else 0  # scoring.served_bonus, in the points of a line that qualifies
-        return Outcome(v.item(G.MOVER), a, pts, True, served, bonus, v.item(G.WON) == 1)
+        return Outcome(f.item(MOVER), a, pts, True, served, bonus, f.item(WON) == 1)
 
     def apply(self, action: int, faces) -> Outcome:
         """Apply a legal action with the dice it needs given explicitly.
@@ -672,7 +675,7 @@ class Game:
             raise ValueError(f"a write needs the next player's five-dice first roll, got {len(faces)} faces")
         out = self._decide(a)
         if self.throw_keep >= 0:
-            self._run(G.LAND, 0, np.array(faces, dtype=np.int8))
+            self._land(np.array(faces, dtype=np.int8))
         return out
 
     # -- a decision and its throw apart (the dice model: generala_env.model) ------
@@ -691,44 +694,60 @@ class Game:
         return self._decide(int(action))
 
     def _decide(self, a: int) -> Outcome:
-        if self._run(G.DECIDE, a) == _ILLEGAL:
-            raise IllegalActionError(self.why_illegal(a) or f"action {a} is not legal now")
+        r = self._r
+        status = r.k.decide_one(self._numbers, self._board, r.arrays, self._mask, self._facts, a)
+        self._made = None
+        if status != DONE:
+            self._failed(status, a)
         return self._outcome(a)
 
     def land(self, faces) -> None:
         """The faces thrown after :meth:`decide` (as many as were in the cup)."""
-        self._look()  # first: a state set by hand is checked
         if self.throw_keep < 0:
             raise IllegalActionError("no throw is pending: land follows decide")
+        n = DICE if self._throw_starts_turn else DICE - _KEEP_SIZE[self.throw_keep]
         fs = [int(f) for f in faces]
-        if len(fs) != DICE - _KEEP_SIZE[self.throw_keep] or any(not 1 <= f <= 6 for f in fs):
-            raise ValueError(f"the throw is {DICE - _KEEP_SIZE[self.throw_keep]} faces from 1 to 6, got {fs}")
-        self._run(G.LAND, 0, np.array(fs, dtype=np.int8))
+        if len(fs) != n or any(not 1 <= f <= 6 for f in fs):
+            raise ValueError(f"the throw is {n} faces from 1 to 6, got {fs}")
+        self._land(np.array(fs, dtype=np.int8))
+
+    def _land(self, faces: np.ndarray) -> None:
+        r = self._r
+        self._at[:] = 0, len(faces)
+        status = r.k.land_one(self._numbers, self._board, r.arrays, faces, self._at, self._mask, self._facts)
+        self._made = None
+        if status != DONE:
+            self._failed(status, 0)
 
     # -- copying ----------------------------------------------------------------
     def __getstate__(self) -> dict:
         """Pickling: the rules, the players and the state (what the game derives is made anew)."""
-        return {"rules": self.rules, "num_players": self.num_players, "numbers": self._v[:_STATE].tolist(), "sheets": self._sheets.copy()}
+        return {"rules": self.rules, "num_players": self.num_players, "numbers": self._numbers[:, 0].tolist(), "sheets": self._sheets.copy()}
 
     def __setstate__(self, state: dict) -> None:
-        """Unpickling; a game pickled when its state was attributes of its own (``roll``,
-        ``rolls_left``, ...) is read too."""
+        """Unpickling, the state checked as :meth:`set_state`'s values are; a game pickled when
+        its state was attributes of its own (``roll``, ``rolls_left``, ...) is read too."""
         self._setup(state["rules"], state["num_players"])
-        self._sheets[...] = state["sheets"]
+        self._board[0] = self._checked_sheets(state["sheets"])
         if "numbers" in state:
-            self._v[:_STATE] = state["numbers"]
+            numbers = [int(v) for v in state["numbers"]][: len(engine.NUMBERS)]
         else:
             w = state.get("served_generala_winner")
-            numbers = ("roll", "rolls_left", "locked", "player", "writes", "over")
-            self._v[:_WINNER] = [int(state[k]) for k in numbers]
-            self._v[_WINNER] = -1 if w is None else w
-            self._v[G.THROW_KEEP] = state.get("throw_keep", -1)
-            self._v[G.STARTS_TURN] = bool(state.get("_throw_starts_turn", False))
+            numbers = [int(state[k]) for k in ("roll", "rolls_left", "locked", "player", "writes", "over")]
+            numbers += [-1 if w is None else int(w), int(state.get("throw_keep", -1)), int(bool(state.get("_throw_starts_turn", False)))]
+        names = ("roll", "rolls_left", "locked", "player", "writes", "over", "served_generala_winner", "throw_keep", "_throw_starts_turn")
+        for name, v in zip(names, numbers, strict=False):
+            if name != "writes":
+                setattr(self, name, None if name == "served_generala_winner" and v < 0 else v)
+        self._look()
 
     def clone(self) -> Game:
         g = Game.__new__(Game)
         g.__dict__.update(self.__dict__)
-        g._v, g._board, g._mask = self._v.copy(), self._board.copy(), self._mask.copy()
-        g._sheets, g._mask_i8, g._at = g._board[0], _frozen(g._mask[0].view(np.int8)), np.zeros(2, dtype=np.int64)
-        g._totals_now = _frozen(g._v[_TOTALS : _TOTALS + g.num_players])
+        numbers, board = self._numbers.copy(), self._board.copy()
+        g._state = engine.state_of(numbers, board)
+        g._state_view = GameState(*(_frozen(a.view()) for a in g._state))
+        g._numbers, g._board, g._mask, g._facts = numbers, board, self._mask.copy(), self._facts.copy()
+        g._sheets, g._mask_i8, g._at = _frozen(board[0].view()), _frozen(g._mask[0].view(np.int8)), np.zeros(2, dtype=np.int64)
+        g._totals_now = _frozen(g._facts[TOTALS : TOTALS + g.num_players])
         return g

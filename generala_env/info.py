@@ -9,15 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from . import engine
 from .dice import KEEP_COUNTS, ROLLS
-from .engine import OneGame as G
 from .game import ROLLS_PER_TURN, Game, outcome_points
 
 _ROLL_ROWS = list(ROLLS)  # one array per roll: a list look-up is cheaper than numpy indexing
 _LOCKED_ROWS = list(KEEP_COUNTS)  # the dice of each keep, counted per face
 _NO_MOVES: dict[int, np.ndarray] = {}  # players -> info["opponent_moves"] with no move: -1 rows
-_ROLL, _ROLLS_LEFT, _LOCKED, _PLAYER, _OVER, _WINNER, _PENDING = G.ROLL, G.ROLLS_LEFT, G.LOCKED, G.PLAYER, G.OVER, G.WINNER, G.PENDING
-_TOTALS = G.TOTALS  # then each seat's total, then its lines filled
+_ROLL, _ROLLS_LEFT, _LOCKED, _PLAYER, _OVER, _WINNER = engine.ROLL, engine.ROLLS_LEFT, engine.LOCKED, engine.PLAYER, engine.OVER, engine.WINNER
+_PENDING, _TOTALS = engine.PENDING, engine.TOTALS  # in a game's facts: then each seat's total, then its lines filled
 
 
 def win_reward(winners: tuple[int, ...], seat: int) -> float:
@@ -90,7 +90,7 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
     facts its last compiled call left) and makes the dict in one go (a dict grown key by key
     costs more).
     """
-    n, legal, totals = game.numbers()
+    n, facts, legal, totals = game.numbers()
     players, player, over = game.num_players, n[_PLAYER], n[_OVER]
     blank = _NO_MOVES.get(players)
     if blank is None:
@@ -111,10 +111,10 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
         "locked": _LOCKED_ROWS[n[_LOCKED]].copy(),
         "sheets": game.sheets.copy(),
         "totals": totals.copy(),
-        "turn": n[_TOTALS + players + player],
+        "turn": facts[_TOTALS + players + player],
         "player": player,
         "seat": int(seat),
-        "served_generala_pending": n[_PENDING] == 1,
+        "served_generala_pending": facts[_PENDING] == 1,
         "illegal_action": illegal,
         "illegal_reason": illegal_reason,
         "opponent_moves": moves,

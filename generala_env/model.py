@@ -143,7 +143,7 @@ class Model:
             raise ValueError(
                 f"this model plays {self.rules.name!r} with {self.num_players} player(s); the game has {game.rules.name!r} with {game.num_players}"
             )
-        game.sheets[...] = state.sheets
+        game.sheets = state.sheets
         game.roll = state.roll if state.roll >= 0 else 0
         game.rolls_left = state.rolls_left
         game.player = state.player

@@ -87,7 +87,7 @@ from . import opponents as opponents_registry
 from .checks import MAX_ILLEGAL_IN_A_ROW, check_arguments, check_finite, check_max_illegal, check_obs_type, check_share
 from .dice import DICE, FACES, NUM_MASKS, ROLLS
 from .encoding import Encoder
-from .engine import OPEN, new_state, tables
+from .engine import OPEN, new_state, numbers_of, tables
 from .env import NOT_RESET, RESET_FAILED, observation_space
 from .game import Game, IllegalActionError, prefilled_sheets
 from .game_dice import GameDice
@@ -182,6 +182,7 @@ class GeneralaVectorEnv(VectorEnv):
 
         # the state of every game (its fields are also attributes: roll, rolls_left, ..., sheets)
         self.state = new_state(N, P, L)
+        self._numbers = numbers_of(self.state)  # the state's numbers: one row per field
         self.roll, self.rolls_left, self.locked, self.player = self.state.roll, self.state.rolls_left, self.state.locked, self.state.player
         self.writes, self.over, self.sheets = self.state.writes, self.state.over, self.state.sheets
         self.served_generala_winner = self.state.winner  # seat, or -1
@@ -277,7 +278,7 @@ class GeneralaVectorEnv(VectorEnv):
         """
         if not self._opponents:
             return
-        g = games[~self.over[games] & (self.player[games] != self.seat[games])]
+        g = games[(self.over[games] == 0) & (self.player[games] != self.seat[games])]
         who, illegal = "an opponent", None
         stopped = "the games stopped in the opponents' turn: call reset()"
         try:
@@ -303,7 +304,7 @@ class GeneralaVectorEnv(VectorEnv):
                     raise illegal
                 who = "the dice of the opponents' moves"
                 self._apply(g, actions)
-                g = g[~self.over[g] & (self.player[g] != self.seat[g])]
+                g = g[(self.over[g] == 0) & (self.player[g] != self.seat[g])]
         except BaseException as err:
             self._halt = f"{err}; {stopped}" if err is illegal else f"{who} raised {type(err).__name__}: {err}; {stopped}"
             raise
@@ -365,7 +366,7 @@ class GeneralaVectorEnv(VectorEnv):
         for opp in self._opponents:
             opp.games_started(self, games)
         self._play_opponents(games)
-        self.ended_before_move[games] = self.over[games]
+        self.ended_before_move[games] = self.over[games] != 0
 
     def _draw_new_games(self, games: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """New games in ``games``, each drawing from its own generator what a single env's
@@ -464,7 +465,8 @@ class GeneralaVectorEnv(VectorEnv):
                 opp.reset(seed=int(self.np_random.integers(2**63)))
         self._reset_games(games)
         # a partial reset leaves the other games as they were: still unstarted, or stopped by a failure
-        stuck = (self.over & ~self.ended_before_move) | (~self.over & (self.player != self.seat))
+        over = self.over != 0
+        stuck = (over & ~self.ended_before_move) | (~over & (self.player != self.seat))
         self._halt = (previous or RESET_FAILED) if stuck.any() else None
         self._masks = self._agent_masks()
         return self._observation(self._encode(self._all)), self._info(np.zeros(self.num_envs, dtype=bool))
@@ -511,7 +513,7 @@ class GeneralaVectorEnv(VectorEnv):
                 if self.reward_mode == "score":
                     rewards[acting] = pts
                 self._play_opponents(acting)
-        terminated = self.over.copy()  # games that ended now, and those that ended before the agent moved
+        terminated = self.over != 0  # games that ended now, and those that ended before the agent moved
         truncated &= ~terminated
         done = terminated | truncated
         ended = np.flatnonzero(done)
@@ -585,15 +587,9 @@ class GeneralaVectorEnv(VectorEnv):
     def game_view(self, i: int) -> Game:
         """A copy of game ``i`` as a :class:`Game` (for per-game agents, rendering and messages)."""
         g = self._template.clone()
-        g.sheets = self.sheets[i].copy()
-        g.roll = int(self.roll[i])
-        g.rolls_left = int(self.rolls_left[i])
-        g.player = int(self.player[i])
-        g.locked = int(self.locked[i])
-        g.over = bool(self.over[i])
-        w = int(self.served_generala_winner[i])
-        g.served_generala_winner = None if w < 0 else w
-        g.writes = int(self.writes[i])
+        g._numbers[:, 0] = self._numbers[:, i]
+        g._board[0] = self.sheets[i]
+        g._look()
         return g
 
 

@@ -617,10 +617,12 @@ def test_the_state_is_a_one_game_game_state_of_views():
     s = g.state
     assert isinstance(s, GameState) and s.sheets.shape == (1, 2, 10) and s.roll.shape == (1,)
     assert g.legal_view[:NUM_MASKS].sum() == NUM_MASKS - 1
-    s.rolls_left[0] = 0  # a write to the state is a write to the game, and what it derives follows
-    assert g.rolls_left == 0 and not g.legal_view[:NUM_MASKS].any()
-    s.sheets[0, 1, 0] = 3
-    assert g.sheets[1, 0] == 3 and g.totals().tolist() == [0, 3]
+    with pytest.raises(ValueError, match="read-only"):  # a change goes through the checks
+        s.rolls_left[0] = 0
+    g.rolls_left = 0  # the view follows the game, and what the game derives follows it
+    assert s.rolls_left[0] == 0 and not g.legal_view[:NUM_MASKS].any()
+    g.sheets = [[OPEN] * 10, [3] + [OPEN] * 9]
+    assert s.sheets[0, 1, 0] == 3 and g.totals().tolist() == [0, 3]
 
 
 def test_the_packed_tables_read_back_as_the_tables():
@@ -651,31 +653,29 @@ def test_a_cup_pickled_with_its_faces_as_a_list_deals_on():
     "attr,value,named",
     [("roll", 10**8, "roll"), ("player", 2, "player"), ("player", 50_000_000, "player"), ("locked", -5, "locked"), ("rolls_left", 3, "rolls_left")],
 )
-def test_a_number_set_by_hand_out_of_range_is_named_not_read(attr, value, named):
-    """The compiled call indexes the rules' tables by the game's numbers: one out of range, set
-    by hand, is never read (it would read past a table), and the game says which it is."""
+def test_a_number_set_by_hand_out_of_range_is_refused_where_it_is_set(attr, value, named):
+    """The compiled calls index the rules' tables by the game's numbers: one out of range is
+    refused as it is set, by name, and the game is left as it was (it never reaches them)."""
     g = Game("classic", 2)
     g.reset(np.random.default_rng(0))
-    setattr(g, attr, value)
-    for ask in (g.legal_mask, lambda: g.step(0, DiceCup(np.random.default_rng(1))), g.views):
-        with pytest.raises(ValueError, match=f"the game's {named} is {value}, outside"):
-            ask()
+    before = (g.roll, g.player, g.locked, g.rolls_left, g.legal_mask())
+    with pytest.raises(ValueError, match=f"{named} must be from .* got {value}"):
+        setattr(g, attr, value)
+    assert (g.roll, g.player, g.locked, g.rolls_left) == before[:4] and np.array_equal(g.legal_mask(), before[4])
 
 
-def test_a_sheet_or_state_view_set_by_hand_out_of_range_is_named():
+def test_sheets_out_of_range_are_refused_where_they_are_set():
     g = Game("classic", 2)
     g.reset(np.random.default_rng(0))
-    g.sheets[1, 0] = 10**6
-    with pytest.raises(ValueError, match=r"sheets\[1, 0\] \(ones\) is 1000000, not points the line can hold"):
-        g.step(32, np.random.default_rng(0))
-    g.sheets[1, 0] = OPEN
-    g.state.roll[0] = 999
-    with pytest.raises(ValueError, match="the game's roll is 999"):
-        g.legal_actions()
+    with pytest.raises(ValueError, match="read-only"):
+        g.sheets[1, 0] = 10**6
+    with pytest.raises(ValueError, match=r"sheets\[1, 0\] \(ones\) must be -1 \(open\) or points the line can hold \(0, 1, 2, 3, 4, 5\), got 1000000"):
+        g.sheets = [[OPEN] * 10, [10**6] + [OPEN] * 9]
+    assert (g.sheets == OPEN).all()
     from generala_env.model import Model
 
     m = Model("classic", 2)
-    with pytest.raises(ValueError, match="the game's roll is 100000000"):
+    with pytest.raises(ValueError, match="roll must be from 0 to 251, got 100000000"):
         m.legal_mask(m.initial_state()._replace(roll=10**8, throw_keep=-1, starts_turn=False, rolls_left=2))
 
 
@@ -760,22 +760,25 @@ def test_numbers_set_by_hand_are_whole_numbers():
         g.roll = 3.7
     with pytest.raises(TypeError, match="player must be a whole number"):
         g.player = "0"
-    with pytest.raises(TypeError, match="sheets must be whole numbers of shape"):
-        g.sheets = np.zeros((1, 10))
-    with pytest.raises(ValueError, match="sheets hold -1"):
+    with pytest.raises(TypeError, match="sheets must hold whole numbers"):
+        g.sheets = np.full((1, 10), 2.5)
+    with pytest.raises(ValueError, match=r"sheets must have shape \(1, 10\)"):
+        g.sheets = np.zeros((2, 10), dtype=int)
+    with pytest.raises(ValueError, match=r"sheets\[0, 0\] \(ones\) must be -1"):
         g.sheets = np.full((1, 10), 2**32 + 5, dtype=np.int64)
-    g.state.over[0] = 2  # a write to the state view: any non-zero is over
+    g.over = 2  # any non-zero is over
     from generala_env.info import make_info
 
     assert g.over and make_info(g, 0)["game_over"] is True
-    _, mask, totals = g.numbers()
+    _, _, mask, totals = g.numbers()
     assert not mask.flags.writeable and not totals.flags.writeable
 
 
-def test_a_throw_keep_out_of_range_is_named_at_land():
+def test_a_throw_keep_out_of_range_is_refused_where_it_is_set():
     g = Game("classic")
     g.reset(np.random.default_rng(0))
     g.decide(0)
-    g.throw_keep = 462
-    with pytest.raises(ValueError, match="the game's throw_keep is 462"):
-        g.land([1, 2, 3, 4, 5])
+    with pytest.raises(ValueError, match="throw_keep must be from -1 to 461, got 462"):
+        g.throw_keep = 462
+    g.land([1, 2, 3, 4, 5])
+    assert g.throw_keep == -1
