@@ -60,6 +60,8 @@ import numpy as np
 
 from .dice import DICE, FACES
 
+# The switch of generala_env.batched, read here too: this module is for batched's loops to
+# inline, and does not import batched.
 try:
     if os.environ.get("GENERALA_NUMBA", "1") == "0":
         raise ImportError("disabled by GENERALA_NUMBA=0")
@@ -318,7 +320,8 @@ def _state_word(word, hash_const):
 
 @njit(inline="always", error_model="numpy")
 def seeded_row(pcg, g, seed):
-    """Row ``g`` := the stream of ``np.random.default_rng(seed)`` (``seed`` from 0 to 2**64 - 1):
+    """Row ``g`` := the stream of ``np.random.default_rng(seed)`` (``seed`` from 0 to 2**64 - 1;
+    from Python, one from 2**63 up as a ``np.uint64``):
     SeedSequence hashes the seed's 32-bit words into a pool of four, draws four 64-bit words
     from it, and PCG64 is seeded with the first two as its state and the last two as its
     stream. The pool is kept in the row while it is mixed (its first four numbers)."""
