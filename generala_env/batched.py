@@ -26,7 +26,7 @@ functions run as plain Python: correct, only slow.
 The loops' on-disk cache is keyed by the content of the file that defines a loop (not its
 path: a clone and its install share the compiled loops), and a loop also holds the rules and
 the encoding inlined from other files: :func:`cached_njit` keys it on those files too
-(:data:`SOURCES_DIGEST`), so an edit of ``engine.py``, ``observe.py`` or ``dice.py`` compiles
+(:data:`SOURCES_DIGEST`), so an edit of ``engine.py``, ``observe.py``, ``dice.py`` or ``dice_stream.py`` compiles
 the loops anew instead of loading stale ones. Compiling them takes about
 :data:`COMPILE_SECONDS`: a compile says so on stderr as it starts, one line for the compiles
 that follow one another (:func:`announce_compile`); loops loaded from the cache say nothing.
@@ -43,10 +43,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import dice, engine, observe
+from . import dice, dice_stream, engine, observe
 from .cache import notice, numba_cache_root, warn_once
 from .dice import DICE, EMPTY_KEEP, NUM_MASKS
 from .engine import BAD_FACES, DONE, FIRST_ROLL, ILLEGAL, MOVER, OPEN, PENDING, POINTS, SERVED, SHORT, TOTALS, WON, GameState, Tables
+from .dice_stream import BLOCK, faces_into
 from .observe import EncodingTables
 
 try:
@@ -73,7 +74,7 @@ def _sources_digest() -> str:
     encoding and the dice tables ("" if one cannot be read)."""
     h = hashlib.sha256()
     try:
-        for module in (engine, observe, dice):
+        for module in (engine, observe, dice, dice_stream):
             h.update(Path(module.__file__ or "").read_bytes())
     except OSError:
         return ""
@@ -334,20 +335,28 @@ def mask_game(st, g, t, masks, j):
 
 
 @loop
-def apply_actions(games, actions, faces, at, state, rules, pts, short):
+def apply_actions(games, actions, faces, at, pcg, state, rules, pts, short):
     """Legal ``actions[j]`` in ``games[j]`` (:func:`decide_game`, then :func:`land_game`), the
-    dice from each game's cup; the points written into ``pts[j]`` (0 for a reroll). A game whose
-    cup holds fewer faces than the action throws is left as it was, ``short[j]`` true: refill
-    its cup and apply the action again. Returns how many were short."""
+    dice from each game's cup; the points written into ``pts[j]`` (0 for a reroll). A cup that
+    holds fewer faces than the action throws draws a block from the game's stream (``pcg``:
+    :mod:`generala_env.dice_stream`), as ``DiceCup.refill`` does; with no streams (an empty
+    ``pcg``: given dice) the game is left as it was, ``short[j]`` true. Returns how many were short."""
     st, t = GameState(*state), Tables(*rules)
     n_short = 0
     for j in range(U(len(games))):  # unsigned: see U
         g, a = U(games[j]), actions[j]
         n = dice_thrown(t, st.roll[g], a)
-        if at[g, 1] - at[g, 0] < n:
-            short[j] = True
-            n_short += 1
-            continue
+        i, end = at[g, 0], at[g, 1]
+        if end - i < n:
+            if len(pcg) == 0:
+                short[j] = True
+                n_short += 1
+                continue
+            left = end - i  # the cup keeps what is left and draws a block
+            for d in range(left):
+                faces[g, d] = faces[g, i + d]
+            faces_into(pcg, g, faces[g], left, BLOCK)
+            at[g, 0], at[g, 1] = 0, left + BLOCK
         short[j] = False
         pts[j] = decide_game(st, g, t, a)
         if st.throw_keep[g] >= 0:

@@ -1,23 +1,22 @@
 """Each game's own random draws in the vector env, in the single env's order.
 
-Game ``i`` of a vector env reset with ``seed=s`` owns a numpy generator seeded as
-``gym.make("Generala-v0").reset(seed=s + i)`` seeds its own (Gymnasium's
-``seeding.np_random``), and draws from it what that single env draws, in the same order:
+Game ``i`` of a vector env reset with ``seed=s`` owns a stream seeded as
+``gym.make("Generala-v0").reset(seed=s + i)`` seeds its generator (Gymnasium's
+``seeding.np_random``: a row of :mod:`generala_env.dice_stream`, numpy's PCG64 bit for bit),
+and draws from it what that single env draws, in the same order:
 
-* at a new game: the agent's seat (``agent_seat="random"``), the first roll's dice, the
-  exploring start (``exploring_starts``: one ``random()``, then
-  :func:`~generala_env.game.prefilled_sheets` when it fires), then one seed per opponent
-  that the single env would reseed (an agent with ``act`` and ``reset``);
+* at a new game (:func:`draw_new_games`): the agent's seat (``agent_seat="random"``), the
+  first roll's dice, the exploring start (``exploring_starts``: one ``random()``, then
+  :func:`~generala_env.game.prefilled_sheets` when it fires), then one seed per opponent that
+  the single env reseeds (an agent with ``act`` and ``reset``);
 * the dice: a cup per game, as :class:`~generala_env.dice.DiceCup` holds them: when a throw
   needs more faces than are left, the faces left stay first and a block of
-  :data:`BLOCK` new ones follows, ``integers(1, 7, size=BLOCK, dtype=int8)``.
+  :data:`~generala_env.dice_stream.BLOCK` new ones follows. The compiled steps refill a cup
+  where they find it short (:func:`generala_env.batched.apply_actions`).
 
 So the same seed plays the same game in both envs, episode after episode
-(``tests/test_same_games.py``). The cups live in two arrays, ``faces`` ``(N, BLOCK + 5)``
-int8 and ``at`` ``(N, 2)`` (next face, end), that the compiled steps read and advance
-(:func:`generala_env.batched.apply_actions`); a step that finds a game's cup short leaves
-that game as it was and says so, and :meth:`GameDice.refill` tops the cup up before the step
-is made again for it, as a single env's step does.
+(``tests/test_same_games.py``). An exploring start that fires is drawn in Python, through a
+numpy generator handed the game's stream and back (:func:`~generala_env.dice_stream.generator_from_stream`).
 """
 
 from __future__ import annotations
@@ -25,60 +24,87 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from gymnasium.utils import seeding
 
-from .dice import DICE, FACES
+from .batched import U, cached_njit
+from .dice import DICE
+from .dice_stream import ROW, below, empty_cups, faces_into, generator_from_stream, seed63, seeded_row, stream_from_generator, streams_from_seeds, uniform
+from .dice_stream import BLOCK as BLOCK
 
-BLOCK = 1024  # faces a cup draws at once (DiceCup's block)
+
+@cached_njit(error_model="numpy", _nrt=False)
+def _seed_rows(pcg, seeds):
+    """Row ``g`` := the stream of ``default_rng(seeds[g])`` (seeds below 2**63)."""
+    for g in range(len(seeds)):
+        seeded_row(pcg, g, seeds[g])
+
+
+@cached_njit(error_model="numpy", _nrt=False)
+def draw_new_games(games, pcg, faces, at, seat, random_seat, num_players, explore, reseeded, fired, seeds):
+    """A single env's ``reset()`` draws for each of ``games``, in its order: the seat (with
+    ``random_seat``), the first roll's faces (a refill of a short cup), the exploring start (a
+    ``random()`` below ``explore`` fires it: ``fired[j]``, and the game's draws stop there, the
+    rest being drawn in Python), then ``seeds[j, k]`` for each opponent seat ``k`` with
+    ``reseeded[g, k]`` (-1 for the others)."""
+    for j in range(U(len(games))):
+        g = U(games[j])
+        if random_seat:
+            seat[g] = below(pcg, g, num_players)
+        i, end = at[g, 0], at[g, 1]
+        if end - i < DICE:  # the cup keeps what is left and draws a block (DiceCup.refill)
+            left = end - i
+            for d in range(left):
+                faces[g, d] = faces[g, i + d]
+            faces_into(pcg, g, faces[g], left, BLOCK)
+            at[g, 0], at[g, 1] = 0, left + BLOCK
+        fired[j] = False
+        for k in range(seeds.shape[1]):
+            seeds[j, k] = -1
+        if explore > 0.0 and uniform(pcg, g) < explore:
+            fired[j] = True
+            continue
+        for k in range(seeds.shape[1]):
+            if reseeded[g, k]:
+                seeds[j, k] = seed63(pcg, g)
 
 
 class GameDice:
-    """The generators and cups of ``num_games`` games (see the module docstring)."""
+    """The streams and cups of ``num_games`` games (see the module docstring): ``pcg`` ``(N, 6)``
+    uint64, ``faces`` ``(N, BLOCK + 5)`` int8 and ``at`` ``(N, 2)`` (next face, end)."""
 
     def __init__(self, num_games: int):
         self.num_games = num_games
-        self.generators: list[np.random.Generator] = []
-        self.faces = np.zeros((num_games, BLOCK + DICE), dtype=np.int8)
-        self.at = np.zeros((num_games, 2), dtype=np.int64)  # [next face, end] of each game's cup
+        self.pcg = np.zeros((num_games, ROW), dtype=np.uint64)
+        self.faces, self.at = empty_cups(num_games)
+        self.seeded = False
 
     def seed(self, seed: int | Sequence[int] | None) -> None:
-        """Every game's generator anew, with empty cups: game ``i`` seeded with ``seed + i``
-        (or ``seed[i]`` for a list of seeds; fresh entropy for ``None``)."""
+        """Every game's stream anew, with empty cups: game ``i`` seeded with ``seed + i`` (or
+        ``seed[i]`` for a list of seeds; fresh entropy for ``None``)."""
         n = self.num_games
-        seeds: list = [None] * n
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
             seeds = [int(seed) + i for i in range(n)]
-        elif seed is not None:
+        elif seed is None:
+            seeds = [int(np.random.SeedSequence().entropy) for _ in range(n)]  # type: ignore[arg-type]  # an int when drawn
+        else:
             seeds = list(seed) if isinstance(seed, (Sequence, np.ndarray)) else []
             if len(seeds) != n or any(isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) for s in seeds):
                 raise ValueError(f"seed must be a whole number or a list of {n} whole numbers (one per game), got {seed!r}")
-        self.generators = [seeding.np_random(None if s is None else int(s))[0] for s in seeds]
+            seeds = [int(s) for s in seeds]
+        if any(s < 0 for s in seeds):
+            raise ValueError(f"seeds are whole numbers from 0 up, got {min(seeds)}")
+        if max(seeds) < 2**63:  # hashed in a compiled loop
+            _seed_rows(self.pcg, np.array(seeds, dtype=np.int64))
+        else:
+            self.pcg[:] = streams_from_seeds(seeds)
         self.at[:] = 0
+        self.seeded = True
 
-    @property
-    def seeded(self) -> bool:
-        return bool(self.generators)
+    def generator(self, g: int) -> np.random.Generator:
+        """Game ``g``'s stream as a numpy generator; :meth:`take_back` returns it to the game."""
+        return generator_from_stream(self.pcg[g])
 
-    def short(self, games: np.ndarray, need: int) -> np.ndarray:
-        """Those of ``games`` whose cup holds fewer than ``need`` faces."""
-        return games[self.at[games, 1] - self.at[games, 0] < need]
-
-    def refill(self, games) -> None:
-        """Each game's cup: the faces left, then a new block from its generator (DiceCup.refill)."""
-        faces, at = self.faces, self.at
-        for g in np.asarray(games).tolist():
-            start, end = at[g]
-            left = end - start
-            if left:
-                faces[g, :left] = faces[g, start:end]
-            faces[g, left : left + BLOCK] = self.generators[g].integers(1, FACES + 1, size=BLOCK, dtype=np.int8)
-            at[g] = 0, left + BLOCK
-
-    def ensure(self, games: np.ndarray, need: int) -> None:
-        """Refill the cups of ``games`` that hold fewer than ``need`` faces."""
-        short = self.short(games, need)
-        if short.size:
-            self.refill(short)
+    def take_back(self, g: int, generator: np.random.Generator) -> None:
+        self.pcg[g] = stream_from_generator(generator)
 
 
-__all__ = ["BLOCK", "GameDice"]
+__all__ = ["BLOCK", "GameDice", "draw_new_games"]

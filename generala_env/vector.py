@@ -90,9 +90,12 @@ from .encoding import Encoder
 from .engine import OPEN, new_state, numbers_of, tables
 from .env import NOT_RESET, RESET_FAILED, observation_space
 from .game import Game, IllegalActionError, prefilled_sheets
-from .game_dice import GameDice
+from .game_dice import GameDice, draw_new_games
 from .rules import RuleSet, load_rules
 from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, uniform_legal  # noqa: F401  (re-exported)
+
+
+_NO_STREAMS = np.zeros((0, 6), dtype=np.uint64)  # given dice: no stream refills a cup
 
 
 # -- the vector env -------------------------------------------------------------------------
@@ -203,6 +206,8 @@ class GeneralaVectorEnv(VectorEnv):
 
         self._opponent_trust = opponent_trust or opponents_registry.Trust.PROGRAM
         self._opponents, self._opponent_of = self._resolve_opponents(opponents, opponent_mix)
+        # [g, k]: the opponent in seat k after the agent's in game g is reseeded at a new game
+        self._reseeded = np.array([opp.reseeded for opp in self._opponents], dtype=bool)[self._opponent_of] if self._opponents else np.zeros((N, 0), dtype=bool)
 
     # -- opponents ----------------------------------------------------------------------
     @property
@@ -338,15 +343,10 @@ class GeneralaVectorEnv(VectorEnv):
         pts, short = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
         if self._dice_source is not None:
             faces, at = self._given_dice(games, actions)
-            K.apply_actions(games, actions, faces, at, self._state, self._tables, pts, short)
+            K.apply_actions(games, actions, faces, at, _NO_STREAMS, self._state, self._tables, pts, short)
             return pts
         d = self._game_dice
-        if K.apply_actions(games, actions, d.faces, d.at, self._state, self._tables, pts, short):
-            j = np.flatnonzero(short)
-            d.refill(games[j])  # a block holds any throw: the second call makes every move
-            again = np.zeros(len(j), dtype=np.int64)
-            K.apply_actions(games[j], actions[j], d.faces, d.at, self._state, self._tables, again, short[j])
-            pts[j] = again
+        K.apply_actions(games, actions, d.faces, d.at, d.pcg, self._state, self._tables, pts, short)
         return pts
 
     def _reset_games(self, games: np.ndarray) -> None:
@@ -387,24 +387,18 @@ class GeneralaVectorEnv(VectorEnv):
         d = self._game_dice
         if not d.seeded:
             d.seed(None)
-        reseeded = [opp.reseeded for opp in self._opponents]
-        seeds = None
-        if random_seat or p or any(reseeded):
-            seeds = np.full((len(games), self.num_players - 1), -1, dtype=np.int64)
-            for j, g in enumerate(games.tolist()):
-                gen = d.generators[g]
-                if random_seat:
-                    self.seat[g] = int(gen.integers(self.num_players))
-                d.ensure(games[j : j + 1], DICE)
-                if p and gen.random() < p:
-                    prefilled.append((g, prefilled_sheets(self.rules, self.num_players, gen)))
-                for k, opp in enumerate(self._opponent_of[g].tolist()):
-                    if reseeded[opp]:
-                        seeds[j, k] = int(gen.integers(2**63))
-        else:
-            d.ensure(games, DICE)
+        n, P = len(games), self.num_players
+        fired, seeds = np.zeros(n, dtype=bool), np.full((n, P - 1), -1, dtype=np.int64)
+        draw_new_games(games, d.pcg, d.faces, d.at, self.seat, random_seat, P, float(p), self._reseeded, fired, seeds)
+        for j in np.flatnonzero(fired).tolist():  # an exploring start: its draws in numpy, from the game's stream
+            g = int(games[j])
+            gen = d.generator(g)
+            prefilled.append((g, prefilled_sheets(self.rules, P, gen)))
+            for k in np.flatnonzero(self._reseeded[g]).tolist():
+                seeds[j, k] = int(gen.integers(2**63))
+            d.take_back(g, gen)
         K.new_games(games, d.faces, d.at, self._state, self._tables)
-        if seeds is not None:
+        if self._reseeded.any():
             for opp in self._opponents:
                 opp.seed_games(self, games, seeds)
         return prefilled

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import batched as K
+from .dice_stream import ROW, below, seeded_row
 from .info import make_info
 
 if TYPE_CHECKING:
@@ -50,31 +51,57 @@ def uniform_legal(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
     return K.uniform_legal(masks, rng.random(len(masks)))
 
 
+@K.cached_njit(error_model="numpy", _nrt=False)
+def _seed_seats(games, seeds, pcg, seats):
+    """Row ``games[j] * seats + k`` of ``pcg`` := the stream of ``default_rng(seeds[j, k])``
+    where that seed was drawn (not -1)."""
+    for j in range(len(games)):
+        for k in range(seeds.shape[1]):
+            if seeds[j, k] >= 0:
+                seeded_row(pcg, games[j] * seats + k, seeds[j, k])
+
+
+@K.cached_njit(error_model="numpy", _nrt=False)
+def _random_legal(games, seat_after, masks, pcg, seats, out):
+    """``RandomAgent.act``: the legal action ``legal[integers(len(legal))]`` of each game's mask,
+    drawn from the stream of that game's seat (row ``games[j] * seats + seat_after[j]``)."""
+    for j in range(len(games)):
+        n = 0
+        for a in range(masks.shape[1]):
+            n += masks[j, a]
+        pick = below(pcg, games[j] * seats + seat_after[j], n)
+        for a in range(masks.shape[1]):
+            if masks[j, a]:
+                if pick == 0:
+                    out[j] = a
+                    break
+                pick -= 1
+
+
 class BatchedRandom(BatchedOpponent):
     """Uniform over legal actions, as :class:`generala_agents.baselines.RandomAgent` draws them:
-    in each game and seat, from ``np.random.default_rng`` of the seed that game drew for it
-    (:meth:`seed_games`), so a game plays as in the single env. Games given their dice by a
-    ``dice_source`` draw from the vector env's generator instead."""
+    in each game and seat, from the stream of ``np.random.default_rng`` of the seed that game
+    drew for it (:meth:`seed_games`; :mod:`generala_env.dice_stream`), so a game plays as in
+    the single env. Games given their dice by a ``dice_source`` draw from the vector env's
+    generator instead."""
 
     name = "random"
 
     def __init__(self) -> None:
-        self.generators: dict[tuple[int, int], np.random.Generator] = {}  # (game, seat after the agent's)
+        self.pcg = np.zeros((0, ROW), dtype=np.uint64)  # row g * (players - 1) + k: game g's seat k after the agent's
 
     def seed_games(self, venv, games, seeds):
-        for j, g in enumerate(games.tolist()):
-            for k, s in enumerate(seeds[j].tolist()):
-                if s >= 0:
-                    self.generators[g, k] = np.random.default_rng(s)
+        seats = venv.num_players - 1
+        if len(self.pcg) != venv.num_envs * seats:
+            self.pcg = np.zeros((venv.num_envs * seats, ROW), dtype=np.uint64)
+        _seed_seats(games, seeds, self.pcg, seats)
 
     def act_batch(self, venv, games, masks):
-        if not self.generators:
+        seats = venv.num_players - 1
+        if len(self.pcg) != venv.num_envs * seats:
             return uniform_legal(venv.np_random, masks)
         out = np.empty(len(games), dtype=np.int64)
-        seat_after = (venv.player[games] - venv.seat[games] - 1) % venv.num_players
-        for j, (g, k) in enumerate(zip(games.tolist(), seat_after.tolist(), strict=True)):
-            legal = np.flatnonzero(masks[j])
-            out[j] = legal[self.generators[g, k].integers(len(legal))]
+        _random_legal(games, (venv.player[games] - venv.seat[games] - 1) % venv.num_players, masks, self.pcg, seats, out)
         return out
 
 
