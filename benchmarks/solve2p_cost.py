@@ -27,15 +27,22 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+# the two-player solver's modules, each before the modules that import it; a revision from
+# before solver2p.py was split has only the first and the last
+SOLVER2P_MODULES = ("solver2p_kernel", "solver2p_layout", "solver2p_solve", "solver2p")
+
 # the old solver, loaded from a git revision into a folder of its own, as modules of the
 # installed package (its relative imports find the one-player solver there)
 OLD_CHILD = """
-import importlib.util, json, sys, time
+import importlib.util, json, os, sys, time
 import numpy as np
 import generala_agents
 folder, rules, save = sys.argv[1], sys.argv[2], sys.argv[3]
-for name in ("old_solver2p_kernel", "old_solver2p"):
-    spec = importlib.util.spec_from_file_location("generala_agents." + name, f"{folder}/{name}.py")
+for name in SOLVER2P_MODULES:
+    path = f"{folder}/old_{name}.py"
+    if not os.path.exists(path):
+        continue
+    spec = importlib.util.spec_from_file_location("generala_agents.old_" + name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -47,7 +54,7 @@ if save:
     lay = s._index()
     np.savez(save, V=s.V, a=lay.pair_a, b=lay.pair_b, off=lay.off, size=lay.size)
 print(json.dumps(out))
-"""
+""".replace("SOLVER2P_MODULES", repr(SOLVER2P_MODULES))
 
 
 def peak_of(cmd: list[str], env: dict[str, str]) -> dict:
@@ -70,10 +77,17 @@ def peak_of(cmd: list[str], env: dict[str, str]) -> dict:
 
 
 def old_solver_folder(rev: str, folder: Path) -> None:
-    """The solver of git revision ``rev`` as ``old_solver2p.py`` and its kernel in ``folder``."""
-    for name in ("solver2p", "solver2p_kernel"):
-        text = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:agents/{name}.py"], capture_output=True, text=True, check=True).stdout
-        text = text.replace("from .solver2p_kernel import", "from .old_solver2p_kernel import")
+    """The two-player solver of git revision ``rev`` in ``folder``, each of its modules as
+    ``old_NAME.py`` importing the others by those names."""
+    for name in SOLVER2P_MODULES:
+        got = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:agents/{name}.py"], capture_output=True, text=True)
+        if got.returncode != 0:
+            if name in ("solver2p_layout", "solver2p_solve"):  # a revision from before the split
+                continue
+            raise SystemExit(f"git show {rev}:agents/{name}.py failed: {got.stderr.strip()}")
+        text = got.stdout
+        for other in SOLVER2P_MODULES:
+            text = text.replace(f"from .{other} import", f"from .old_{other} import")
         (folder / f"old_{name}.py").write_text(text)
 
 

@@ -51,7 +51,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_temporary(tmp_path, monkeypatch):
     def full(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(files.os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", full)
     with pytest.raises(FileProblem) as e:
         files.write_atomic(tmp_path / "big.bin", b"x" * 100)
     assert str(e.value) == f"cannot write {tmp_path / 'big.bin'}: No space left on device"
