@@ -46,8 +46,8 @@ import numpy as np
 from . import dice, dice_stream, engine, observe
 from .cache import notice, numba_cache_root, warn_once
 from .dice import DICE, EMPTY_KEEP, NUM_MASKS
-from .engine import BAD_FACES, DONE, FIRST_ROLL, ILLEGAL, MOVER, OPEN, PENDING, POINTS, SERVED, SHORT, TOTALS, WON, GameState, Tables
 from .dice_stream import BLOCK, faces_into
+from .engine import BAD_FACES, DONE, FIRST_ROLL, ILLEGAL, MOVER, OPEN, PENDING, POINTS, SERVED, SHORT, TOTALS, WON, GameState, Tables
 from .observe import EncodingTables
 
 try:

@@ -27,8 +27,8 @@ import numpy as np
 
 from .batched import U, cached_njit
 from .dice import DICE
-from .dice_stream import ROW, below, empty_cups, faces_into, generator_from_stream, seed63, seeded_row, stream_from_generator, streams_from_seeds, uniform
 from .dice_stream import BLOCK as BLOCK
+from .dice_stream import ROW, below, empty_cups, faces_into, generator_from_stream, seed63, seeded_row, stream_from_generator, streams_from_seeds, uniform
 
 
 @cached_njit(error_model="numpy", _nrt=False)

@@ -94,7 +94,6 @@ from .game_dice import GameDice, draw_new_games
 from .rules import RuleSet, load_rules
 from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, uniform_legal  # noqa: F401  (re-exported)
 
-
 _NO_STREAMS = np.zeros((0, 6), dtype=np.uint64)  # given dice: no stream refills a cup
 
 
