@@ -35,7 +35,7 @@ from generala_env.dice import NUM_KEEPS, NUM_ROLLS
 
 def cached(**options):
     """``njit(**options)`` with the project's on-disk cache, in a private cache folder only,
-    never beside this file (:func:`generala_env.batched.disk_cached`)."""
+    never beside this file (:func:`generala_env.compiling.disk_cached`)."""
     return lambda f: disk_cached(njit(**options)(f))
 
 

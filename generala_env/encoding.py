@@ -133,10 +133,10 @@ class Encoder:
             generala_line=rules.generala_line,
             double_line=rules.double_generala_line,
         )
-        from . import batched  # numba, when it is there (loaded on first use: importing the package stays light)
+        from . import one_game  # numba, when it is there (loaded on first use: importing the package stays light)
 
-        self._kernel: Callable[..., None] = batched.encode_game  # plain Python without numba
-        self.observe_tables = batched.pack_encoding(self.tables, self.size)  # the tables as encode() and Game.step(observe=...) take them
+        self._kernel: Callable[..., None] = one_game.encode_game  # plain Python without numba
+        self.observe_tables = one_game.pack_encoding(self.tables, self.size)  # the tables as encode() and Game.step(observe=...) take them
         for table in (self.points_now, self.points_obs, self.opponent_starts):
             table.flags.writeable = False  # the compiled encoding indexes by them
 
@@ -162,6 +162,6 @@ class Encoder:
         state.pop("_args", None)  # the tables as an older encode() took them
         self.__dict__.update(state)
         if "observe_tables" not in state:
-            from . import batched
+            from . import one_game
 
-            self.observe_tables = batched.pack_encoding(self.tables, self.size)
+            self.observe_tables = one_game.pack_encoding(self.tables, self.size)

@@ -74,19 +74,19 @@ _ROLL, _ROLLS_LEFT, _LOCKED, _PLAYER, _OVER, _WINNER, _THROW_KEEP, _THROW_TURN =
 
 class _Lookups:
     """What the games of one rule set and player count share, made once: the rules' tables as
-    arrays packed for the compiled calls (:func:`generala_env.batched.pack_tables`) and as lists
+    arrays packed for the compiled calls (:func:`generala_env.one_game.pack_tables`) and as lists
     for the few rules a game asks in Python (:func:`~generala_env.engine.tables`), the compiled
     calls themselves, and facts of the rule set. A pickled game names it rather than carrying it."""
 
     __slots__ = ("key", "t", "arrays", "k", "bonus")
 
     def __init__(self, rules: RuleSet, num_players: int):
-        from . import batched  # numba, when it is there (loaded on a first game: importing the package stays light)
+        from . import one_game  # numba, when it is there (loaded on a first game: importing the package stays light)
 
         self.key = (rules, num_players)
         self.t = tables(rules, num_players, lists=True)
-        self.arrays = batched.pack_tables(tables(rules, num_players))
-        self.k = batched
+        self.arrays = one_game.pack_tables(tables(rules, num_players))
+        self.k = one_game
         self.bonus = [served_bonus(rules, line, True) for line in rules.lines]  # [line]: a served write's bonus
 
     def __reduce__(self):

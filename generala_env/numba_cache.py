@@ -61,7 +61,7 @@ def _file_digest(path: str, mtime_ns: int, size: int) -> str:
 
 def source_digest(py_file: str, digest: str = "") -> str:
     """What a compiled function's cache is keyed on: the bytes of its source file, and
-    ``digest``, the files it inlines from (:data:`generala_env.batched.SOURCES_DIGEST`).
+    ``digest``, the files it inlines from (:data:`generala_env.compiling.SOURCES_DIGEST`).
     Never its path or time: the same code in a clone and in its install is one entry."""
     st = os.stat(py_file)
     return hashlib.sha256(f"{_file_digest(py_file, st.st_mtime_ns, st.st_size)} {digest}".encode()).hexdigest()

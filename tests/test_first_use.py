@@ -142,7 +142,7 @@ def test_a_compile_after_a_pause_is_announced_again(tmp_path):
     """The loops compile as they are first called: a compile that starts after the others
     ended (here: any, with no gap allowed) is a new wait, with its own line."""
     clone, _ = two_copies(tmp_path)
-    (clone / "sitecustomize.py").write_text("import generala_env.batched as K\nK.COMPILE_GAP = -1.0\n")
+    (clone / "sitecustomize.py").write_text("import generala_env.compiling as K\nK.COMPILE_GAP = -1.0\n")
     _, compiled, _, err = probe(clone, tmp_path / "cache")
     assert compiled == 2
     lines = [line for line in err.splitlines() if line.startswith("generala: ")]

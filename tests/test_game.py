@@ -626,13 +626,13 @@ def test_the_state_is_a_one_game_game_state_of_views():
 
 
 def test_the_packed_tables_read_back_as_the_tables():
-    from generala_env import batched
+    from generala_env import one_game
     from generala_env.engine import Tables, tables
     from generala_env.rules import load_rules
 
     for name in ("classic", "double"):
         t = tables(load_rules(name), 3)
-        back = batched.unpack_tables(batched.pack_tables(t))
+        back = one_game.unpack_tables(one_game.pack_tables(t))
         assert len(Tables._fields) == len(back)
         for field, a, b in zip(Tables._fields, t, back, strict=True):
             assert np.array_equal(np.asarray(a).ravel(), np.asarray(b).ravel()), field
