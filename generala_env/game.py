@@ -24,22 +24,18 @@ line already filled, it is an ordinary roll.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import NamedTuple
 
 import numpy as np
 
 from . import engine
-from .dice import ALL_HELD, DICE, KEEP_SIZE, NUM_KEEPS, NUM_MASKS, NUM_ROLLS, ROLLS, DiceCup, keep_index, roll_index, throw
+from .dice import DICE, KEEP_SIZE, NUM_KEEPS, NUM_MASKS, NUM_ROLLS, DiceCup, keep_index, roll_index, throw
 from .engine import (
     BAD_FACES,
     DONE,
     FIRST_ROLL,
     ILLEGAL,
     MOVER,
-    OPEN,
-    PENDING,
     POINTS,
-    ROLLS_PER_TURN,
     SERVED,
     SHORT,
     TOTALS,
@@ -47,28 +43,27 @@ from .engine import (
     GameState,
     dice_thrown,
     facts_size,
-    is_winner,
     new_state,
     numbers_of,
     sheets_full,
     tables,
 )
-from .engine import outcome_points as _outcome_points
+from .engine import OPEN as OPEN  # re-exported: the mark of an open line, read from here across the project
+from .engine import ROLLS_PER_TURN as ROLLS_PER_TURN
+from .game_facts import GameFacts
+from .game_states import checked_sheets, checked_state, whole_number, whole_numbers
+from .game_states import prefilled_sheets as prefilled_sheets
+from .outcome import MAX_PLAYERS as MAX_PLAYERS
+from .outcome import REROLLED as _REROLLED
+from .outcome import IllegalActionError as IllegalActionError
+from .outcome import Outcome as Outcome
+from .outcome import outcome_points as outcome_points
 from .rules import RuleSet, load_rules
-from .scoring import blocked_line, generala_scored, points_table, served_bonus
-
-MAX_PLAYERS = 6
+from .scoring import points_table, served_bonus
 
 _KEEP_SIZE = KEEP_SIZE.tolist()
 _ROLL, _ROLLS_LEFT, _LOCKED, _PLAYER, _OVER, _WINNER, _THROW_KEEP, _THROW_TURN = (
-    engine.ROLL,
-    engine.ROLLS_LEFT,
-    engine.LOCKED,
-    engine.PLAYER,
-    engine.OVER,
-    engine.WINNER,
-    engine.THROW_KEEP,
-    engine.THROW_TURN,
+    getattr(engine, n) for n in ("ROLL", "ROLLS_LEFT", "LOCKED", "PLAYER", "OVER", "WINNER", "THROW_KEEP", "THROW_TURN")
 )
 
 
@@ -105,104 +100,9 @@ _NO_FLOATS = np.zeros(0, dtype=np.float32)
 _NO_OUT = np.zeros(0, dtype=np.float32)
 
 
-@lru_cache(maxsize=64)
-def _line_values(rules: RuleSet) -> tuple[frozenset, ...]:
-    """The points each line can hold (0, crossed out, included)."""
-    return tuple(frozenset(np.unique(t).tolist()) | {0} for t in points_table(rules))
-
-
-@lru_cache(maxsize=64)
-def _allowed_points(rules: RuleSet) -> np.ndarray:
-    """``[line, v]``: whether line ``line`` can hold ``v`` points (:func:`_line_values` as a table)."""
-    values = _line_values(rules)
-    allowed = np.zeros((len(values), max(max(v) for v in values) + 1), dtype=bool)
-    for l, vs in enumerate(values):
-        allowed[l, sorted(vs)] = True
-    return allowed
-
-
-def _off_sheet(rules: RuleSet, sheets) -> tuple[int, int, int] | None:
-    """The first ``(seat, line, value)`` of ``sheets`` that is neither :data:`OPEN` nor points
-    the line can hold, or ``None``."""
-    a = np.asarray(sheets)
-    allowed = _allowed_points(rules)
-    lines = np.broadcast_to(np.arange(a.shape[-1]), a.shape)
-    inside = (a >= 0) & (a < allowed.shape[1])
-    ok = (a == OPEN) | (inside & allowed[lines, np.where(inside, a, 0)])
-    if ok.all():
-        return None
-    p, l = (int(i) for i in np.argwhere(~ok)[0])
-    return p, l, int(a[p, l])
-
-
-def prefilled_sheets(rules: RuleSet, num_players: int, rng) -> np.ndarray:
-    """Legal sheets of a game some turns in, for exploring starts: ``(num_players, L)``.
-
-    Every player has the same number ``k`` of lines filled, drawn uniformly from 1 to
-    ``L - 1`` (so player 0 is to move and the game is not over); which lines is drawn per
-    player. A filled line holds the points of one fresh roll of five dice on it, 0 (crossed
-    out) when the roll does not qualify or the line is blocked (:func:`~generala_env.scoring.blocked_line`).
-    All draws come from ``rng`` (a numpy ``Generator``), in a fixed order.
-    """
-    L = rules.num_lines
-    table = points_table(rules)  # (L, 252, 2)
-    sheets = np.full((num_players, L), OPEN, dtype=np.int64)
-    k = int(rng.integers(1, L))
-    for p in range(num_players):
-        lines = np.sort(rng.permutation(L)[:k])  # generala is written before double generala
-        faces = rng.integers(1, 7, size=(k, 5))
-        for line, face in zip(lines, faces, strict=True):
-            r = roll_index(np.sort(face))
-            pts = int(table[line, r, 0])
-            if line == blocked_line(rules, generala_scored(rules, sheets[p])):
-                pts = 0
-            sheets[p, line] = pts
-    return sheets
-
-
-def _whole_number(name: str, v) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name} must be a whole number, got {v!r}")
-    return int(v)
-
-
-def _whole_numbers(name: str, values) -> list[int]:
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise TypeError(f"{name} must be a sequence of faces, got {values!r}")
-    vs = values.ravel().tolist() if isinstance(values, np.ndarray) else list(values)
-    if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) for v in vs):
-        raise TypeError(f"{name} must be whole numbers, got {vs}")
-    return [int(v) for v in vs]
-
-
 def _frozen(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
     return a
-
-
-def outcome_points(winners: tuple[int, ...], seat: int) -> float:
-    """A seat's result of a finished game from its :meth:`Game.winners`: 1 for a sole win,
-    0.5 for a shared win, 0 for a loss (the points of a win rate; :func:`~generala_env.engine.outcome_points`)."""
-    return _outcome_points(seat in winners, len(winners))
-
-
-class IllegalActionError(ValueError):
-    """An action the game does not accept in the current state."""
-
-
-class Outcome(NamedTuple):
-    """What one action did (a tuple: immutable, so a reroll's outcome is shared)."""
-
-    player: int
-    action: int
-    points: int = 0  # points written (0 for a reroll or a crossed-out line)
-    wrote: bool = False
-    served: bool = False  # written right after the turn's first roll
-    bonus: int = 0  # served bonus included in points
-    served_generala_win: bool = False
-
-
-_REROLLED = [[Outcome(player=p, action=a) for a in range(NUM_MASKS)] for p in range(MAX_PLAYERS)]  # shared: immutable
 
 
 def _number(i: int, name: str, doc: str, low, high=None, kind=int) -> property:
@@ -220,7 +120,7 @@ def _number(i: int, name: str, doc: str, low, high=None, kind=int) -> property:
                 raise TypeError(f"{name} must be true or false, got {value!r}")
             v = 1 if value else 0
         else:
-            v = _whole_number(name, value)
+            v = whole_number(name, value)
             lo, hi = low, (high(self) if callable(high) else high)
             if not lo <= v <= hi:
                 raise ValueError(f"{name} must be from {lo} to {hi}, got {v}")
@@ -230,7 +130,7 @@ def _number(i: int, name: str, doc: str, low, high=None, kind=int) -> property:
     return property(get, put, doc=doc)
 
 
-class Game:
+class Game(GameFacts):
     """A game of Generala for 1–6 players under one rule set: the engine at N = 1.
 
     State: a one-game :class:`~generala_env.engine.GameState` (:attr:`state`): ``sheets``
@@ -300,7 +200,7 @@ class Game:
 
     def _faces(self, rng, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``n`` faces thrown by a generator-like ``rng`` that is not a cup, checked, and their ``at``."""
-        fs = _whole_numbers("the dice thrown", throw(rng, n))
+        fs = whole_numbers("the dice thrown", throw(rng, n))
         if len(fs) != n or any(not 1 <= f <= 6 for f in fs):
             raise ValueError(f"the dice thrown must be {n} faces from 1 to 6, got {fs}")
         self._at[:] = 0, n
@@ -353,68 +253,7 @@ class Game:
         apart. A bad value raises ``ValueError`` (``TypeError`` for a value of the wrong
         kind) naming it, and the game is left unchanged.
         """
-        P = self.num_players
-        # -- check everything first: an error leaves the game as it was
-        new_sheets = self.sheets.copy() if sheets is None else self._checked_sheets(sheets)
-        for p in range(P):
-            blocked = blocked_line(self.rules, generala_scored(self.rules, new_sheets[p]))
-            if blocked >= 0 and new_sheets[p, blocked] > 0:
-                raise ValueError(
-                    f"sheets: seat {p}'s {self.rules.lines[blocked]} holds points but its generala line does not; a double generala needs a scored generala line"
-                )
-        if dice is None:
-            faces = ROLLS[self.roll].tolist()
-        else:
-            faces = _whole_numbers("dice", dice)
-            if len(faces) != DICE or any(not 1 <= f <= 6 for f in faces):
-                raise ValueError(f"dice must be five faces from 1 to 6, got {faces}")
-        rl = self.rolls_left if rolls_left is None else _whole_number("rolls_left", rolls_left)
-        if not 0 <= rl < ROLLS_PER_TURN:
-            raise ValueError(f"rolls_left must be 0, 1 or 2, got {rl}")
-        winner = served_generala_winner
-        if winner is not None:
-            winner = _whole_number("served_generala_winner", winner)
-            if not self._r.t.served_win:
-                raise ValueError(
-                    "served_generala_winner needs served_generala: win, two or more players and a generala line; "
-                    f"this game has served_generala: {self.rules.served_generala} and {P} player(s)"
-                )
-            if not 0 <= winner < P:
-                raise ValueError(f"served_generala_winner must be None or a seat from 0 to {P - 1}, got {winner}")
-            if not new_sheets[winner, self._r.t.generala_line] > 0:
-                raise ValueError(f"served_generala_winner {winner} must have points on its generala line")
-        if player is None:
-            seat = winner if winner is not None else self.player
-        else:
-            seat = _whole_number("player", player)
-            if not 0 <= seat < P:
-                raise ValueError(f"player must be a seat from 0 to {P - 1}, got {seat}")
-            if winner is not None and seat != winner:
-                raise ValueError(f"player must be the served generala winner ({winner}), got {seat}")
-        kept = _whole_numbers("locked", locked)
-        if kept:
-            if rl == FIRST_ROLL:
-                raise ValueError(f"locked must be empty right after the turn's first roll (rolls_left=2), got {kept}")
-            if len(kept) > DICE - 1:
-                raise ValueError(f"locked holds at most 4 dice (a hold rerolls at least one), got {kept}")
-            rest = list(faces)
-            for f in kept:
-                if f not in rest:
-                    raise ValueError(f"locked faces {kept} are not among the dice {sorted(faces)}")
-                rest.remove(f)
-        filled = (new_sheets != OPEN).sum(axis=1).tolist()
-        full = sheets_full(self._r.t, sum(filled))
-        if not full:
-            # a line a turn in seat order: seats before the one who moves (or, after a
-            # served generala, up to its winner, who wrote it) have one line more
-            mover, last = (seat, seat - 1) if winner is None else (winner + 1, winner)
-            n = filled[last] - 1 if last >= 0 else filled[0]
-            want = [n + 1 if s < mover else n for s in range(P)]
-            if filled != want or n < 0:
-                raise ValueError(
-                    f"sheets: players fill one line a turn in seat order, so with seat {seat} to move the seats before it "
-                    f"have filled one line more than the others; filled lines per seat: {filled}"
-                )
+        new_sheets, faces, rl, seat, kept, winner, full = checked_state(self, sheets, dice, rolls_left, player, locked, served_generala_winner)
         # -- set it
         self._board[0] = new_sheets
         v = self._numbers[:, 0]
@@ -422,27 +261,6 @@ class Game:
         v[_WINNER], v[_THROW_KEEP], v[_THROW_TURN] = -1 if winner is None else winner, -1, 0
         v[_OVER] = full or winner is not None
         self._look()  # recounts the writes and the facts from the sheets
-
-    def _checked_sheets(self, sheets) -> np.ndarray:
-        """``sheets`` as the game's int32 array, once each value is :data:`OPEN` or points its line
-        can hold; else ``ValueError`` (``TypeError`` for values that are not whole numbers)."""
-        arr = np.asarray(sheets)
-        P, L = self.num_players, self.num_lines
-        if arr.shape != (P, L):
-            raise ValueError(f"sheets must have shape ({P}, {L}) (players, lines), got {arr.shape}")
-        if arr.dtype.kind not in "iu":
-            if arr.dtype.kind == "f" and np.isfinite(arr).all() and (arr == np.round(arr)).all():
-                arr = arr.astype(np.int64)
-            else:
-                raise TypeError(f"sheets must hold whole numbers ({OPEN} for an open line), got dtype {arr.dtype}")
-        bad = _off_sheet(self.rules, arr)
-        if bad is not None:
-            p, l, value = bad
-            raise ValueError(
-                f"sheets[{p}, {l}] ({self.rules.lines[l]}) must be {OPEN} (open) or points the line can hold "
-                f"({', '.join(map(str, sorted(_line_values(self.rules)[l])))}), got {value}"
-            )
-        return arr.astype(np.int32)
 
     # -- reading ----------------------------------------------------------------
     @property
@@ -459,7 +277,7 @@ class Game:
 
     @sheets.setter
     def sheets(self, value) -> None:
-        self._board[0] = self._checked_sheets(value)
+        self._board[0] = checked_sheets(self.rules, self.num_players, value)
         self._look()
 
     @property
@@ -469,7 +287,7 @@ class Game:
 
     @writes.setter
     def writes(self, value: int) -> None:  # a copy of a batched game sets it; the sheets decide it all the same
-        _whole_number("writes", value)
+        whole_number("writes", value)
 
     @property
     def served_generala_winner(self) -> int | None:
@@ -479,125 +297,11 @@ class Game:
 
     @served_generala_winner.setter
     def served_generala_winner(self, value: int | None) -> None:
-        w = -1 if value is None else _whole_number("served_generala_winner", value)
+        w = -1 if value is None else whole_number("served_generala_winner", value)
         if not -1 <= w < self.num_players:
             raise ValueError(f"served_generala_winner must be None or a seat from 0 to {self.num_players - 1}, got {value!r}")
         self._numbers[_WINNER, 0] = w
         self._look()
-
-    @property
-    def dice(self) -> np.ndarray:
-        """The five faces, sorted: the order the hold bits refer to."""
-        return ROLLS[self.roll]
-
-    @property
-    def first_roll(self) -> bool:
-        return self.rolls_left == FIRST_ROLL
-
-    @property
-    def turn(self) -> int:
-        """The round being played, from 0: lines the current player has filled."""
-        return int(self._facts[TOTALS + self.num_players + self._numbers[_PLAYER, 0]])
-
-    def totals(self) -> np.ndarray:
-        """Each player's total (a new array)."""
-        return self.totals_view.copy()
-
-    def _views_now(self) -> tuple:
-        """Read-only arrays of what the game derives in this state, made once per state:
-        the legal mask as booleans and as int8, the totals, the lines filled (an array and a
-        tuple of ints), and whether a served generala is pending."""
-        made = self._made
-        if made is None:
-            P = self.num_players
-            legal = _frozen(self._mask[0].copy())
-            totals = _frozen(self._totals_now.copy())
-            filled = tuple(self._facts[TOTALS + P : TOTALS + 2 * P].tolist())
-            made = self._made = (legal, legal.view(np.int8), totals, _frozen(np.array(filled)), filled, bool(self._facts[PENDING]))
-        return made
-
-    @property
-    def totals_view(self) -> np.ndarray:
-        """Each player's total, read-only (int64; made once per state)."""
-        return self._views_now()[2]
-
-    @property
-    def filled_lines(self) -> np.ndarray:
-        """Lines each player has filled, read-only (int64; made once per state)."""
-        return self._views_now()[3]
-
-    @property
-    def legal_view(self) -> np.ndarray:
-        """:meth:`legal_mask` without the copy: read-only, made once per state."""
-        return self._views_now()[0]
-
-    @property
-    def legal_int8_view(self) -> np.ndarray:
-        """:attr:`legal_view` as int8."""
-        return self._views_now()[1]
-
-    def views(self) -> tuple[np.ndarray, np.ndarray, tuple[int, ...], bool]:
-        """:attr:`legal_int8_view`, :attr:`totals_view`, the lines each player has filled
-        (a tuple of ints) and :meth:`served_generala_pending`, in one call."""
-        made = self._views_now()
-        return made[1], made[2], made[4], made[5]
-
-    def numbers(self) -> tuple[list[int], list[int], np.ndarray, np.ndarray]:
-        """The state's numbers and the game's facts as ints (:data:`~generala_env.engine.NUMBERS`
-        and :func:`~generala_env.engine.facts_size`'s layout: the last move, the served generala
-        pending, every seat's total and lines filled), the legal mask as int8 and the totals as
-        int64, for an observer that reads them all at every step (the env's ``info``). The two
-        arrays are read-only views of the game's own, which its next call overwrites: copy them
-        to keep them."""
-        return self._numbers[:, 0].tolist(), self._facts.tolist(), self._mask_i8, self._totals_now
-
-    def generala_scored(self, player: int) -> bool:
-        """Whether ``player``'s generala line holds points (:func:`~generala_env.scoring.generala_scored`)."""
-        return bool(generala_scored(self.rules, self.sheets[player]))
-
-    def served_generala_pending(self) -> bool:
-        """Five alike on the first roll with the generala line open, in a game where it wins
-        (:func:`~generala_env.engine.served_pending`, as the last compiled call found it)."""
-        return self._facts.item(PENDING) == 1
-
-    def winners(self) -> tuple[int, ...]:
-        """Seats that won (several on a shared win); empty while the game is on. A seat's
-        result as points: :func:`outcome_points`."""
-        if not self._numbers[_OVER, 0]:
-            return ()
-        t = self._facts[TOTALS : TOTALS + self.num_players].tolist()
-        best, w = max(t), int(self._numbers[_WINNER, 0])
-        return tuple(i for i, v in enumerate(t) if is_winner(w, i, v, best))
-
-    def legal_mask(self) -> np.ndarray:
-        """Boolean array over all actions: True where :meth:`apply` accepts the action."""
-        return self._mask[0].copy()
-
-    def legal_actions(self) -> list[int]:
-        return np.flatnonzero(self._mask[0]).tolist()
-
-    def why_illegal(self, action) -> str | None:
-        """``None`` if the action is legal, else a sentence saying why not."""
-        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
-            return f"an action is an integer from 0 to {self.num_actions - 1}, got {action!r}"
-        a = int(action)
-        if not 0 <= a < self.num_actions:
-            return f"action {a} is out of range 0..{self.num_actions - 1}"
-        if self.throw_keep >= 0:
-            return "a throw is pending after decide(): land its faces first"
-        if self.over:
-            return "the game is over"
-        if self._mask[0, a]:
-            return None
-        if self.served_generala_pending():
-            return "a served generala must be written on the generala line: it wins the game"
-        if a < NUM_MASKS:
-            if a == ALL_HELD:
-                return "holding all five dice is not a reroll; write the dice on a line instead"
-            if self.rolls_left == 0:
-                return "no rolls left this turn: write the dice on an open line"
-            return "locked_holds: a die kept earlier this turn cannot go back in the cup"
-        return f"line {self.rules.lines[a - NUM_MASKS]!r} is already filled"
 
     # -- acting -----------------------------------------------------------------
     def step(self, action: int, rng, observe: tuple | None = None) -> Outcome:
@@ -728,7 +432,7 @@ class Game:
         """Unpickling, the state checked as :meth:`set_state`'s values are; a game pickled when
         its state was attributes of its own (``roll``, ``rolls_left``, ...) is read too."""
         self._setup(state["rules"], state["num_players"])
-        self._board[0] = self._checked_sheets(state["sheets"])
+        self._board[0] = checked_sheets(self.rules, self.num_players, state["sheets"])
         if "numbers" in state:
             numbers = [int(v) for v in state["numbers"]][: len(engine.NUMBERS)]
         else:
