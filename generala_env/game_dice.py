@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .batched import U, cached_njit
-from .dice import DICE
+from .dice import DICE, FACES
 from .dice_stream import BLOCK as BLOCK
 from .dice_stream import ROW, below, empty_cups, faces_into, generator_from_stream, seed63, seeded_row, stream_from_generator, streams_from_seeds, uniform
 
@@ -99,6 +99,28 @@ class GameDice:
         self.at[:] = 0
         self.seeded = True
 
+    def draw_new_games(self, games, seat, random_seat: bool, rules, num_players: int, explore: float, reseeded) -> tuple[np.ndarray, list]:
+        """What a single env's ``reset()`` draws for each of ``games``, in its order
+        (:func:`draw_new_games`; an exploring start that fires is drawn here through numpy):
+        the seats into ``seat``, the first roll into the cups, then ``(seeds, prefilled)``: the
+        opponents' seeds ``[j, k]`` (-1: none) and ``(game, sheets)`` of each exploring start."""
+        from .game import prefilled_sheets
+
+        if not self.seeded:
+            self.seed(None)
+        n = len(games)
+        fired, seeds = np.zeros(n, dtype=bool), np.full((n, num_players - 1), -1, dtype=np.int64)
+        draw_new_games(games, self.pcg, self.faces, self.at, seat, random_seat, num_players, float(explore), reseeded, fired, seeds)
+        prefilled = []
+        for j in np.flatnonzero(fired).tolist():
+            g = int(games[j])
+            gen = generator_from_stream(self.pcg[g])
+            prefilled.append((g, prefilled_sheets(rules, num_players, gen)))
+            for k in np.flatnonzero(reseeded[g]).tolist():
+                seeds[j, k] = int(gen.integers(2**63))
+            self.pcg[g] = stream_from_generator(gen)
+        return seeds, prefilled
+
     def generator(self, g: int) -> np.random.Generator:
         """Game ``g``'s stream as a numpy generator; :meth:`take_back` returns it to the game."""
         return generator_from_stream(self.pcg[g])
@@ -107,4 +129,18 @@ class GameDice:
         self.pcg[g] = stream_from_generator(generator)
 
 
-__all__ = ["BLOCK", "GameDice", "draw_new_games"]
+def given_cups(given: np.ndarray, games: np.ndarray, need: np.ndarray, num_games: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cups ``(faces, at)`` of ``num_games`` rows holding, for each of ``games``, the first
+    ``need[j]`` faces of ``given[j]`` (a ``dice_source``'s answer, checked here: ``(len(games), 5)``
+    faces from 1 to 6 where used)."""
+    used = np.arange(DICE) < need[:, None]
+    if given.shape != (len(games), DICE) or ((given < 1) | (given > FACES))[used].any():
+        raise ValueError(f"dice_source must return ({len(games)}, {DICE}) faces from 1 to {FACES}")
+    faces = np.ones((num_games, DICE), dtype=np.int8)
+    at = np.zeros((num_games, 2), dtype=np.int64)
+    faces[games] = np.where(used, given, 1)
+    at[games, 1] = need
+    return faces, at
+
+
+__all__ = ["BLOCK", "GameDice", "draw_new_games", "given_cups"]

@@ -85,14 +85,14 @@ from gymnasium.vector.utils import batch_space
 from . import batched as K
 from . import opponents as opponents_registry
 from .checks import MAX_ILLEGAL_IN_A_ROW, check_arguments, check_finite, check_max_illegal, check_obs_type, check_share
-from .dice import DICE, FACES, NUM_MASKS, ROLLS
+from .dice import DICE, NUM_MASKS, ROLLS
 from .encoding import Encoder
 from .engine import OPEN, new_state, numbers_of, tables
 from .env import NOT_RESET, RESET_FAILED, observation_space
 from .game import Game, IllegalActionError, prefilled_sheets
-from .game_dice import GameDice, draw_new_games
+from .game_dice import GameDice, given_cups
 from .rules import RuleSet, load_rules
-from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, uniform_legal  # noqa: F401  (re-exported)
+from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, play_opponents, seat_opponents, uniform_legal  # noqa: F401  (re-exported)
 
 _NO_STREAMS = np.zeros((0, 6), dtype=np.uint64)  # given dice: no stream refills a cup
 
@@ -203,8 +203,7 @@ class GeneralaVectorEnv(VectorEnv):
         self._every = np.ones(N, dtype=bool)
         self._every.setflags(write=False)
 
-        self._opponent_trust = opponent_trust or opponents_registry.Trust.PROGRAM
-        self._opponents, self._opponent_of = self._resolve_opponents(opponents, opponent_mix)
+        self._opponents, self._opponent_of = seat_opponents(self.rules, P, N, opponents, opponent_mix, opponent_trust or opponents_registry.Trust.PROGRAM)
         # [g, k]: the opponent in seat k after the agent's in game g is reseeded at a new game
         self._reseeded = np.array([opp.reseeded for opp in self._opponents], dtype=bool)[self._opponent_of] if self._opponents else np.zeros((N, 0), dtype=bool)
 
@@ -223,112 +222,18 @@ class GeneralaVectorEnv(VectorEnv):
         view.flags.writeable = False
         return view
 
-    def _resolve_opponents(self, opponents, mix):
-        n = self.num_players - 1
-        if mix is not None:
-            if opponents is not None:
-                raise ValueError("give opponents or opponent_mix, not both")
-            if isinstance(mix, (str, bytes)) or not isinstance(mix, (list, tuple)) or not mix:
-                raise ValueError(f"opponent_mix must be a non-empty list, got {mix!r}")
-        if n == 0:
-            if opponents not in (None, [], ()) or mix is not None:
-                raise ValueError("opponents were given but num_players is 1")
-            return [], np.zeros((self.num_envs, 0), dtype=np.int64)
-        entries = list(mix) if mix is not None else [opponents]
-        agents: list[BatchedOpponent] = []
-        known: dict[Any, int] = {}
-
-        def index_of(spec) -> int:
-            key = spec if isinstance(spec, str) else id(spec)
-            if key not in known:
-                known[key] = len(agents)
-                agents.append(self._batched(spec))
-            return known[key]
-
-        table = []
-        for entry in entries:
-            if entry is None:
-                entry = "greedy"
-            seats = [entry] * n if isinstance(entry, (str, bytes)) or not isinstance(entry, (list, tuple)) else list(entry)
-            if len(seats) != n:
-                raise ValueError(f"{n} opponent(s) needed for {self.num_players} players, got {len(seats)}")
-            table.append([index_of(s) for s in seats])
-        table = np.array(table, dtype=np.int64)
-        return agents, table[np.arange(self.num_envs) % len(table)]
-
-    def _batched(self, spec) -> BatchedOpponent:
-        if isinstance(spec, BatchedOpponent):
-            return spec
-        if isinstance(spec, str):  # a name: its batched version if it has one, else the agent
-            batched = opponents_registry.make_batched(spec, rules=self.rules, trust=self._opponent_trust)
-            if batched is not None:
-                return batched
-            spec = opponents_registry.make(spec, rules=self.rules, trust=self._opponent_trust)
-        batched = opponents_registry.batched_version(spec)
-        if batched is not None:
-            return batched
-        if hasattr(spec, "act"):
-            return PerGameOpponent(spec.act, owner=spec)
-        if callable(spec):
-            return PerGameOpponent(spec)
-        raise ValueError(f"an opponent must be an agent name, an object with act(), or a callable, got {spec!r}")
-
     def _play_opponents(self, games: np.ndarray) -> None:
-        """Opponents move in ``games`` until the agent has the move or the game is over.
-
-        If an opponent fails (raises, or plays an illegal action), the error goes to the
-        caller and the env refuses to step until ``reset()``: games stopped in an
-        opponent's turn.
-        """
-        if not self._opponents:
-            return
-        g = games[(self.over[games] == 0) & (self.player[games] != self.seat[games])]
-        who, illegal = "an opponent", None
-        stopped = "the games stopped in the opponents' turn: call reset()"
-        try:
-            while g.size:
-                masks = self._legal_masks(g)
-                opp = self._opponent_of[g, (self.player[g] - self.seat[g] - 1) % self.num_players]
-                if len(self._opponents) == 1:
-                    who = f"opponent {self._opponents[0].name!r}"
-                    actions = np.asarray(self._opponents[0].act_batch(self, g, masks), dtype=np.int64)
-                else:
-                    actions = np.empty(len(g), dtype=np.int64)
-                    for j in np.unique(opp):
-                        sel = opp == j
-                        who = f"opponent {self._opponents[j].name!r}"
-                        actions[sel] = self._opponents[j].act_batch(self, g[sel], masks[sel])
-                ok = (actions >= 0) & (actions < self.num_actions)
-                ok[ok] = masks[np.flatnonzero(ok), actions[ok]]
-                if not ok.all():
-                    j = int(np.flatnonzero(~ok)[0])
-                    view = self.game_view(int(g[j]))
-                    why = view.why_illegal(int(actions[j]))
-                    illegal = IllegalActionError(f"opponent in seat {view.player} of game {int(g[j])} played illegal action {int(actions[j])}: {why}")
-                    raise illegal
-                who = "the dice of the opponents' moves"
-                self._apply(g, actions)
-                g = g[(self.over[g] == 0) & (self.player[g] != self.seat[g])]
-        except BaseException as err:
-            self._halt = f"{err}; {stopped}" if err is illegal else f"{who} raised {type(err).__name__}: {err}; {stopped}"
-            raise
+        """Opponents move in ``games`` until the agent has the move (:func:`~generala_env.vector_opponents.play_opponents`)."""
+        if self._opponents:
+            play_opponents(self, games)
 
     # -- the game, for many games at once ------------------------------------------------
     def _given_dice(self, games: np.ndarray, actions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Cups holding the throw ``dice_source`` gives each of ``games``: as many faces as its
-        action needs (five for a new game or a write)."""
+        """Cups holding the throw ``dice_source`` gives each of ``games`` (:func:`~generala_env.game_dice.given_cups`)."""
         need = np.full(len(games), DICE)
         if actions is not None:
             K.dice_needed(games, actions, self.roll, self._tables, need)
-        given = np.asarray(self._dice_source(games, need))  # type: ignore[misc]
-        used = np.arange(DICE) < need[:, None]
-        if given.shape != (len(games), DICE) or ((given < 1) | (given > FACES))[used].any():
-            raise ValueError(f"dice_source must return ({len(games)}, {DICE}) faces from 1 to {FACES}")
-        faces = np.ones((self.num_envs, DICE), dtype=np.int8)
-        at = np.zeros((self.num_envs, 2), dtype=np.int64)
-        faces[games] = np.where(used, given, 1)
-        at[games, 1] = need
-        return faces, at
+        return given_cups(np.asarray(self._dice_source(games, need)), games, need, self.num_envs)  # type: ignore[misc]
 
     def _legal_masks(self, games: np.ndarray) -> np.ndarray:
         """``Game.legal_mask`` of each game (for whoever has the move), ``(n, A)``."""
@@ -383,19 +288,8 @@ class GeneralaVectorEnv(VectorEnv):
                 for g in games[self.np_random.random(len(games)) < p].tolist():
                     prefilled.append((g, prefilled_sheets(self.rules, self.num_players, self.np_random)))
             return prefilled
+        seeds, prefilled = self._game_dice.draw_new_games(games, self.seat, random_seat, self.rules, self.num_players, p, self._reseeded)
         d = self._game_dice
-        if not d.seeded:
-            d.seed(None)
-        n, P = len(games), self.num_players
-        fired, seeds = np.zeros(n, dtype=bool), np.full((n, P - 1), -1, dtype=np.int64)
-        draw_new_games(games, d.pcg, d.faces, d.at, self.seat, random_seat, P, float(p), self._reseeded, fired, seeds)
-        for j in np.flatnonzero(fired).tolist():  # an exploring start: its draws in numpy, from the game's stream
-            g = int(games[j])
-            gen = d.generator(g)
-            prefilled.append((g, prefilled_sheets(self.rules, P, gen)))
-            for k in np.flatnonzero(self._reseeded[g]).tolist():
-                seeds[j, k] = int(gen.integers(2**63))
-            d.take_back(g, gen)
         K.new_games(games, d.faces, d.at, self._state, self._tables)
         if self._reseeded.any():
             for opp in self._opponents:

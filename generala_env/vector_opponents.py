@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import batched as K
+from . import opponents as opponents_registry
 from .dice_stream import ROW, below, seeded_row
+from .game import IllegalActionError
 from .info import make_info
 
 if TYPE_CHECKING:
@@ -139,4 +141,100 @@ class PerGameOpponent(BatchedOpponent):
         return out
 
 
-__all__ = ["BatchedOpponent", "BatchedRandom", "PerGameOpponent", "uniform_legal"]
+def play_opponents(venv: GeneralaVectorEnv, games: np.ndarray) -> None:
+    """Opponents move in ``games`` until the agent has the move or the game is over.
+
+    If an opponent fails (raises, or plays an illegal action), the error goes to the
+    caller and the env refuses to step until ``reset()``: games stopped in an
+    opponent's turn.
+    """
+    g = games[(venv.over[games] == 0) & (venv.player[games] != venv.seat[games])]
+    who, illegal = "an opponent", None
+    stopped = "the games stopped in the opponents' turn: call reset()"
+    try:
+        while g.size:
+            masks = venv._legal_masks(g)
+            opp = venv._opponent_of[g, (venv.player[g] - venv.seat[g] - 1) % venv.num_players]
+            if len(venv._opponents) == 1:
+                who = f"opponent {venv._opponents[0].name!r}"
+                actions = np.asarray(venv._opponents[0].act_batch(venv, g, masks), dtype=np.int64)
+            else:
+                actions = np.empty(len(g), dtype=np.int64)
+                for j in np.unique(opp):
+                    sel = opp == j
+                    who = f"opponent {venv._opponents[j].name!r}"
+                    actions[sel] = venv._opponents[j].act_batch(venv, g[sel], masks[sel])
+            ok = (actions >= 0) & (actions < venv.num_actions)
+            ok[ok] = masks[np.flatnonzero(ok), actions[ok]]
+            if not ok.all():
+                j = int(np.flatnonzero(~ok)[0])
+                view = venv.game_view(int(g[j]))
+                why = view.why_illegal(int(actions[j]))
+                illegal = IllegalActionError(f"opponent in seat {view.player} of game {int(g[j])} played illegal action {int(actions[j])}: {why}")
+                raise illegal
+            who = "the dice of the opponents' moves"
+            venv._apply(g, actions)
+            g = g[(venv.over[g] == 0) & (venv.player[g] != venv.seat[g])]
+    except BaseException as err:
+        venv._halt = f"{err}; {stopped}" if err is illegal else f"{who} raised {type(err).__name__}: {err}; {stopped}"
+        raise
+
+
+def seat_opponents(rules, num_players: int, num_games: int, opponents, mix, trust) -> tuple[list[BatchedOpponent], np.ndarray]:
+    """The vector env's opponents, each once, and ``[game, k]``: the index of the one in seat ``k``
+    after the agent's of each game, from ``opponents`` (one entry for every game) or ``mix``
+    (game ``i`` plays entry ``i % len(mix)``); an entry is what the single env's ``opponents`` takes."""
+    n = num_players - 1
+    if mix is not None:
+        if opponents is not None:
+            raise ValueError("give opponents or opponent_mix, not both")
+        if isinstance(mix, (str, bytes)) or not isinstance(mix, (list, tuple)) or not mix:
+            raise ValueError(f"opponent_mix must be a non-empty list, got {mix!r}")
+    if n == 0:
+        if opponents not in (None, [], ()) or mix is not None:
+            raise ValueError("opponents were given but num_players is 1")
+        return [], np.zeros((num_games, 0), dtype=np.int64)
+    entries = list(mix) if mix is not None else [opponents]
+    agents: list[BatchedOpponent] = []
+    known: dict[Any, int] = {}
+
+    def index_of(spec) -> int:
+        key = spec if isinstance(spec, str) else id(spec)
+        if key not in known:
+            known[key] = len(agents)
+            agents.append(batched_opponent(spec, rules, trust))
+        return known[key]
+
+    rows = []
+    for entry in entries:
+        if entry is None:
+            entry = "greedy"
+        seats = [entry] * n if isinstance(entry, (str, bytes)) or not isinstance(entry, (list, tuple)) else list(entry)
+        if len(seats) != n:
+            raise ValueError(f"{n} opponent(s) needed for {num_players} players, got {len(seats)}")
+        rows.append([index_of(s) for s in seats])
+    table = np.array(rows, dtype=np.int64)
+    return agents, table[np.arange(num_games) % len(table)]
+
+
+def batched_opponent(spec, rules, trust) -> BatchedOpponent:
+    """What plays ``spec`` (a name, an agent, a callable) for many games: its batched version if
+    it has one, else the agent called game by game."""
+    if isinstance(spec, BatchedOpponent):
+        return spec
+    if isinstance(spec, str):  # a name: its batched version if it has one, else the agent
+        batched = opponents_registry.make_batched(spec, rules=rules, trust=trust)
+        if batched is not None:
+            return batched
+        spec = opponents_registry.make(spec, rules=rules, trust=trust)
+    batched = opponents_registry.batched_version(spec)
+    if batched is not None:
+        return batched
+    if hasattr(spec, "act"):
+        return PerGameOpponent(spec.act, owner=spec)
+    if callable(spec):
+        return PerGameOpponent(spec)
+    raise ValueError(f"an opponent must be an agent name, an object with act(), or a callable, got {spec!r}")
+
+
+__all__ = ["BatchedOpponent", "BatchedRandom", "PerGameOpponent", "batched_opponent", "play_opponents", "seat_opponents", "uniform_legal"]
