@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from generala_env.checks import is_whole
 from generala_env.dice import NUM_MASKS
 from generala_env.safe_yaml import short_repr
 
@@ -142,7 +143,7 @@ MAX_HEADER_BYTES = 2**20  # of policy.safetensors: its JSON list of tensor names
 
 
 def _whole(v, lo: int, hi: int) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+    return bool(is_whole(v) and lo <= v <= hi)
 
 
 def network_shapes(network, where: str) -> tuple[dict[str, tuple], dict[str, tuple]]:

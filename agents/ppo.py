@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from generala_env.checks import is_whole
 from generala_env.dice import NUM_MASKS
 from generala_env.encoding import LAYOUT_VERSION, observation_size
 from generala_env.rules import load_rules
@@ -202,8 +203,9 @@ class PPOAgent(PolicyAgent):
         if m["layout_version"] != LAYOUT_VERSION:
             raise AgentError(f"checkpoint {name} uses observation layout version {m['layout_version']}, this code encodes version {LAYOUT_VERSION}: retrain it")
         players = m["num_players"]
-        if isinstance(players, bool) or not isinstance(players, int) or not 1 <= players <= 6:
+        if not is_whole(players) or not 1 <= players <= 6:
             raise AgentError(f"checkpoint {name}: 'num_players' must be a whole number from 1 to 6, got {players!r}")
+        players = int(players)
         if num_players is not None and int(num_players) != players:
             raise AgentError(f"checkpoint {name} plays {players}-player games, not {num_players}-player ones")
         obs_size, n_actions = observation_size(rules, players), NUM_MASKS + rules.num_lines
@@ -248,7 +250,7 @@ class PoolAgent(Agent):
             raise AgentError(f"pool {self.pool_dir} is not a folder")
         if not self.pool_dir.exists():
             warnings.warn(f"self-play pool {self.pool_dir} does not exist yet: playing {fallback!r} until it holds step_N.zip files", stacklevel=2)
-        if isinstance(newest, bool) or not isinstance(newest, int) or newest < 1:
+        if not is_whole(newest) or newest < 1:
             raise AgentError(f"pool: 'newest' must be a whole number of at least 1, got {newest!r}")
         self.newest = newest
         self.rng = np.random.default_rng(seed)

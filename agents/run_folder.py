@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from generala_env.checks import is_whole
 from generala_env.opponents import Trust
 
 from .base import AgentError
@@ -38,7 +39,7 @@ def zip_steps(path) -> int | None:
             steps = json.loads(z.read("data")).get("num_timesteps")
     except (OSError, KeyError, ValueError, zipfile.BadZipFile, AttributeError):
         return None
-    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
+    return int(steps) if is_whole(steps) else None
 
 
 def _run_exports(run: Path, spec: str) -> list[Path]:

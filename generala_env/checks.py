@@ -4,9 +4,16 @@ one place for each, so that a bad value gets the same one-line error from every 
 from __future__ import annotations
 
 import math
+from typing import TypeGuard
 
 import numpy as np
-from gymnasium import logger
+
+
+def is_whole(v) -> TypeGuard[int | np.integer]:
+    """Whether ``v`` is a whole number: a Python or numpy integer, not a bool (``True`` is an
+    ``int`` to Python; to a rule or an argument it is not a number). The one test of it."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
 
 REWARDS = ("score", "win")
 OBS_TYPES = ("flat", "dict")
@@ -19,7 +26,7 @@ def check_arguments(num_players: int, reward, agent_seat, render_mode, render_mo
     (as Gymnasium's ``make`` warns: SB3's ``make_vec_env`` asks for ``"rgb_array"``)."""
     if reward not in REWARDS:
         raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
-    seat_ok = isinstance(agent_seat, (int, np.integer)) and not isinstance(agent_seat, (bool, np.bool_)) and 0 <= agent_seat < num_players
+    seat_ok = is_whole(agent_seat) and 0 <= agent_seat < num_players
     if not (isinstance(agent_seat, str) and agent_seat == "random") and not seat_ok:  # a bool is no seat
         raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {num_players - 1}, got {agent_seat!r}")
     if illegal_action not in ("penalize", "raise"):
@@ -31,6 +38,8 @@ def check_arguments(num_players: int, reward, agent_seat, render_mode, render_mo
 def check_render_mode(render_mode, render_modes) -> str | None:
     """``render_mode`` if the env has it (or ``None``); else a warning, and ``None``."""
     if render_mode is not None and render_mode not in render_modes:
+        from gymnasium import logger
+
         logger.warn(f"render_mode={render_mode!r} is not one of this env's render modes {list(render_modes)}: it renders as with render_mode=None")
         return None
     return render_mode
@@ -46,7 +55,7 @@ def check_max_illegal(value) -> int | None:
     """``max_illegal_in_a_row`` as an int (a positive integer), or ``None`` (no cap)."""
     if value is None:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+    if not is_whole(value) or value < 1:
         raise ValueError(f"max_illegal_in_a_row must be a positive integer or None, got {value!r}")
     return int(value)
 

@@ -17,6 +17,8 @@ from math import factorial
 
 import numpy as np
 
+from .checks import is_whole
+
 FACES = 6
 DICE = 5
 NUM_MASKS = 1 << DICE  # 32 hold masks
@@ -60,18 +62,30 @@ ROLL_OF_KEY[ROLL_COUNTS.astype(np.int64) @ KEY_WEIGHTS] = np.arange(NUM_ROLLS)
 KEEP_OF_KEY[KEEP_COUNTS.astype(np.int64) @ KEY_WEIGHTS] = np.arange(NUM_KEEPS)
 
 
+def checked_faces(what: str, values, count: int | None = None, most: int = DICE) -> list[int]:
+    """``values`` as faces: whole numbers (``TypeError`` otherwise), each from 1 to 6, ``count``
+    of them (or at most ``most``), else ``ValueError`` naming ``what``. The one check of given faces."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{what} must be a sequence of faces, got {values!r}")
+    vs = values.ravel().tolist() if isinstance(values, np.ndarray) else list(values)
+    if not all(is_whole(v) for v in vs):
+        raise TypeError(f"{what} must be whole numbers, got {vs}")
+    fs = [int(v) for v in vs]
+    if (len(fs) != count if count is not None else len(fs) > most) or any(not 1 <= f <= FACES for f in fs):
+        words = ("no", "one", "two", "three", "four", "five")
+        many = words[count] if count is not None and count <= DICE else f"{count}" if count is not None else f"at most {words[most]}"
+        raise ValueError(f"{what} must be {many} faces from 1 to {FACES}, got {fs}")
+    return fs
+
+
 def roll_index(faces) -> int:
     """Index in ``ROLLS`` of five faces given in any order."""
-    if len(faces) != DICE or any(not 1 <= int(f) <= FACES for f in faces):
-        raise ValueError(f"a roll is five faces from 1 to 6, got {list(faces)}")
-    return int(ROLL_OF_KEY[_key(counts_of(faces))])
+    return int(ROLL_OF_KEY[_key(counts_of(checked_faces("a roll", faces, DICE)))])
 
 
 def keep_index(faces) -> int:
     """Index in ``KEEPS`` of zero to five faces given in any order."""
-    if len(faces) > DICE or any(not 1 <= int(f) <= FACES for f in faces):
-        raise ValueError(f"a keep is at most five faces from 1 to 6, got {list(faces)}")
-    return int(KEEP_OF_KEY[_key(counts_of(faces))])
+    return int(KEEP_OF_KEY[_key(counts_of(checked_faces("a keep", faces)))])
 
 
 # HOLD_KEEP[r, m]: the keep made by holding mask m of roll r (bit i of m holds die i).
@@ -141,7 +155,7 @@ class DiceCup:
     """
 
     def __init__(self, rng, block: int = 1024):
-        if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < DICE:
+        if not is_whole(block) or block < DICE:
             raise ValueError(f"block must be a whole number of faces, at least {DICE} (a throw), got {block!r}")
         self.rng = rng
         self.block = int(block) if isinstance(rng, np.random.Generator) else 0

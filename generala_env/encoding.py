@@ -36,6 +36,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import engine
+from .checks import is_whole
 from .game import Game
 from .observe import EncodingTables
 from .rules import RuleSet, load_rules
@@ -148,7 +149,7 @@ class Encoder:
             raise ValueError(
                 f"this encoder is for {self.num_players} player(s) and {len(self.line_max)} lines; the game has {game.num_players} and {game.num_lines}"
             )
-        if isinstance(seat, (bool, np.bool_)) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < self.num_players:
+        if not is_whole(seat) or not 0 <= seat < self.num_players:
             raise ValueError(f"seat must be a seat from 0 to {self.num_players - 1}, got {seat!r}")
         out = np.empty(self.size, dtype=np.float32)
         n, facts = game.numbers()[:2]

@@ -28,7 +28,8 @@ from functools import lru_cache
 import numpy as np
 
 from . import engine
-from .dice import DICE, KEEP_SIZE, NUM_KEEPS, NUM_MASKS, NUM_ROLLS, DiceCup, keep_index, roll_index, throw
+from .checks import is_whole
+from .dice import DICE, KEEP_SIZE, NUM_KEEPS, NUM_MASKS, NUM_ROLLS, DiceCup, checked_faces, keep_index, roll_index, throw
 from .engine import (
     BAD_FACES,
     DONE,
@@ -51,7 +52,7 @@ from .engine import (
 from .engine import OPEN as OPEN  # re-exported: the mark of an open line, read from here across the project
 from .engine import ROLLS_PER_TURN as ROLLS_PER_TURN
 from .game_facts import GameFacts
-from .game_states import checked_sheets, checked_state, whole_number, whole_numbers
+from .game_states import checked_sheets, checked_state, whole_number
 from .game_states import prefilled_sheets as prefilled_sheets
 from .outcome import MAX_PLAYERS as MAX_PLAYERS
 from .outcome import REROLLED as _REROLLED
@@ -167,7 +168,7 @@ class Game(GameFacts):
 
     def __init__(self, rules="classic", num_players: int = 1):
         rules = load_rules(rules)
-        if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= MAX_PLAYERS:
+        if not is_whole(num_players) or not 1 <= num_players <= MAX_PLAYERS:
             raise ValueError(f"num_players must be an integer from 1 to {MAX_PLAYERS}, got {num_players!r}")
         self._setup(rules, int(num_players))
         self._look()
@@ -200,9 +201,7 @@ class Game(GameFacts):
 
     def _faces(self, rng, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``n`` faces thrown by a generator-like ``rng`` that is not a cup, checked, and their ``at``."""
-        fs = whole_numbers("the dice thrown", throw(rng, n))
-        if len(fs) != n or any(not 1 <= f <= 6 for f in fs):
-            raise ValueError(f"the dice thrown must be {n} faces from 1 to 6, got {fs}")
+        fs = checked_faces("the dice thrown", throw(rng, n), n)
         self._at[:] = 0, n
         return np.array(fs, dtype=np.int8), self._at
 
@@ -366,11 +365,9 @@ class Game(GameFacts):
         if why is not None:
             raise IllegalActionError(why)
         a = int(action)
-        faces = [int(f) for f in faces]
         # check the dice before anything changes: a bad face would count as another face,
         # and a short next roll would fail after the line is already written
-        if any(not 1 <= f <= 6 for f in faces):
-            raise ValueError(f"faces run from 1 to 6, got {faces}")
+        faces = checked_faces("faces", faces)
         t = self._r.t
         if a < NUM_MASKS and len(faces) != dice_thrown(t, self.roll, a):
             raise ValueError(f"hold {a} rerolls {dice_thrown(t, self.roll, a)} dice, got {len(faces)} faces")
@@ -410,10 +407,7 @@ class Game(GameFacts):
         if self.throw_keep < 0:
             raise IllegalActionError("no throw is pending: land follows decide")
         n = DICE if self._throw_starts_turn else DICE - _KEEP_SIZE[self.throw_keep]
-        fs = [int(f) for f in faces]
-        if len(fs) != n or any(not 1 <= f <= 6 for f in fs):
-            raise ValueError(f"the throw is {n} faces from 1 to 6, got {fs}")
-        self._land(np.array(fs, dtype=np.int8))
+        self._land(np.array(checked_faces("the throw", faces, n), dtype=np.int8))
 
     def _land(self, faces: np.ndarray) -> None:
         r = self._r

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .batched import U, cached_njit
+from .checks import is_whole
 from .dice import DICE, FACES
 from .dice_stream import BLOCK as BLOCK
 from .dice_stream import ROW, below, empty_cups, faces_into, generator_from_stream, seed63, seeded_row, stream_from_generator, streams_from_seeds, uniform
@@ -81,13 +82,13 @@ class GameDice:
         """Every game's stream anew, with empty cups: game ``i`` seeded with ``seed + i`` (or
         ``seed[i]`` for a list of seeds; fresh entropy for ``None``)."""
         n = self.num_games
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+        if is_whole(seed):
             seeds = [int(seed) + i for i in range(n)]
         elif seed is None:
             seeds = [int(np.random.SeedSequence().entropy) for _ in range(n)]  # type: ignore[arg-type]  # an int when drawn
         else:
             seeds = list(seed) if isinstance(seed, (Sequence, np.ndarray)) else []
-            if len(seeds) != n or any(isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) for s in seeds):
+            if len(seeds) != n or any(not is_whole(s) for s in seeds):
                 raise ValueError(f"seed must be a whole number or a list of {n} whole numbers (one per game), got {seed!r}")
             seeds = [int(s) for s in seeds]
         if any(s < 0 for s in seeds):

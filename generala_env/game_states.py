@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .dice import DICE, ROLLS, roll_index
+from .checks import is_whole
+from .dice import DICE, ROLLS, checked_faces, roll_index
 from .engine import FIRST_ROLL, OPEN, ROLLS_PER_TURN, sheets_full
 from .rules import RuleSet
 from .scoring import blocked_line, generala_scored, points_table
@@ -75,18 +76,9 @@ def prefilled_sheets(rules: RuleSet, num_players: int, rng) -> np.ndarray:
 
 
 def whole_number(name: str, v) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+    if not is_whole(v):
         raise TypeError(f"{name} must be a whole number, got {v!r}")
     return int(v)
-
-
-def whole_numbers(name: str, values) -> list[int]:
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise TypeError(f"{name} must be a sequence of faces, got {values!r}")
-    vs = values.ravel().tolist() if isinstance(values, np.ndarray) else list(values)
-    if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) for v in vs):
-        raise TypeError(f"{name} must be whole numbers, got {vs}")
-    return [int(v) for v in vs]
 
 
 def checked_sheets(rules: RuleSet, num_players: int, sheets) -> np.ndarray:
@@ -126,12 +118,7 @@ def checked_state(game: Game, sheets, dice, rolls_left, player, locked, served_g
             raise ValueError(
                 f"sheets: seat {p}'s {game.rules.lines[blocked]} holds points but its generala line does not; a double generala needs a scored generala line"
             )
-    if dice is None:
-        faces = ROLLS[game.roll].tolist()
-    else:
-        faces = whole_numbers("dice", dice)
-        if len(faces) != DICE or any(not 1 <= f <= 6 for f in faces):
-            raise ValueError(f"dice must be five faces from 1 to 6, got {faces}")
+    faces = ROLLS[game.roll].tolist() if dice is None else checked_faces("dice", dice, DICE)
     rl = game.rolls_left if rolls_left is None else whole_number("rolls_left", rolls_left)
     if not 0 <= rl < ROLLS_PER_TURN:
         raise ValueError(f"rolls_left must be 0, 1 or 2, got {rl}")
@@ -155,7 +142,7 @@ def checked_state(game: Game, sheets, dice, rolls_left, player, locked, served_g
             raise ValueError(f"player must be a seat from 0 to {P - 1}, got {seat}")
         if winner is not None and seat != winner:
             raise ValueError(f"player must be the served generala winner ({winner}), got {seat}")
-    kept = whole_numbers("locked", locked)
+    kept = checked_faces("locked", locked)
     if kept:
         if rl == FIRST_ROLL:
             raise ValueError(f"locked must be empty right after the turn's first roll (rolls_left=2), got {kept}")

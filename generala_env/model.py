@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .checks import is_whole
 from .dice import DICE, EMPTY_KEEP, FACES, KEEP_COUNTS, KEEP_SIZE, NUM_ROLLS, ROLL_CONTAINS_KEEP, ROLL_COUNTS, ROLLS, roll_index
 from .game import OPEN, Game, IllegalActionError, Outcome
 
@@ -224,7 +225,7 @@ class Model:
         index into ``ROLLS``) that hold the dice kept on the table."""
         if not state.is_chance:
             raise IllegalActionError("only a chance state takes a roll: decide first")
-        if isinstance(roll, (int, np.integer)) and not isinstance(roll, bool):
+        if is_whole(roll):
             if not 0 <= roll < NUM_ROLLS:
                 raise ValueError(f"a roll index runs from 0 to {NUM_ROLLS - 1}, got {roll}")
             r = int(roll)

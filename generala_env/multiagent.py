@@ -25,7 +25,7 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from .checks import REWARDS, check_finite, check_render_mode
+from .checks import REWARDS, check_finite, check_render_mode, is_whole
 from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
 from .env import NOT_RESET
@@ -162,7 +162,7 @@ class raw_env(AECEnv, EzPickle):
         EzPickle.__init__(self, rules=rules, num_players=num_players, reward=reward, render_mode=render_mode)
         super().__init__()
         self.rules = load_rules(rules)
-        if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not MIN_PLAYERS <= num_players <= MAX_PLAYERS:
+        if not is_whole(num_players) or not MIN_PLAYERS <= num_players <= MAX_PLAYERS:
             raise ValueError(f"num_players must be an integer from {MIN_PLAYERS} to {MAX_PLAYERS} (one player: use Generala-v0), got {num_players!r}")
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .checks import is_whole
 from .dice import KEEP_COUNTS, NUM_MASKS, ROLLS
 from .game import OPEN, Game
 
@@ -285,7 +286,7 @@ SCALES = (1, 2)
 def check_scale(scale) -> int:
     """``render_scale`` as an int: 2 (the default, text two pixels per font pixel) or 1 (half
     the width and height: a quarter of the pixels, what a video encoder must code)."""
-    if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, np.integer)) or scale not in SCALES:
+    if not is_whole(scale) or scale not in SCALES:
         raise ValueError(f"render_scale must be 1 or 2, got {scale!r}")
     return int(scale)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .checks import is_whole
 from .safe_yaml import YamlFileError, read_yaml, short_repr
 
 NUMBER_LINES = ("ones", "twos", "threes", "fours", "fives", "sixes")
@@ -177,7 +178,7 @@ def _optional_int(key: str, v: Any) -> int | None:
 
 def _int(key: str, v: Any) -> int:
     """A point value: a whole number (Python or NumPy) from 0 to :data:`MAX_VALUE`, as a Python int."""
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+    if not is_whole(v):
         raise RulesError(f"{key} must be a whole number, got {short_repr(v)}")
     v = int(v)  # a NumPy integer would not go through JSON (the fingerprint) and compares unlike an int
     if v < 0:

@@ -84,7 +84,7 @@ from gymnasium.vector.utils import batch_space
 
 from . import batched as K
 from . import opponents as opponents_registry
-from .checks import MAX_ILLEGAL_IN_A_ROW, check_arguments, check_finite, check_max_illegal, check_obs_type, check_share
+from .checks import MAX_ILLEGAL_IN_A_ROW, check_arguments, check_finite, check_max_illegal, check_obs_type, check_share, is_whole
 from .dice import DICE, NUM_MASKS, ROLLS
 from .encoding import Encoder
 from .engine import OPEN, new_state, numbers_of, tables
@@ -153,7 +153,7 @@ class GeneralaVectorEnv(VectorEnv):
         render_scale: int = 2,
         opponent_trust: opponents_registry.Trust | None = None,
     ):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        if not is_whole(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         self.num_envs = N = int(num_envs)
         self.rules = load_rules(rules)

@@ -16,6 +16,8 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from generala_env.checks import is_whole
+
 from .web_guard import ECHO, bounded, shown
 from .web_table import GameError, Seat, WebTable
 
@@ -118,7 +120,7 @@ class Games:
             opponent, seat = body.get("opponent", "greedy"), body.get("seat", 0)
             if opponent is not None and (not isinstance(opponent, str) or not opponent):
                 raise GameError(f"opponent must be an agent's name or null (a solo game), got {shown(opponent)}")
-            if isinstance(seat, bool) or not isinstance(seat, int) or seat not in (0, 1) or (opponent is None and seat != 0):
+            if not is_whole(seat) or seat not in (0, 1) or (opponent is None and seat != 0):
                 raise GameError(f"seat must be 0 or 1 (0 in a solo game), got {shown(seat)}")
             if opponent is None:
                 return [Seat("you")]
@@ -166,9 +168,9 @@ class Games:
         seed = body.get("seed")
         if seed is None:
             seed = secrets.randbelow(2**31)
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        if not is_whole(seed) or not 0 <= seed <= MAX_SEED:
             raise GameError(f"seed must be a whole number from 0 to 2**63 - 1, got {shown(seed)}")
-        t = WebTable(rules, self.seats_of(body, rules), seed)
+        t = WebTable(rules, self.seats_of(body, rules), int(seed))
         gid = secrets.token_urlsafe(9)
         with self._lock:
             self._games[gid] = t

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from generala_env.checks import is_whole
 from generala_env.dice import NUM_MASKS, ROLLS, cup_for
 from generala_env.encoding import Encoder
 from generala_env.env import make_info
@@ -109,17 +110,12 @@ class WebTable:
             raise GameError(f"a move is one of {HOW_MOVE}")
         if given[0] == "action":
             a = move["action"]
-            if isinstance(a, bool) or not isinstance(a, int):
+            if not is_whole(a):
                 raise GameError(f"action must be an integer, got {shown(a)}")
-            return a
+            return int(a)
         if given[0] == "hold":
             held = move["hold"]
-            if (
-                not isinstance(held, list)
-                or len(held) > 5
-                or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < 5 for i in held)
-                or len(set(held)) != len(held)
-            ):
+            if not isinstance(held, list) or len(held) > 5 or any(not is_whole(i) or not 0 <= i < 5 for i in held) or len(set(held)) != len(held):
                 raise GameError(f"hold must be a list of distinct dice indices from 0 to 4, got {shown(held)}")
             return sum(1 << i for i in held)
         line = move["write"]
