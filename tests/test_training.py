@@ -144,11 +144,12 @@ def test_config_errors_name_the_key(override, message):
 def test_a_value_net_of_its_own_shape(tmp_path):
     """``policy.vf_arch`` gives the critic its own hidden layers; the policy keeps ``net_arch``."""
     pytest.importorskip("sb3_contrib")
-    from generala_training.train import make_vec_env, model_from_config
+    from generala_training.envs import training_envs
+    from generala_training.models import model_from_config
 
     cfg = load_config(TINY, ["policy.net_arch=[16]", "policy.vf_arch=[48, 24]"])
     assert load_config(TINY, []).policy.vf_arch is None
-    model = model_from_config(cfg, make_vec_env(cfg), tmp_path)
+    model = model_from_config(cfg, training_envs(cfg), tmp_path)
     assert model.policy.net_arch == {"pi": [16], "vf": [48, 24]}
     with pytest.raises(ConfigError, match="'policy.vf_arch' must be a non-empty list"):
         load_config(TINY, ["policy.vf_arch=[]"])
@@ -161,11 +162,12 @@ def test_an_entropy_bonus_at_holds_only(tmp_path):
     import torch
 
     from generala_env.env import GeneralaEnv
-    from generala_training.train import make_vec_env, model_from_config
+    from generala_training.envs import training_envs
+    from generala_training.models import model_from_config
 
     on_all = load_config(TINY, ["policy.layer_norm=true"])
     on_holds = load_config(TINY, ["policy.layer_norm=true", "policy.entropy_on=holds"])
-    a, b = model_from_config(on_all, make_vec_env(on_all), tmp_path), model_from_config(on_holds, make_vec_env(on_holds), tmp_path)
+    a, b = model_from_config(on_all, training_envs(on_all), tmp_path), model_from_config(on_holds, training_envs(on_holds), tmp_path)
     b.policy.load_state_dict(a.policy.state_dict())  # the same weights: only the entropy differs
     env = GeneralaEnv()
     obs, info = env.reset(seed=0)
@@ -244,7 +246,7 @@ def test_normalize_reward_wraps_only_the_training_envs():
     from stable_baselines3.common.vec_env import VecNormalize
 
     from generala_training.config import load_config
-    from generala_training.train import training_envs
+    from generala_training.envs import training_envs
 
     venv = training_envs(load_config(TINY, ["algo.normalize_reward=true"]))
     assert isinstance(venv, VecNormalize) and venv.norm_reward and not venv.norm_obs
@@ -252,3 +254,4 @@ def test_normalize_reward_wraps_only_the_training_envs():
     _, rewards, _, _ = venv.step(np.array([32] * venv.num_envs))  # write the first line: points, scaled
     assert np.isfinite(rewards).all()
     assert not isinstance(training_envs(load_config(TINY)), VecNormalize)
+
