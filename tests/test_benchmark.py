@@ -200,6 +200,19 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(configs, tmp_path, monkeyp
     assert [p.name for p in system_tmp.iterdir() if p.name.startswith("SB3-")] == []  # (torch keeps its own caches there)
 
 
+def test_a_run_loads_its_tasks_rule_set_once(configs, tmp_path, monkeypatch):
+    """A run loads its task's rules once and hands the rule set to the games of every chunk and to
+    its evaluations (each of them loaded its own: five for a run of two evaluation points)."""
+    import generala_env.rules as rules_module
+
+    (spec,) = plan(["ppo_mask"], ["duel"], 1, STEPS, tmp_path / "runs", configs)
+    made = []
+    real = rules_module._build  # what load_rules makes every rule set with, from a name, a file or a mapping
+    monkeypatch.setattr(rules_module, "_build", lambda settings, name: made.append(name) or real(settings, name))
+    assert run_one(spec)["done"]
+    assert made == ["classic"]
+
+
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(configs, tmp_path):
     one, two = (plan(["ppo_mask"], ["classic"], 2, 128, tmp_path / d, configs) for d in ("one", "two"))
     a0, b0 = run_one(one[0]), run_one(two[0])

@@ -255,3 +255,22 @@ def test_normalize_reward_wraps_only_the_training_envs():
     assert np.isfinite(rewards).all()
     assert not isinstance(training_envs(load_config(TINY)), VecNormalize)
 
+
+@pytest.mark.parametrize("kind", ["dummy", "batched"])
+def test_a_run_loads_its_rule_set_once_and_a_resume_once_again(tmp_path, monkeypatch, kind):
+    """``generala train`` loads ``env.rules`` where the run starts and hands the rule set to its
+    envs, its model, its evaluation and its opponents: one rule set is made per run (the dummy
+    envs, the network and the evaluation each loaded their own: four)."""
+    pytest.importorskip("sb3_contrib")
+    import generala_env.rules as rules_module
+    from generala_training.train import main as train_main
+
+    made = []
+    real = rules_module._build  # what load_rules makes every rule set with, from a name, a file or a mapping
+    monkeypatch.setattr(rules_module, "_build", lambda settings, name: made.append(name) or real(settings, name))
+    two_players = ["env.num_players=2", "env.opponents=[greedy, random]"]
+    assert train_main(["--config", TINY, f"run_dir={tmp_path}", "--run-name", "once", f"vec_env.kind={kind}", *two_players]) == 0
+    assert made == ["classic"]
+    made.clear()
+    assert train_main(["--resume", str(tmp_path / "once"), "total_timesteps=768"]) == 0
+    assert made == ["classic"]
