@@ -16,6 +16,7 @@ from generala_training.benchmark import main, plan  # noqa: E402
 from generala_training.benchmark.run import check_hyperparams_build, run_one, task_evaluator  # noqa: E402
 from generala_training.benchmark.suite import (  # noqa: E402
     ALGOS,
+    BenchmarkError,
     Task,
     load_algo,
     load_suite,
@@ -351,6 +352,48 @@ def test_the_shipped_suite_and_algorithm_files():
     assert duel.num_players == 2 and duel.env["reward"] == "win" and duel.env["opponents"] == "greedy"
     for algo in ALGOS:
         check_hyperparams_build(algo, load_algo(algo), suite.tasks["classic"])  # every shipped file builds its model
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("n_envs: 4\nhyperparams: {gamma: 2}\n", "ppo_mask.yaml: hyperparams.gamma must be greater than 0 and at most 1, got 2"),
+        ("n_envs: 4\nhyperparams: {n_steps: 2.5}\n", "ppo_mask.yaml: hyperparams.n_steps must be a whole number, got 2.5"),
+        (
+            "n_envs: 4\nhyperparams: {batch_size: 1}\n",
+            "ppo_mask.yaml: hyperparams.batch_size must be at least 2 \\(advantages are normalized per minibatch\\), got 1",
+        ),
+        ("n_envs: 4\nhyperparams: {target_kl: .inf}\n", "ppo_mask.yaml: hyperparams.target_kl must be null or a finite number, got inf"),
+        ("n_envs: 3\nhyperparams: {n_steps: 3, batch_size: 8}\n", "n_steps x n_envs = 9 samples per rollout leave a minibatch .* of one sample"),
+        ("n_envs: 4\nlr_schedule: cosine\n", "ppo_mask.yaml: lr_schedule must be one of constant, linear, got 'cosine'"),
+        ("n_envs: 4\npolicy_kwargs: {net_arch: [0]}\n", "ppo_mask.yaml: policy_kwargs.net_arch must be a list of layer sizes"),
+        ("- 1\n", "algorithm file .*ppo_mask.yaml must hold a mapping of keys, got list"),
+        ("", "ppo_mask.yaml: missing key\\(s\\) n_envs"),
+        ("n_envs: 4\nhyperparams: [unclosed\n", "algorithm file .*ppo_mask.yaml is not valid YAML"),
+    ],
+)
+def test_an_algorithm_file_is_held_to_the_bounds_of_a_training_config(tmp_path, body, message):
+    """An algorithm file is read as a training config is, and its hyperparameters pass the checks
+    of train's algo: keys, in the same words."""
+    (tmp_path / "ppo_mask.yaml").write_text(body)
+    with pytest.raises(BenchmarkError, match=message):
+        load_algo("ppo_mask", tmp_path)
+    with pytest.raises(BenchmarkError, match="algorithm file .*dqn.yaml does not exist"):
+        load_algo("dqn", tmp_path)
+
+
+def test_a_linear_learning_rate_in_an_algorithm_file_decays_over_the_run_and_is_in_its_spec(configs, tmp_path):
+    from generala_training.benchmark.run import make_venv, new_model
+
+    (tmp_path / "ppo.yaml").write_text("n_envs: 4\nlr_schedule: linear\nhyperparams: {learning_rate: 0.004, n_steps: 16, batch_size: 64}\n")
+    linear = load_algo("ppo", tmp_path)
+    assert linear.to_dict()["lr_schedule"] == "linear" and "lr_schedule" not in load_algo("ppo", configs).to_dict()
+    venv = make_venv(load_suite(configs).tasks["classic"], linear, seed=0)
+    try:
+        model = new_model("ppo", linear, venv, seed=0, steps=1000)
+        assert model.lr_schedule(1.0) == pytest.approx(0.004) and model.lr_schedule(0.25) == pytest.approx(0.001)
+    finally:
+        venv.close()
 
 
 def test_our_statistics_equal_rliables():

@@ -274,3 +274,41 @@ def test_a_run_loads_its_rule_set_once_and_a_resume_once_again(tmp_path, monkeyp
     made.clear()
     assert train_main(["--resume", str(tmp_path / "once"), "total_timesteps=768"]) == 0
     assert made == ["classic"]
+
+
+def test_train_trains_the_benchmarks_masked_ppo_and_checks_its_keys_in_the_same_words(tmp_path):
+    """generala train's algorithm is the benchmark's ppo_mask (one list of algorithms), built by the
+    one AlgoConfig, and a bad hyperparameter is refused in the words an algorithm file gets."""
+    pytest.importorskip("sb3_contrib")
+    from generala_training.algos import ALGOS, TRAIN_ALGO
+    from generala_training.envs import training_envs
+    from generala_training.models import algo_config, model_from_config
+
+    assert ALGOS[TRAIN_ALGO].masked and ALGOS[TRAIN_ALGO].cls == "MaskablePPO"
+    cfg = load_config(TINY, ["algo.lr_schedule=linear", "algo.learning_rate=0.002"])
+    algo = algo_config(cfg, load_rules("classic"))
+    assert (algo.algo, algo.n_envs, algo.hyperparams["n_steps"], algo.policy_kwargs["net_arch"]) == ("ppo_mask", 2, 128, {"pi": [32, 32], "vf": [32, 32]})
+    model = model_from_config(cfg, training_envs(cfg), tmp_path)
+    assert type(model).__name__ == "MaskablePPO" and model.lr_schedule(0.5) == pytest.approx(0.001)
+    with pytest.raises(ConfigError, match=r"^config key 'algo.gamma' must be greater than 0 and at most 1, got 2.0$"):
+        load_config(TINY, ["algo.gamma=2"])
+
+
+def test_the_builders_dummy_env_i_is_the_single_env_seeded_seed_times_1000_plus_i():
+    pytest.importorskip("stable_baselines3")
+    import gymnasium as gym
+
+    import generala_env  # noqa: F401  (registers Generala-v0)
+    from generala_training.envs import make_envs
+
+    venv = make_envs(3, 7, kind="dummy", rules="double", reward_scale=0.5)
+    first = venv.reset()  # each env's second game: its first began when it was made
+    _, rewards, _, _ = venv.step(np.full(3, 31))
+    for i in range(3):
+        single = gym.make("Generala-v0", rules="double")
+        single.reset(seed=7000 + i)
+        obs, _ = single.reset()
+        assert np.array_equal(first[i], obs)
+        assert rewards[i] == 0.5 * single.step(31)[1]  # the same move, its reward scaled
+    with pytest.raises(ValueError, match="margin .* needs kind batched"):
+        make_envs(2, 0, kind="dummy", training_reward="margin", num_players=2, opponents="greedy")
