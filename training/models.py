@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from generala_env.files import lstat_or_none
 
-from .algos import TRAIN_ALGO, AlgoConfig
+from .algos import TRAIN_ALGO, AlgoConfig, algo_class
 from .config import Config, ConfigError
 
 if TYPE_CHECKING:
@@ -47,7 +47,8 @@ TRUST_ZIP_HELP = (
 
 
 def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = None, **kwargs):
-    """``MaskablePPO.load`` of the SB3 zip ``path``: the one way a training run unpickles a model.
+    """``MaskablePPO.load`` (train's algorithm, :data:`generala_training.algos.TRAIN_ALGO`) of the SB3
+    zip ``path``: the one way a training run unpickles a model.
 
     An SB3 zip runs code when it is loaded, so it is loaded only where the user asked at this
     call (``trusted``: ``--trust-zip``), or where it is the run's own file (``own_run``: a
@@ -56,8 +57,6 @@ def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = 
     checkpoint folder (``generala export``), which holds weights only. The file is read through
     a descriptor opened without following links.
     """
-    from sb3_contrib import MaskablePPO
-
     from generala_agents import Trust
 
     path = Path(path)
@@ -74,7 +73,7 @@ def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = 
     nofollow = getattr(os, "O_NOFOLLOW", 0)
     try:
         with open(path, "rb", opener=lambda p, flags: os.open(p, flags | nofollow)) as f:
-            return MaskablePPO.load(f, **kwargs)
+            return algo_class(TRAIN_ALGO).load(f, **kwargs)
     except LOAD_ERRORS as e:
         raise ConfigError(f"{why}: {path} cannot be loaded: {e}") from None
 
