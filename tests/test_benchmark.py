@@ -16,6 +16,7 @@ from generala_training.benchmark import main, plan  # noqa: E402
 from generala_training.benchmark.run import check_hyperparams_build, run_one, task_evaluator  # noqa: E402
 from generala_training.benchmark.suite import (  # noqa: E402
     ALGOS,
+    BenchmarkError,
     Task,
     load_algo,
     load_suite,
@@ -200,6 +201,19 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(configs, tmp_path, monkeyp
     assert [p.name for p in system_tmp.iterdir() if p.name.startswith("SB3-")] == []  # (torch keeps its own caches there)
 
 
+def test_a_run_loads_its_tasks_rule_set_once(configs, tmp_path, monkeypatch):
+    """A run loads its task's rules once and hands the rule set to the games of every chunk and to
+    its evaluations (each of them loaded its own: five for a run of two evaluation points)."""
+    import generala_env.rules as rules_module
+
+    (spec,) = plan(["ppo_mask"], ["duel"], 1, STEPS, tmp_path / "runs", configs)
+    made = []
+    real = rules_module._build  # what load_rules makes every rule set with, from a name, a file or a mapping
+    monkeypatch.setattr(rules_module, "_build", lambda settings, name: made.append(name) or real(settings, name))
+    assert run_one(spec)["done"]
+    assert made == ["classic"]
+
+
 def test_the_same_seed_gives_the_same_run_and_another_seed_another(configs, tmp_path):
     one, two = (plan(["ppo_mask"], ["classic"], 2, 128, tmp_path / d, configs) for d in ("one", "two"))
     a0, b0 = run_one(one[0]), run_one(two[0])
@@ -338,6 +352,48 @@ def test_the_shipped_suite_and_algorithm_files():
     assert duel.num_players == 2 and duel.env["reward"] == "win" and duel.env["opponents"] == "greedy"
     for algo in ALGOS:
         check_hyperparams_build(algo, load_algo(algo), suite.tasks["classic"])  # every shipped file builds its model
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("n_envs: 4\nhyperparams: {gamma: 2}\n", "ppo_mask.yaml: hyperparams.gamma must be greater than 0 and at most 1, got 2"),
+        ("n_envs: 4\nhyperparams: {n_steps: 2.5}\n", "ppo_mask.yaml: hyperparams.n_steps must be a whole number, got 2.5"),
+        (
+            "n_envs: 4\nhyperparams: {batch_size: 1}\n",
+            "ppo_mask.yaml: hyperparams.batch_size must be at least 2 \\(advantages are normalized per minibatch\\), got 1",
+        ),
+        ("n_envs: 4\nhyperparams: {target_kl: .inf}\n", "ppo_mask.yaml: hyperparams.target_kl must be null or a finite number, got inf"),
+        ("n_envs: 3\nhyperparams: {n_steps: 3, batch_size: 8}\n", "n_steps x n_envs = 9 samples per rollout leave a minibatch .* of one sample"),
+        ("n_envs: 4\nlr_schedule: cosine\n", "ppo_mask.yaml: lr_schedule must be one of constant, linear, got 'cosine'"),
+        ("n_envs: 4\npolicy_kwargs: {net_arch: [0]}\n", "ppo_mask.yaml: policy_kwargs.net_arch must be a list of layer sizes"),
+        ("- 1\n", "algorithm file .*ppo_mask.yaml must hold a mapping of keys, got list"),
+        ("", "ppo_mask.yaml: missing key\\(s\\) n_envs"),
+        ("n_envs: 4\nhyperparams: [unclosed\n", "algorithm file .*ppo_mask.yaml is not valid YAML"),
+    ],
+)
+def test_an_algorithm_file_is_held_to_the_bounds_of_a_training_config(tmp_path, body, message):
+    """An algorithm file is read as a training config is, and its hyperparameters pass the checks
+    of train's algo: keys, in the same words."""
+    (tmp_path / "ppo_mask.yaml").write_text(body)
+    with pytest.raises(BenchmarkError, match=message):
+        load_algo("ppo_mask", tmp_path)
+    with pytest.raises(BenchmarkError, match="algorithm file .*dqn.yaml does not exist"):
+        load_algo("dqn", tmp_path)
+
+
+def test_a_linear_learning_rate_in_an_algorithm_file_decays_over_the_run_and_is_in_its_spec(configs, tmp_path):
+    from generala_training.benchmark.run import make_venv, new_model
+
+    (tmp_path / "ppo.yaml").write_text("n_envs: 4\nlr_schedule: linear\nhyperparams: {learning_rate: 0.004, n_steps: 16, batch_size: 64}\n")
+    linear = load_algo("ppo", tmp_path)
+    assert linear.to_dict()["lr_schedule"] == "linear" and "lr_schedule" not in load_algo("ppo", configs).to_dict()
+    venv = make_venv(load_suite(configs).tasks["classic"], linear, seed=0)
+    try:
+        model = new_model("ppo", linear, venv, seed=0, steps=1000)
+        assert model.lr_schedule(1.0) == pytest.approx(0.004) and model.lr_schedule(0.25) == pytest.approx(0.001)
+    finally:
+        venv.close()
 
 
 def test_our_statistics_equal_rliables():

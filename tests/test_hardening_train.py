@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
+from generala_training.algos import HYPERPARAMS
 from generala_training.config import BOUNDS, CHOICES, DEFAULTS, ConfigError, load_config
+from generala_training.envs import training_envs
 
 
 def train_main(argv):
@@ -163,7 +165,8 @@ def test_every_default_key_is_checked_beyond_its_type():
         ("algo", "normalize_reward"),  # a bool: its type is all there is to check
         ("pretrain", "teacher"),  # a name or a folder of td-search values (_teacher_folder)
     }
-    unchecked = set(leaves(DEFAULTS)) - set(BOUNDS) - set(CHOICES) - by_hand
+    as_hyperparams = {("algo", k) for k in HYPERPARAMS}  # checked as every algorithm's (generala_training.algos)
+    unchecked = set(leaves(DEFAULTS)) - set(BOUNDS) - set(CHOICES) - as_hyperparams - by_hand
     assert not unchecked, f"keys without a bound: {sorted(unchecked)}"
 
 
@@ -172,7 +175,7 @@ def test_every_default_key_is_checked_beyond_its_type():
     "overrides, message",
     [
         (["algo.n_steps=0"], "'algo.n_steps' must be at least 1"),
-        (["env.rules=no-such-rules"], "cannot build the training envs .*unknown rule set 'no-such-rules'"),
+        (["env.rules=no-such-rules"], "config key 'env.rules': unknown rule set 'no-such-rules'"),
         (["env.num_players=2", "env.opponents=nobody"], "cannot build the training envs .*unknown agent 'nobody'"),
         (["eval.opponent=nobody"], "'eval.opponent': unknown agent 'nobody'"),
         (["init_from=no-such-model.zip", "--trust-zip"], "'init_from': cannot load no-such-model.zip"),
@@ -248,7 +251,7 @@ def test_resume_loads_the_schedule_and_rollout_of_the_overrides(run):
     import generala_training.train as tt
 
     cfg = tt.resume_config(run, ["algo.learning_rate=2e-3", "algo.lr_schedule=linear", "algo.n_steps=32", "algo.gamma=0.9"])
-    venv = tt.make_vec_env(cfg, run)
+    venv = training_envs(cfg, run)
     try:
         model = tt.load_latest(cfg, run, venv)
     finally:
@@ -338,7 +341,7 @@ def test_train_callback_logs_the_agents_total_in_random_seats(tmp_path):
             "total_timesteps=512",
         ],
     )
-    venv = tt.make_vec_env(cfg, tmp_path)
+    venv = training_envs(cfg, tmp_path)
     model = tt.model_from_config(cfg, venv, tmp_path / "tb")
 
     class NoEvaluations:

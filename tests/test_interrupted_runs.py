@@ -28,11 +28,11 @@ def test_an_interrupt_during_pretraining_gives_one_line_and_the_run_starts_again
     real = generala_training.pretrain.behaviour_clone
     cut = {"left": 2}
 
-    def clone(model, cfg, log=print):
+    def clone(model, cfg, rules=None, log=print):
         if cut["left"]:
             cut["left"] -= 1
             raise KeyboardInterrupt  # what SIGINT (or SIGTERM, turned into it) raises mid-clone
-        return real(model, cfg, log)
+        return real(model, cfg, rules, log)
 
     monkeypatch.setattr(generala_training.pretrain, "behaviour_clone", clone)
     args = [*TINY, f"run_dir={tmp_path}", "--run-name", "pt1"]

@@ -10,9 +10,10 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
+from generala_training.algos import AlgoConfig  # noqa: E402
 from generala_training.benchmark import BenchmarkError  # noqa: E402
 from generala_training.benchmark.run import make_venv  # noqa: E402
-from generala_training.benchmark.suite import AlgoConfig, Task, load_suite  # noqa: E402
+from generala_training.benchmark.suite import Task, load_suite  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CFG = AlgoConfig("ppo_mask", 8, {}, {})
@@ -141,8 +142,8 @@ def test_results_of_an_unchanged_task_stay_comparable_and_others_are_refused():
 def test_a_run_folder_of_suite_version_1_is_refused(tmp_path):
     import yaml
 
+    from generala_env.files import write_json
     from generala_training.benchmark import plan
-    from generala_training.runs import write_json
 
     configs = tmp_path / "configs"
     configs.mkdir()

@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("sb3_contrib")
 
 from generala_training.config import ConfigError, load_config  # noqa: E402
+from generala_training.envs import training_envs  # noqa: E402
 from generala_training.harness import game_seed, play_game, play_lockstep, play_many  # noqa: E402
 
 TINY = str(Path(__file__).resolve().parent.parent / "configs" / "ppo_tiny.yaml")
@@ -17,7 +18,7 @@ TINY = str(Path(__file__).resolve().parent.parent / "configs" / "ppo_tiny.yaml")
 def _policy(cfg, tmp_path):
     import generala_training.train as tt
 
-    venv = tt.make_vec_env(cfg)
+    venv = training_envs(cfg)
     try:
         return tt.model_from_config(cfg, venv, tmp_path / "tb").policy
     finally:
@@ -90,13 +91,14 @@ def test_state_round_trip_and_the_activation_by_name(tmp_path):
     import torch
     from sb3_contrib import MaskablePPO
 
-    import generala_training.train as tt
-    from generala_training.runs import build_model, read_state, write_json
+    from generala_env.files import write_json
+    from generala_training.algos import build_model
+    from generala_training.runs import read_state
 
     state = {"steps": 3, "checkpoint": None, "done": False, "evaluations": [{"step": 0}], "train_seconds": 1.5}
     write_json(tmp_path / "state.json", state)
     assert read_state(tmp_path / "state.json", ValueError, "") == state and not (tmp_path / "state.json.tmp").exists()
-    venv = tt.make_vec_env(load_config(TINY))
+    venv = training_envs(load_config(TINY))
     try:
         model = build_model(MaskablePPO, venv, "MlpPolicy", {"net_arch": [8], "activation_fn": "tanh"}, seed=1, device="cpu", n_steps=16, batch_size=16)
     finally:

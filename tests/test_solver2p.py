@@ -312,7 +312,7 @@ def test_behaviour_cloning_from_optimal_2p_learns_its_exact_chances(tmp_path, mo
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     env_cfg = EnvConfig(rules=SMALL, num_players=2, reward="win", reward_scale=0.5, agent_seat=0, opponents="self-play")
-    obs, masks, acts, vals = _generate((env_cfg, 3, [0, 1, 2, 3], 0.0, "optimal-2p"))
+    obs, masks, acts, vals = _generate((env_cfg, load_rules(SMALL), 3, [0, 1, 2, 3], 0.0, "optimal-2p"))
     assert len(acts) == len(vals) >= 4 * len(SMALL["lines"])  # at least one decision a turn
     assert masks[np.arange(len(acts)), acts].all()
     # targets are the teacher's exact chance to win as a reward (2p - 1), times the reward scale:

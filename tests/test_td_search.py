@@ -113,7 +113,7 @@ def test_cloning_a_learned_teacher_brings_in_no_solver():
         "pretrain.games = 10 (behaviour cloning from 'td-search', which learned from: opponent 'optimal')"
     ]
     env_cfg = EnvConfig(rules="classic", num_players=2, reward="win", reward_scale=0.5, agent_seat="random", opponents=["self-play", "greedy"])
-    obs, masks, acts, vals = _generate((env_cfg, 3, [0, 1, 2], 0.0, "td-search-2p"))
+    obs, masks, acts, vals = _generate((env_cfg, load_rules("classic"), 3, [0, 1, 2], 0.0, "td-search-2p"))
     assert len(acts) == len(vals) >= 3 * 10 and obs.shape == (len(acts), 76)
     assert masks[np.arange(len(acts)), acts].all()
     # the value targets are the games' results (win 1, draw 0, loss -1, times the scale), one per game

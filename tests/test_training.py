@@ -144,11 +144,12 @@ def test_config_errors_name_the_key(override, message):
 def test_a_value_net_of_its_own_shape(tmp_path):
     """``policy.vf_arch`` gives the critic its own hidden layers; the policy keeps ``net_arch``."""
     pytest.importorskip("sb3_contrib")
-    from generala_training.train import make_vec_env, model_from_config
+    from generala_training.envs import training_envs
+    from generala_training.models import model_from_config
 
     cfg = load_config(TINY, ["policy.net_arch=[16]", "policy.vf_arch=[48, 24]"])
     assert load_config(TINY, []).policy.vf_arch is None
-    model = model_from_config(cfg, make_vec_env(cfg), tmp_path)
+    model = model_from_config(cfg, training_envs(cfg), tmp_path)
     assert model.policy.net_arch == {"pi": [16], "vf": [48, 24]}
     with pytest.raises(ConfigError, match="'policy.vf_arch' must be a non-empty list"):
         load_config(TINY, ["policy.vf_arch=[]"])
@@ -161,11 +162,12 @@ def test_an_entropy_bonus_at_holds_only(tmp_path):
     import torch
 
     from generala_env.env import GeneralaEnv
-    from generala_training.train import make_vec_env, model_from_config
+    from generala_training.envs import training_envs
+    from generala_training.models import model_from_config
 
     on_all = load_config(TINY, ["policy.layer_norm=true"])
     on_holds = load_config(TINY, ["policy.layer_norm=true", "policy.entropy_on=holds"])
-    a, b = model_from_config(on_all, make_vec_env(on_all), tmp_path), model_from_config(on_holds, make_vec_env(on_holds), tmp_path)
+    a, b = model_from_config(on_all, training_envs(on_all), tmp_path), model_from_config(on_holds, training_envs(on_holds), tmp_path)
     b.policy.load_state_dict(a.policy.state_dict())  # the same weights: only the entropy differs
     env = GeneralaEnv()
     obs, info = env.reset(seed=0)
@@ -244,7 +246,7 @@ def test_normalize_reward_wraps_only_the_training_envs():
     from stable_baselines3.common.vec_env import VecNormalize
 
     from generala_training.config import load_config
-    from generala_training.train import training_envs
+    from generala_training.envs import training_envs
 
     venv = training_envs(load_config(TINY, ["algo.normalize_reward=true"]))
     assert isinstance(venv, VecNormalize) and venv.norm_reward and not venv.norm_obs
@@ -252,3 +254,61 @@ def test_normalize_reward_wraps_only_the_training_envs():
     _, rewards, _, _ = venv.step(np.array([32] * venv.num_envs))  # write the first line: points, scaled
     assert np.isfinite(rewards).all()
     assert not isinstance(training_envs(load_config(TINY)), VecNormalize)
+
+
+@pytest.mark.parametrize("kind", ["dummy", "batched"])
+def test_a_run_loads_its_rule_set_once_and_a_resume_once_again(tmp_path, monkeypatch, kind):
+    """``generala train`` loads ``env.rules`` where the run starts and hands the rule set to its
+    envs, its model, its evaluation and its opponents: one rule set is made per run (the dummy
+    envs, the network and the evaluation each loaded their own: four)."""
+    pytest.importorskip("sb3_contrib")
+    import generala_env.rules as rules_module
+    from generala_training.train import main as train_main
+
+    made = []
+    real = rules_module._build  # what load_rules makes every rule set with, from a name, a file or a mapping
+    monkeypatch.setattr(rules_module, "_build", lambda settings, name: made.append(name) or real(settings, name))
+    two_players = ["env.num_players=2", "env.opponents=[greedy, random]"]
+    assert train_main(["--config", TINY, f"run_dir={tmp_path}", "--run-name", "once", f"vec_env.kind={kind}", *two_players]) == 0
+    assert made == ["classic"]
+    made.clear()
+    assert train_main(["--resume", str(tmp_path / "once"), "total_timesteps=768"]) == 0
+    assert made == ["classic"]
+
+
+def test_train_trains_the_benchmarks_masked_ppo_and_checks_its_keys_in_the_same_words(tmp_path):
+    """generala train's algorithm is the benchmark's ppo_mask (one list of algorithms), built by the
+    one AlgoConfig, and a bad hyperparameter is refused in the words an algorithm file gets."""
+    pytest.importorskip("sb3_contrib")
+    from generala_training.algos import ALGOS, TRAIN_ALGO
+    from generala_training.envs import training_envs
+    from generala_training.models import algo_config, model_from_config
+
+    assert ALGOS[TRAIN_ALGO].masked and ALGOS[TRAIN_ALGO].cls == "MaskablePPO"
+    cfg = load_config(TINY, ["algo.lr_schedule=linear", "algo.learning_rate=0.002"])
+    algo = algo_config(cfg, load_rules("classic"))
+    assert (algo.algo, algo.n_envs, algo.hyperparams["n_steps"], algo.policy_kwargs["net_arch"]) == ("ppo_mask", 2, 128, {"pi": [32, 32], "vf": [32, 32]})
+    model = model_from_config(cfg, training_envs(cfg), tmp_path)
+    assert type(model).__name__ == "MaskablePPO" and model.lr_schedule(0.5) == pytest.approx(0.001)
+    with pytest.raises(ConfigError, match=r"^config key 'algo.gamma' must be greater than 0 and at most 1, got 2.0$"):
+        load_config(TINY, ["algo.gamma=2"])
+
+
+def test_the_builders_dummy_env_i_is_the_single_env_seeded_seed_times_1000_plus_i():
+    pytest.importorskip("stable_baselines3")
+    import gymnasium as gym
+
+    import generala_env  # noqa: F401  (registers Generala-v0)
+    from generala_training.envs import make_envs
+
+    venv = make_envs(3, 7, kind="dummy", rules="double", reward_scale=0.5)
+    first = venv.reset()  # each env's second game: its first began when it was made
+    _, rewards, _, _ = venv.step(np.full(3, 31))
+    for i in range(3):
+        single = gym.make("Generala-v0", rules="double")
+        single.reset(seed=7000 + i)
+        obs, _ = single.reset()
+        assert np.array_equal(first[i], obs)
+        assert rewards[i] == 0.5 * single.step(31)[1]  # the same move, its reward scaled
+    with pytest.raises(ValueError, match="margin .* needs kind batched"):
+        make_envs(2, 0, kind="dummy", training_reward="margin", num_players=2, opponents="greedy")

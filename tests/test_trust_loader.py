@@ -189,17 +189,17 @@ def test_zips_in_the_programs_own_folder_are_trusted_and_no_other(tmp_path):
 
 def test_a_configs_pool_opponent_is_refused_and_self_play_is_the_runs_own(tmp_path, pool_of_forged_zips):
     pytest.importorskip("sb3_contrib")
-    from generala_training import train as tt
     from generala_training.config import load_config
+    from generala_training.envs import training_envs
 
     pool, marker = pool_of_forged_zips
     cfg = load_config(TINY_CONFIG, [f"run_dir={tmp_path}", "env.num_players=2", f"env.opponents=pool:{pool}"])
     with pytest.raises(AgentError, match="--trust-zip"):
-        tt.make_vec_env(cfg, tmp_path / "run")
+        training_envs(cfg, tmp_path / "run")
     assert not marker.exists()
     cfg = load_config(TINY_CONFIG, [f"run_dir={tmp_path}", "env.num_players=2", "env.opponents=self-play"])
     (tmp_path / "run" / "checkpoints").mkdir(parents=True)
-    venv = tt.make_vec_env(cfg, tmp_path / "run")  # the run's own checkpoints: no flag
+    venv = training_envs(cfg, tmp_path / "run")  # the run's own checkpoints: no flag
     venv.close()
 
 

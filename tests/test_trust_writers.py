@@ -378,12 +378,13 @@ def test_init_from_a_checkpoint_folder_starts_from_its_weights(tiny_run, tmp_pat
     from safetensors.torch import load_file
 
     from generala_training.config import load_config
+    from generala_training.envs import training_envs
     from generala_training.export import main as export_main
-    from generala_training.train import make_vec_env, model_from_config
+    from generala_training.models import model_from_config
 
     assert export_main([str(tiny_run), "--name", "ck", "--games", "2", "--dest", str(tmp_path)]) == 0
     cfg = load_config(TINY, [f"init_from={tmp_path / 'ck'}"])
-    venv = make_vec_env(cfg)
+    venv = training_envs(cfg)
     try:
         model = model_from_config(cfg, venv, tmp_path / "tb")
     finally:

@@ -21,6 +21,7 @@ from typing import Any, cast
 from generala_env.game import MAX_PLAYERS
 from generala_env.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_repr
 
+from .algos import ACTIVATIONS, HYPERPARAMS, LR_SCHEDULES, TRAIN_ALGO, hyperparam_problem, layer_sizes_problem, leaves_one_sample
 from .config_presets import shipped_configs
 
 
@@ -84,8 +85,10 @@ class PolicyConfig:
 
 
 @dataclass
-class AlgoConfig:
-    """MaskablePPO's hyperparameters (``algo:``)."""
+class AlgoSection:
+    """MaskablePPO's hyperparameters with this recipe's defaults (``algo:``): with ``vec_env.n_envs``
+    and ``policy:`` they make the run's :class:`generala_training.algos.AlgoConfig`
+    (:func:`generala_training.models.algo_config`), whose checks they pass."""
 
     learning_rate: float = 3.0e-4
     """Adam's step size"""
@@ -114,6 +117,11 @@ class AlgoConfig:
     """gradients are clipped to this norm"""
     target_kl: float | None = None
     """a rollout's epochs stop early when the approximate KL divergence passes this (null: never)"""
+
+    def hyperparams(self) -> dict:
+        """The constructor keywords among these keys (``lr_schedule`` is how the learning rate
+        is given; ``normalize_reward`` wraps the training envs)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("lr_schedule", "normalize_reward")}
 
 
 @dataclass
@@ -168,7 +176,7 @@ class Config:
     env: EnvConfig = field(default_factory=EnvConfig)
     vec_env: VecEnvConfig = field(default_factory=VecEnvConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
-    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    algo: AlgoSection = field(default_factory=AlgoSection)
     eval: EvalConfig = field(default_factory=EvalConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     checkpoint_every: int = 200_000
@@ -249,15 +257,16 @@ TEACHERS = SOLVER_TEACHERS + LEARNED_TEACHERS
 
 CHOICES = {
     ("vec_env", "kind"): ("dummy", "subproc", "batched"),
-    ("policy", "activation"): ("tanh", "relu"),
+    ("policy", "activation"): ACTIVATIONS,
     ("policy", "head"): ("mlp", "keep"),
     ("policy", "entropy_on"): ("all", "holds"),
     ("policy", "dice"): ("plain", "onehot"),
-    ("algo", "lr_schedule"): ("constant", "linear"),
+    ("algo", "lr_schedule"): LR_SCHEDULES,
     ("env", "reward"): ("score", "win"),
 }
 
-# key -> (test, what a value must be); checked after the types, so a number here is a finite number
+# key -> (test, what a value must be); checked after the types, so a number here is a finite number;
+# the algo keys are checked as every algorithm's hyperparameters are (generala_training.algos)
 BOUNDS: dict[tuple, tuple[Callable[[Any], bool], str]] = {
     ("seed",): (lambda v: 0 <= v < 2**32, "from 0 to 2**32 - 1"),
     ("total_timesteps",): (lambda v: v >= 1, "at least 1"),
@@ -266,17 +275,6 @@ BOUNDS: dict[tuple, tuple[Callable[[Any], bool], str]] = {
     ("env", "reward_scale"): (lambda v: v > 0, "greater than 0"),
     ("env", "exploring_starts"): (lambda v: 0 <= v <= 1, "from 0 to 1"),
     ("vec_env", "n_envs"): (lambda v: v >= 1, "at least 1"),
-    ("algo", "learning_rate"): (lambda v: v > 0, "greater than 0"),
-    ("algo", "n_steps"): (lambda v: v >= 1, "at least 1"),
-    ("algo", "batch_size"): (lambda v: v >= 2, "at least 2 (advantages are normalized per minibatch)"),
-    ("algo", "n_epochs"): (lambda v: v >= 1, "at least 1"),
-    ("algo", "gamma"): (lambda v: 0 < v <= 1, "greater than 0 and at most 1"),
-    ("algo", "gae_lambda"): (lambda v: 0 <= v <= 1, "from 0 to 1"),
-    ("algo", "clip_range"): (lambda v: v > 0, "greater than 0"),
-    ("algo", "ent_coef"): (lambda v: v >= 0, "0 or more"),
-    ("algo", "vf_coef"): (lambda v: v >= 0, "0 or more"),
-    ("algo", "max_grad_norm"): (lambda v: v > 0, "greater than 0"),
-    ("algo", "target_kl"): (lambda v: v is None or v > 0, "null or greater than 0"),
     ("eval", "every"): (lambda v: v >= 1, "at least 1"),
     ("eval", "games"): (lambda v: v >= 1, "at least 1"),
     ("pretrain", "games"): (lambda v: v >= 0, "0 or more"),
@@ -324,12 +322,13 @@ def _validate(cfg: Config) -> None:
     for key, allowed in CHOICES.items():
         if _get(cfg, key) not in allowed:
             raise _fail(key, f"one of {', '.join(allowed)}", _get(cfg, key))
-    kl = cfg.algo.target_kl  # no default type to check it against
-    if kl is not None and (isinstance(kl, bool) or not isinstance(kl, (int, float)) or not math.isfinite(kl)):
-        raise _fail(("algo", "target_kl"), "null or a finite number", kl)
     for key, (ok, what) in BOUNDS.items():
         if not ok(_get(cfg, key)):
             raise _fail(key, what, _get(cfg, key))
+    for name in HYPERPARAMS:
+        problem = hyperparam_problem(TRAIN_ALGO, name, getattr(cfg.algo, name))
+        if problem:
+            raise ConfigError(f"config key {'algo.' + name!r} {problem}")
 
     for key in (("name",), ("run_dir",), ("eval", "opponent")):
         if not _get(cfg, key).strip():
@@ -343,15 +342,9 @@ def _validate(cfg: Config) -> None:
         raise _fail(("init_from",), "null or the path of a saved model (a checkpoint folder, or an SB3 .zip with --trust-zip)", init)
 
     for arch_key in ("net_arch", "vf_arch"):
-        arch = getattr(cfg.policy, arch_key)
-        if arch is None and arch_key == "vf_arch":
-            continue
-        if not isinstance(arch, list) or not arch or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in arch):
-            raise _fail(
-                ("policy", arch_key),
-                "a non-empty list of layer sizes, each a whole number of at least 1" + (" (or null)" if arch_key == "vf_arch" else ""),
-                arch,
-            )
+        problem = layer_sizes_problem(getattr(cfg.policy, arch_key), null_ok=arch_key == "vf_arch")
+        if problem:
+            raise ConfigError(f"config key {'policy.' + arch_key!r} {problem}")
 
     env = cfg.env
     seat = env.agent_seat
@@ -372,12 +365,9 @@ def _validate(cfg: Config) -> None:
     if teacher == "td-search" and env.num_players != 1:
         raise _fail(("pretrain", "teacher"), "optimal, optimal-2p or td-search-2p (td-search teaches one-player games)", teacher)
 
-    # a rollout of n_steps x n_envs samples is cut into minibatches; a last one of a single
-    # sample has no spread, and normalizing its advantage gives NaN
-    samples = cfg.algo.n_steps * cfg.vec_env.n_envs
-    if samples % cfg.algo.batch_size == 1:
+    if leaves_one_sample(TRAIN_ALGO, cfg.algo.n_steps, cfg.vec_env.n_envs, cfg.algo.batch_size):
         raise ConfigError(
-            f"config keys 'algo.n_steps' x 'vec_env.n_envs' = {samples} samples per rollout leave a minibatch "
+            f"config keys 'algo.n_steps' x 'vec_env.n_envs' = {rollout_steps(cfg)} samples per rollout leave a minibatch "
             f"('algo.batch_size' = {cfg.algo.batch_size}) of one sample; change one of them"
         )
 
@@ -417,6 +407,26 @@ def planned_timesteps(cfg: Config) -> int:
     return max(1, cfg.total_timesteps // rollout) * rollout
 
 
+def read_config_file(path: str | Path, what: str, error: type[ValueError] = ConfigError) -> dict:
+    """The mapping of keys in the YAML file ``path`` (an empty file: no keys), read with the
+    bounds of :func:`generala_env.safe_yaml.read_yaml`: the one reader of every config file
+    (training configs, a run's ``config.yaml``, the benchmark's task suite and algorithm files).
+
+    Anything that stops it (no such file, not YAML, too large, not a mapping) is one line of
+    ``error``: ``what`` (the kind of file), then the file's name and the problem."""
+    p = Path(path)
+    if not p.exists() and not p.is_symlink():
+        raise error(f"{what} {p} does not exist")
+    try:
+        data = read_yaml(p)
+    except YamlFileError as e:
+        raise error(f"{what} {e}") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise error(f"{what} {p} must hold a mapping of keys, got {type(data).__name__}")
+    return data
+
+
 def resolve_config_path(path: str | Path) -> Path:
     """The config file ``path`` names: the file itself where it exists; else a shipped config
     given by its name (``ppo_tiny``, ``ppo_tiny.yaml``, or the checkout's spelling
@@ -443,13 +453,7 @@ def load_config(path: str | Path | dict | Config | None = None, overrides: list[
         values = _merge(values, path)
     elif path is not None:
         p = resolve_config_path(path)
-        try:
-            data = read_yaml(p)
-        except YamlFileError as e:
-            raise ConfigError(f"config file {e}") from None
-        data = {} if data is None else data
-        if not isinstance(data, dict):
-            raise ConfigError(f"config file {p} must hold a mapping of keys, got {type(data).__name__}")
+        data = read_config_file(p, "config file")
         try:
             values = _merge(values, data)
         except ConfigError as e:

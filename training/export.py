@@ -34,8 +34,9 @@ import numpy as np
 
 from generala_env.files import FileProblem, rename_new
 from generala_env.game import outcome_points
-from generala_env.safe_yaml import YamlFileError, read_yaml, short_repr
+from generala_env.safe_yaml import short_repr
 
+from .config import read_config_file
 from .export_metadata import ExportError, make_metadata, write_metadata, write_policy
 from .harness import game_seed, play_many
 from .options import positive_int, seed_int
@@ -257,10 +258,7 @@ def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
 
     if not run.is_dir():
         raise ExportError(f"{run} is not a run folder")
-    try:
-        cfg = read_yaml(run / "config.yaml")
-    except YamlFileError as e:
-        raise ExportError(f"the run's config.yaml cannot be read: {e}") from None
+    cfg = read_config_file(run / "config.yaml", "the run's config file", ExportError)
     _check_run_config(cfg, run / "config.yaml")
     state = read_state(run / "state.json", ExportError, "export needs a run's state.json as train wrote it", required=False) or {}
     _check_pretrain_record(state, run / "state.json")

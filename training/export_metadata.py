@@ -58,13 +58,15 @@ def network_of(model) -> dict:
 
 
 def write_policy(model, folder: Path) -> None:
-    """The model's policy weights as ``policy.safetensors`` in ``folder``."""
-    from safetensors.torch import save_file
+    """The model's policy weights as ``policy.safetensors`` in ``folder``, written as every output
+    is (:func:`generala_env.files.write_atomic`)."""
+    from safetensors.torch import save
 
     from generala_agents.policy_net import WEIGHTS_FILE
+    from generala_env.files import write_atomic
 
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.policy.state_dict().items()}
-    save_file(tensors, str(Path(folder) / WEIGHTS_FILE))
+    write_atomic(Path(folder) / WEIGHTS_FILE, save(tensors))
 
 
 # agents whose moves come from the exact solver: as opponents or teachers they make a run learn from it

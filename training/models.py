@@ -1,8 +1,9 @@
 """The model of a training run: built from its config, loaded from a run's save or a checkpoint.
 
-:func:`model_from_config` makes a fresh MaskablePPO (or the config's algorithm) on the run's
-envs, or starts it from ``init_from`` (a checkpoint folder, or an SB3 ``.zip`` with the zip
-opt-in); :func:`load_latest` loads a run's own ``latest.zip`` to resume it.
+:func:`algo_config` makes the run's algorithm (:class:`generala_training.algos.AlgoConfig`,
+MaskablePPO) from the config; :func:`model_from_config` builds it fresh on the run's envs, or
+starts it from ``init_from`` (a checkpoint folder, or an SB3 ``.zip`` with the zip opt-in);
+:func:`load_latest` loads a run's own ``latest.zip`` to resume it.
 """
 
 from __future__ import annotations
@@ -11,31 +12,32 @@ import os
 import pickle
 import stat
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from generala_env.files import lstat_or_none
 
+from .algos import TRAIN_ALGO, AlgoConfig, algo_class
 from .config import Config, ConfigError
-from .runs import build_model
 
 if TYPE_CHECKING:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from generala_env.rules import RuleSet
 
 
 LOAD_ERRORS = (ValueError, KeyError, TypeError, OSError, EOFError, RuntimeError, AssertionError, zipfile.BadZipFile, pickle.UnpicklingError)
 
 
-def algo_kwargs(cfg: Config) -> dict:
-    """The MaskablePPO hyperparameters of ``cfg.algo``, the learning rate as its schedule."""
-    a = cfg.algo
-    lr0 = a.learning_rate
-    lr: float | Callable[[float], float] = lr0
-    if a.lr_schedule == "linear":
-        lr = lambda progress_remaining: lr0 * progress_remaining  # noqa: E731
-    keys = ("n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm", "target_kl")
-    return dict(learning_rate=lr, **{k: getattr(a, k) for k in keys})
+def algo_config(cfg: Config, rules: RuleSet | None) -> AlgoConfig:
+    """The run's algorithm: MaskablePPO with the hyperparameters of ``cfg.algo`` on
+    ``vec_env.n_envs`` games, and the network of ``cfg.policy`` for ``rules`` (``None``: no
+    network, for loading a saved model, which holds its own)."""
+    policy: type[MaskableActorCriticPolicy] | str = "MlpPolicy"
+    policy_kwargs: dict = {}
+    if rules is not None:
+        policy, policy_kwargs = _policy(cfg, rules)
+    return AlgoConfig(TRAIN_ALGO, cfg.vec_env.n_envs, policy_kwargs, cfg.algo.hyperparams(), cfg.algo.lr_schedule, policy)
 
 
 TRUST_ZIP_HELP = (
@@ -45,7 +47,8 @@ TRUST_ZIP_HELP = (
 
 
 def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = None, **kwargs):
-    """``MaskablePPO.load`` of the SB3 zip ``path``: the one way a training run unpickles a model.
+    """``MaskablePPO.load`` (train's algorithm, :data:`generala_training.algos.TRAIN_ALGO`) of the SB3
+    zip ``path``: the one way a training run unpickles a model.
 
     An SB3 zip runs code when it is loaded, so it is loaded only where the user asked at this
     call (``trusted``: ``--trust-zip``), or where it is the run's own file (``own_run``: a
@@ -54,8 +57,6 @@ def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = 
     checkpoint folder (``generala export``), which holds weights only. The file is read through
     a descriptor opened without following links.
     """
-    from sb3_contrib import MaskablePPO
-
     from generala_agents import Trust
 
     path = Path(path)
@@ -72,37 +73,39 @@ def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = 
     nofollow = getattr(os, "O_NOFOLLOW", 0)
     try:
         with open(path, "rb", opener=lambda p, flags: os.open(p, flags | nofollow)) as f:
-            return MaskablePPO.load(f, **kwargs)
+            return algo_class(TRAIN_ALGO).load(f, **kwargs)
     except LOAD_ERRORS as e:
         raise ConfigError(f"{why}: {path} cannot be loaded: {e}") from None
 
 
-def model_from_config(cfg: Config, venv, tb_dir: Path, trust_zip: bool = False):
+def model_from_config(cfg: Config, venv, tb_dir: Path, trust_zip: bool = False, rules: RuleSet | None = None):
     """The run's model on ``venv``: ``init_from``'s weights, or a fresh MaskablePPO of
-    ``cfg.policy`` (:func:`generala_training.runs.build_model`), with the hyperparameters of ``cfg.algo``.
+    ``cfg.policy`` for ``rules`` (the run's rule set; ``None``: ``cfg.env.rules`` loaded here),
+    with the hyperparameters of ``cfg.algo`` (:func:`algo_config`).
 
     ``init_from`` is a checkpoint folder (``generala export``: weights only, loaded into a
     fresh model of ``cfg.policy``, which must be its network) or, with ``trust_zip``, an SB3
     ``.zip`` (see :func:`load_sb3_zip`); either way the step count starts again at 0."""
-    from sb3_contrib import MaskablePPO
+    from generala_env.rules import load_rules
 
     if cfg.init_from and not Path(cfg.init_from).is_dir():
         # the saved weights, this config's hyperparameters
-        hyper = dict(algo_kwargs(cfg), tensorboard_log=str(tb_dir), seed=cfg.seed, verbose=0)
+        hyper = dict(algo_config(cfg, None).constructor_kwargs(), tensorboard_log=str(tb_dir), seed=cfg.seed, verbose=0)
         model = load_sb3_zip(Path(cfg.init_from), "config key 'init_from'", trusted=trust_zip, env=venv, device=cfg.device, **hyper)
         model.num_timesteps = 0
         return model
+    rules = load_rules(cfg.env.rules if rules is None else rules)
+    algo = algo_config(cfg, rules)
     try:
-        policy_class, policy_kwargs = _policy(cfg)
-        model = build_model(MaskablePPO, venv, policy_class, policy_kwargs, seed=cfg.seed, device=cfg.device, tensorboard_log=str(tb_dir), **algo_kwargs(cfg))
+        model = algo.build(venv, seed=cfg.seed, device=cfg.device, tensorboard_log=str(tb_dir))
     except (ValueError, RuntimeError, AssertionError) as e:
         raise ConfigError(f"cannot build the model from config keys 'policy', 'algo' and 'device': {e}") from None
     if cfg.init_from:
-        load_checkpoint_weights(model, Path(cfg.init_from), cfg)
+        load_checkpoint_weights(model, Path(cfg.init_from), cfg, rules)
     return model
 
 
-def load_checkpoint_weights(model, folder: Path, cfg: Config) -> None:
+def load_checkpoint_weights(model, folder: Path, cfg: Config, rules: RuleSet | None = None) -> None:
     """Put the weights of the checkpoint folder ``folder`` into ``model`` (built from ``cfg.policy``).
 
     The checkpoint is checked as an agent is (its metadata: rules, players, observation layout;
@@ -117,7 +120,7 @@ def load_checkpoint_weights(model, folder: Path, cfg: Config) -> None:
 
     why = "config key 'init_from'"
     try:
-        PPOAgent(folder, rules=cfg.env.rules, num_players=cfg.env.num_players)
+        PPOAgent(folder, rules=cfg.env.rules if rules is None else rules, num_players=cfg.env.num_players)
     except AgentError as e:
         raise ConfigError(f"{why}: {e}") from None
     try:
@@ -134,10 +137,9 @@ def load_checkpoint_weights(model, folder: Path, cfg: Config) -> None:
     model.policy.load_state_dict(tensors)
 
 
-def _policy(cfg: Config) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
-    """The policy class of ``cfg.policy`` and its keywords (the activation by name)."""
+def _policy(cfg: Config, rules: RuleSet) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
+    """The policy class of ``cfg.policy`` for ``rules`` and its keywords (the activation by name)."""
     from generala_env.encoding import observation_layout
-    from generala_env.rules import load_rules
 
     arch = list(cfg.policy.net_arch)
     vf_arch = list(cfg.policy.vf_arch) if cfg.policy.vf_arch is not None else arch
@@ -146,7 +148,6 @@ def _policy(cfg: Config) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
         raise ConfigError("config key 'policy.entropy_on': holds works with policy.head mlp, not keep")
     if cfg.policy.head == "keep" and cfg.policy.dice == "onehot":
         raise ConfigError("config key 'policy.dice': onehot works with policy.head mlp, not keep")
-    rules = load_rules(cfg.env.rules)
     layout = observation_layout(rules, cfg.env.num_players)
     dice = (layout["dice_sorted"].start, layout["dice_sorted"].stop)
     policy_class: type[MaskableActorCriticPolicy] | str
@@ -173,9 +174,8 @@ def _policy(cfg: Config) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
 def load_latest(cfg: Config, run: Path, venv):
     """The run's ``latest.zip`` on ``venv``, with the hyperparameters of ``cfg.algo`` (so overrides
     apply): the run's own file, which needs no ``--trust-zip`` (:func:`load_sb3_zip`)."""
-    return load_sb3_zip(
-        run / "latest.zip", "--resume", trusted=False, own_run=run, env=venv, device=cfg.device, tensorboard_log=str(run / "tb"), **algo_kwargs(cfg)
-    )
+    kwargs = algo_config(cfg, None).constructor_kwargs()
+    return load_sb3_zip(run / "latest.zip", "--resume", trusted=False, own_run=run, env=venv, device=cfg.device, tensorboard_log=str(run / "tb"), **kwargs)
 
 
 # -- evaluation during training ---------------------------------------------------------

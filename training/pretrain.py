@@ -30,7 +30,7 @@ from generala_env.cache import Progress
 from generala_env.encoding import Encoder
 from generala_env.env import make_info, win_reward
 from generala_env.game import Game
-from generala_env.rules import load_rules
+from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import generala_scored
 
 from .config import SOLVER_TEACHERS, Config, EnvConfig
@@ -48,11 +48,12 @@ def _opponent_names(env_cfg: EnvConfig, game_index: int, teacher: str = "optimal
 
 
 def _generate(job):
-    """Play games; return observations, masks, teacher actions and value targets at the learner's seat."""
+    """Play games; return observations, masks, teacher actions and value targets at the learner's seat.
+
+    ``job``: ``(env_cfg, rules, seed, game indices, epsilon, teacher name)``."""
     import generala_agents as agents
 
-    env_cfg, seed, indices, epsilon, teacher_name = job
-    rules = load_rules(env_cfg.rules)
+    env_cfg, rules, seed, indices, epsilon, teacher_name = job
     P = env_cfg.num_players
     enc = Encoder(rules, P)
     teacher = agents.load(teacher_name, rules=rules)
@@ -109,11 +110,11 @@ def _state(agent, info):
     return v.filled_mask, generala_scored(s.rules, v.sheet), v.roll, v.rolls_left, v.locked
 
 
-def _teacher_ready(cfg: Config) -> None:
+def _teacher_ready(cfg: Config, rules: RuleSet) -> None:
     """Play the first of the teacher's games here, before the workers fork: the table the
     teacher needs is solved (or read) and the game's loops are compiled once, each with its
     notice, not once in every worker (forked workers inherit both)."""
-    _generate((cfg.env, cfg.seed + 7_000_001, [0], cfg.pretrain.epsilon, cfg.pretrain.teacher))
+    _generate((cfg.env, rules, cfg.seed + 7_000_001, [0], cfg.pretrain.epsilon, cfg.pretrain.teacher))
 
 
 def _play_teacher_games(jobs, workers: int, bar: Progress) -> list:
@@ -122,7 +123,7 @@ def _play_teacher_games(jobs, workers: int, bar: Progress) -> list:
         parts = []
         for job in jobs:
             parts.append(_generate(job))
-            bar.update(len(job[2]))
+            bar.update(len(job[3]))  # its game indices
         return parts
     import multiprocessing as mp
     import signal
@@ -140,7 +141,7 @@ def _play_teacher_games(jobs, workers: int, bar: Progress) -> list:
         parts = []
         for job, part in zip(jobs, results, strict=True):
             parts.append(part)
-            bar.update(len(job[2]))
+            bar.update(len(job[3]))  # its game indices
     except BaseException:
         _stop_workers(pool)
         raise
@@ -149,17 +150,19 @@ def _play_teacher_games(jobs, workers: int, bar: Progress) -> list:
 
 
 # long: the cloning in order (the teacher's games, the epochs, the measured agreement), as its log tells it
-def behaviour_clone(model, cfg: Config, log=print) -> dict:
-    """Train ``model.policy`` to imitate ``cfg.pretrain.teacher``; returns what it measured."""
+def behaviour_clone(model, cfg: Config, rules: RuleSet | None = None, log=print) -> dict:
+    """Train ``model.policy`` to imitate ``cfg.pretrain.teacher`` on games of ``rules`` (the run's
+    rule set; ``None``: ``cfg.env.rules``); returns what it measured."""
     import torch
 
+    rules = load_rules(cfg.env.rules if rules is None else rules)
     p = cfg.pretrain
     t0 = time.time()
     games = p.games
     workers = max(1, min(os.cpu_count() or 1, games))
     chunks = [list(range(i, games, workers * 8)) for i in range(workers * 8)]
-    jobs = [(cfg.env, cfg.seed + 7_000_001, c, p.epsilon, p.teacher) for c in chunks if c]
-    _teacher_ready(cfg)
+    jobs = [(cfg.env, rules, cfg.seed + 7_000_001, c, p.epsilon, p.teacher) for c in chunks if c]
+    _teacher_ready(cfg, rules)
     log(f"behaviour cloning: playing {games:,} games of the {p.teacher} player in {workers} process{'es' if workers > 1 else ''}")
     bar = Progress("teacher's games", games, "game")
     try:

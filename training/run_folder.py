@@ -18,11 +18,11 @@ import time
 import zipfile
 from pathlib import Path
 
-from generala_env.files import append_line, lock_folder, lstat_or_none
+from generala_env.files import append_line, lock_folder, lstat_or_none, write_atomic
 
 from . import runs
 from .config import Config, ConfigError, load_config
-from .runs import EVALUATIONS, write_atomic
+from .runs import EVALUATIONS
 
 
 def append_evaluation(path: Path, line: dict) -> None:
@@ -39,9 +39,7 @@ def save_model(model, path: Path) -> None:
     (:func:`generala_env.files.write_atomic`): a cut save leaves the old file whole (or none),
     never a torn zip that a resume or a self-play pool would load; a failed save (a full disk)
     removes the temporary file and is one line naming ``path``; a link at ``path`` is refused."""
-    from generala_env.files import write_atomic as write_file
-
-    write_file(path, model.save)  # SB3 writes a zip to a binary file it is given and leaves it open
+    write_atomic(path, model.save)  # SB3 writes a zip to a binary file it is given and leaves it open
 
 
 def save_latest(model, run: Path, state: dict, t_start: float) -> None:

@@ -1,10 +1,11 @@
-"""What a ``generala train`` run and a ``generala benchmark`` run share: the evaluation of a
-policy on shared dice (:class:`Evaluator`), the model builder (:func:`build_model`) and the run's
-``state.json`` (:func:`read_state`, written through :func:`write_atomic`).
+"""What a ``generala train`` run and a ``generala benchmark`` run share at their end: the
+evaluation of a policy on shared dice (:class:`Evaluator`) and the run's ``state.json``
+(:func:`read_state`; written by :func:`generala_env.files.write_atomic`) and
+``evaluations.csv`` (:func:`read_evaluations`). Their algorithm (:mod:`generala_training.algos`)
+and their games (:mod:`generala_training.envs`) are made by one builder each too.
 
-Each side says what differs: ``generala_training.train`` builds MaskablePPO from a YAML config and
-reports a run's score, share of the optimum and win rate; ``generala_training.benchmark.run`` builds
-the six algorithms of the suite and reports the suite's normalised score.
+Each side says what differs: ``generala_training.train`` reports a run's score, share of the
+optimum and win rate; ``generala_training.benchmark.run`` reports the suite's normalised score.
 """
 
 from __future__ import annotations
@@ -24,20 +25,6 @@ from generala_env.safe_yaml import short_repr
 
 
 # -- the run's files ------------------------------------------------------------------------
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a fresh temporary file renamed over it
-    (:func:`generala_env.files.write_atomic`): a cut write leaves the old file whole, a link at
-    ``path`` is refused, and a failed write (a full disk) is one line naming the file."""
-    files.write_atomic(path, text)
-
-
-def write_json(path: Path, data, indent: int = 2) -> Path:
-    """Write ``data`` as JSON (and a newline) through a temporary file, as :func:`write_atomic`."""
-    path = Path(path)
-    write_atomic(path, json.dumps(data, indent=indent) + "\n")
-    return path
-
-
 def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -150,24 +137,6 @@ def read_evaluations(path: Path, error: type[Exception] = files.FileProblem) -> 
             raise error(f"{path}, line {number}: not a row of numbers ({e}): {short_repr(line)}; fix or remove that line") from None
         rows.append(row)
     return header, rows
-
-
-# -- the model ------------------------------------------------------------------------------
-ACTIVATIONS = ("relu", "tanh")
-
-
-def build_model(cls, venv, policy, policy_kwargs: dict, *, seed: int, device: str, **hyperparams):
-    """A fresh model of ``cls`` (an SB3 or sb3-contrib algorithm class) with ``policy`` (a
-    policy class or name) on ``venv``, silent (``verbose=0``).
-
-    ``policy_kwargs["activation_fn"]`` names the activation (``relu``, the default, or
-    ``tanh``); the other policy keywords and ``hyperparams`` go to the constructor as they are.
-    """
-    import torch
-
-    kwargs = dict(policy_kwargs)
-    kwargs["activation_fn"] = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[kwargs.get("activation_fn", "relu")]
-    return cls(policy, venv, policy_kwargs=kwargs, seed=seed, device=device, verbose=0, **hyperparams)
 
 
 # -- evaluation -----------------------------------------------------------------------------

@@ -44,10 +44,11 @@ import numpy as np
 import yaml
 from stable_baselines3.common.callbacks import BaseCallback
 
-from generala_env.files import FileProblem, append_line
+from generala_env.files import FileProblem, append_line, write_atomic
 
-from .config import Config, ConfigError, EnvConfig, load_config, planned_timesteps, rollout_steps
+from .config import Config, ConfigError, load_config, planned_timesteps, rollout_steps
 from .config_presets import list_configs
+from .envs import training_envs
 from .models import TRUST_ZIP_HELP, load_latest, model_from_config
 from .run_folder import (
     append_evaluation,
@@ -63,115 +64,16 @@ from .run_folder import (
     sweep_temporaries,
     unfinished_start,
 )
-from .runs import EVALUATIONS, Evaluator, Played, write_atomic
+from .runs import EVALUATIONS, Evaluator, Played
 
 if TYPE_CHECKING:
-    pass
+    from generala_env.rules import RuleSet
 
 
 EVAL_SEED_BASE = 20_261_129  # evaluation games use fixed dice, the same for every run
 
 
-# -- environments ---------------------------------------------------------------------
-def _scale_wrapper():
-    import gymnasium as gym
-
-    class RewardScale(gym.RewardWrapper):
-        """Multiplies rewards by a constant for learning (evaluations use raw points)."""
-
-        def __init__(self, env, scale: float):
-            super().__init__(env)
-            self.scale = scale
-
-        def reward(self, reward):
-            return reward * self.scale
-
-    return RewardScale
-
-
-def _opponents_for(env_cfg: EnvConfig, rank: int):
-    opp = env_cfg.opponents
-    if env_cfg.num_players == 1:
-        return None
-    if isinstance(opp, list):
-        # a mix: each env plays one entry (an entry may itself be a list, one per seat)
-        return opp[rank % len(opp)]
-    return opp
-
-
-def make_env_fn(env_cfg: EnvConfig, rank: int, seed: int, opponent_trust=None):
-    def _init():
-        import gymnasium as gym
-        from stable_baselines3.common.monitor import Monitor
-
-        import generala_env  # noqa: F401  (registers Generala-v0)
-
-        env = gym.make(
-            "Generala-v0",
-            rules=env_cfg.rules,
-            num_players=env_cfg.num_players,
-            opponents=_opponents_for(env_cfg, rank),
-            reward=env_cfg.reward,
-            agent_seat=env_cfg.agent_seat,
-            exploring_starts=env_cfg.exploring_starts,
-            opponent_trust=opponent_trust,
-        )
-        env = Monitor(_scale_wrapper()(env, env_cfg.reward_scale))
-        env.reset(seed=seed + rank)
-        env.action_space.seed(seed + rank)
-        return env
-
-    return _init
-
-
-def _with_self_play(env_cfg: EnvConfig, run: Path | None) -> EnvConfig:
-    """Replace the opponent name ``self-play`` by the pool of this run's own checkpoints."""
-    opp = env_cfg.opponents
-    if run is None or opp is None:
-        return env_cfg
-    pool = f"pool:{run / 'checkpoints'}"
-    swap = lambda o: pool if o == "self-play" else o  # noqa: E731
-    opp = [swap(o) for o in opp] if isinstance(opp, list) else swap(opp)
-    return dataclasses.replace(env_cfg, opponents=opp)
-
-
-def _own_pool_trust(run: Path | None):
-    """The opponents' trust: the zips of this run's own ``checkpoints/`` (its self-play pool) are its own."""
-    from generala_env.opponents import Trust
-
-    return None if run is None else Trust(zip_folders=(str(run / "checkpoints"),))
-
-
-def make_vec_env(cfg: Config, run: Path | None = None):
-    kind, n = cfg.vec_env.kind, cfg.vec_env.n_envs
-    env_cfg, seed, trust = _with_self_play(cfg.env, run), cfg.seed, _own_pool_trust(run)
-    if kind == "batched":
-        try:
-            from generala_env.sb3 import make_sb3_vec_env
-        except ImportError as e:
-            raise ConfigError(f"vec_env.kind 'batched' needs generala_env.sb3: {e}") from None
-        return make_sb3_vec_env(n_envs=n, seed=seed, opponent_trust=trust, **dataclasses.asdict(env_cfg))
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-    fns = [make_env_fn(env_cfg, i, seed * 1000, trust) for i in range(n)]
-    if kind == "subproc":
-        return SubprocVecEnv(fns, start_method="fork")
-    return DummyVecEnv(fns)
-
-
-def training_envs(cfg: Config, run: Path | None = None):
-    """:func:`make_vec_env`, its rewards scaled by their running spread where
-    ``algo.normalize_reward`` asks (the evaluations play their own, unscaled games)."""
-    venv = make_vec_env(cfg, run)
-    if cfg.algo.normalize_reward:
-        from stable_baselines3.common.vec_env import VecNormalize
-
-        venv = VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=cfg.algo.gamma)
-    return venv
-
-
-# -- the model ------------------------------------------------------------------------
-# what MaskablePPO.load may raise for a file that is missing, cut short or not a model of these envs
+# -- evaluation -----------------------------------------------------------------------
 def _figures(evaluator: Evaluator, played: Played) -> dict:
     """A run's figures: its mean score, as a share of the optimum, and its win rate against
     ``eval.opponent`` (in the other seats, or alone on the same dice)."""
@@ -180,12 +82,13 @@ def _figures(evaluator: Evaluator, played: Played) -> dict:
     return {"mean_score": mean, "share_of_optimal": mean / evaluator.optimum, "win_rate": float(np.mean(played.points))}
 
 
-def make_evaluator(cfg: Config) -> Evaluator:
+def make_evaluator(cfg: Config, rules: RuleSet | None = None) -> Evaluator:
     """The run's evaluation (:class:`generala_training.runs.Evaluator`): ``eval.games`` seeded games, the
-    same dice for every run; with several players half as many, each played from every seat."""
+    same dice for every run; with several players half as many, each played from every seat.
+    ``rules``: the run's rule set (``None``: ``env.rules``)."""
     from generala_env.rules import load_rules
 
-    rules = load_rules(cfg.env.rules)
+    rules = load_rules(cfg.env.rules if rules is None else rules)
     players = cfg.env.num_players
     games = cfg.eval.games if players == 1 else max(1, cfg.eval.games // 2)
     try:  # an unknown opponent fails now, not at the first evaluation
@@ -296,12 +199,23 @@ def _callback(cfg: Config, run: Path, state: dict, total: int, evaluator: Evalua
 
 
 # -- the program ----------------------------------------------------------------------------
-def _build_envs(cfg: Config, run: Path):
+def run_rules(cfg: Config) -> RuleSet:
+    """The run's rule set, loaded once where the run starts (``env.rules``) and passed to its
+    envs, its model, its evaluation and its behaviour cloning."""
+    from generala_env.rules import RulesError, load_rules
+
     try:
-        return training_envs(cfg, run)
+        return load_rules(cfg.env.rules)
+    except RulesError as e:
+        raise ConfigError(f"config key 'env.rules': {e}") from None
+
+
+def _build_envs(cfg: Config, run: Path, rules: RuleSet):
+    try:
+        return training_envs(cfg, run, rules)
     except ConfigError:
         raise
-    except (ValueError, TypeError, OSError, EOFError) as e:  # RulesError and AgentError are ValueErrors
+    except (ValueError, TypeError, OSError, EOFError) as e:  # AgentError is a ValueError
         raise ConfigError(f"cannot build the training envs from config keys 'env' and 'vec_env': {e}") from None
 
 
@@ -331,10 +245,11 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust
             if unfinished_start(run):
                 print(f"{run} was started but never saved (no state.json: stopped during pretraining or before its first checkpoint); starting it again")
         torch.set_num_threads(cfg.threads)
-        venv = _build_envs(cfg, run)
+        rules = run_rules(cfg)
+        venv = _build_envs(cfg, run, rules)
         try:
-            model = load_latest(cfg, run, venv) if resume else model_from_config(cfg, venv, run / "tb", trust_zip)
-            evaluator = make_evaluator(cfg)
+            model = load_latest(cfg, run, venv) if resume else model_from_config(cfg, venv, run / "tb", trust_zip, rules)
+            evaluator = make_evaluator(cfg, rules)
             if resume:
                 reconcile_best(run, state, "mean_score" if cfg.env.num_players == 1 else "win_rate")
             else:
@@ -347,7 +262,7 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust
             raise
         old = signal.signal(signal.SIGTERM, _term)
         try:
-            _train_in(cfg, run, resume, state, model, venv, evaluator)
+            _train_in(cfg, run, resume, state, model, venv, evaluator, rules)
         finally:
             signal.signal(signal.SIGTERM, old)
     return run
@@ -366,7 +281,7 @@ def _term(signum, frame):  # SIGTERM saves like Ctrl-C
     raise KeyboardInterrupt
 
 
-def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, evaluator) -> Path:
+def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, evaluator: Evaluator, rules: RuleSet) -> Path:
     """The part of :func:`train` that runs in the run folder, SIGTERM raising KeyboardInterrupt."""
     if resume:
         print(f"resuming {run} at step {model.num_timesteps:,}")
@@ -374,7 +289,7 @@ def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, ev
         from .pretrain import behaviour_clone
 
         try:
-            state["pretrain"] = behaviour_clone(model, cfg)
+            state["pretrain"] = behaviour_clone(model, cfg, rules)
         except KeyboardInterrupt:
             venv.close()
             print(f"\ninterrupted during behaviour cloning, before anything was saved; the same command, or generala train --resume {run}, starts it again")

@@ -63,6 +63,7 @@ from .suite import (
     load_algo,
     load_suite,
     run_folder,
+    task_rules,
 )
 
 TRAIN_MODULES = ("torch", "stable_baselines3", "sb3_contrib")
@@ -100,11 +101,12 @@ def plan(algos: list[str], tasks: list[str], seeds: int, steps: int, out: Path, 
     for t in tasks:
         if t not in suite.tasks:
             raise BenchmarkError(f"unknown task id {t}; known: {', '.join(tasks_known)}")
+    rules = {t: task_rules(suite.tasks[t]) for t in tasks}  # each task's rule set, loaded once for its checks
     for t in tasks:
-        check_task(suite.tasks[t])
+        check_task(suite.tasks[t], rules[t])
     configs = {a: load_algo(a, config_dir) for a in algos}
     for a in algos:
-        check_hyperparams_build(a, configs[a], suite.tasks[tasks[0]])
+        check_hyperparams_build(a, configs[a], suite.tasks[tasks[0]], rules[tasks[0]])
     ev = suite.evaluation
     evaluation = {"seed": ev.seed, "games": ev.games, "final_games": ev.final_games, "points": ev.points}
     specs = []

@@ -29,56 +29,35 @@ import numpy as np
 
 from generala_env.files import FileProblem, lstat_or_none, read_json, remove_temporaries, write_atomic, write_json
 
-from ..runs import Evaluator, Played, build_model, read_state
-from .suite import ALGOS, AlgoConfig, BenchmarkError, RunSpec, Task, algo_class
+from ..algos import ALGOS, AlgoConfig, algo_class
+from ..envs import make_envs
+from ..runs import Evaluator, Played, read_state
+from .suite import BenchmarkError, RunSpec, Task, task_rules
 
 SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL = "spec.json", "state.json", "curve.csv", "final_model.zip"
 
 
 # -- the games -------------------------------------------------------------------------------
-def make_venv(task: Task, cfg: AlgoConfig, seed: int, n_envs: int | None = None):
-    """The task's training games: ``n_envs`` games of the batched env, with the task's training
-    reward (the env's own, or the score margin of :mod:`generala_training.benchmark.rewards`), scaled, seeded."""
-    from generala_env.sb3 import GeneralaSB3VecEnv, make_sb3_vec_env
-
-    env = dict(task.env)
-    if task.training_reward == "margin":
-        from generala_env.vector import GeneralaVectorEnv
-
-        from .rewards import MarginReward
-
-        if isinstance(env.get("opponents"), (list, tuple)):  # a list is a mix of entries, as make_sb3_vec_env reads it
-            env["opponent_mix"] = list(env.pop("opponents"))
-        games = GeneralaVectorEnv(
-            n_envs or cfg.n_envs,
-            illegal_action="penalize",
-            illegal_penalty=task.illegal_penalty,
-            max_illegal_in_a_row=task.max_illegal_in_a_row,
-            full_info=True,
-            **env,
-        )
-        # GeneralaSB3VecEnv annotates venv as GeneralaVectorEnv; MarginReward answers all it asks of one (see rewards.py)
-        venv = GeneralaSB3VecEnv(venv=MarginReward(games, task.illegal_penalty, task.win_bonus), reward_scale=task.reward_scale)  # type: ignore[arg-type]
-        venv.seed(seed)
-        return venv
-    return make_sb3_vec_env(
+def make_venv(task: Task, cfg: AlgoConfig, seed: int, n_envs: int | None = None, rules=None):
+    """The task's training games (:func:`generala_training.envs.make_envs`): ``n_envs`` (default
+    ``cfg.n_envs``) games of the batched env, with the task's training reward (the env's own, or
+    the score margin), scaled, seeded, unmonitored. ``rules``: the task's rule set, loaded once a run."""
+    return make_envs(
         n_envs or cfg.n_envs,
-        seed=seed,
-        monitor=False,
+        seed,
         reward_scale=task.reward_scale,
-        illegal_action="penalize",
-        illegal_penalty=task.illegal_penalty,
-        max_illegal_in_a_row=task.max_illegal_in_a_row,
-        **env,
+        training_reward=task.training_reward,
+        win_bonus=task.win_bonus,
+        monitor=False,
+        **task.game(rules),
     )
 
 
-def task_optimum(task: Task) -> float:
+def task_optimum(task: Task, rules=None) -> float:
     """The exact optimal expected one-player total of the task's rules (solved once, then cached)."""
     from generala_agents.solver import load_or_solve
-    from generala_env.rules import load_rules
 
-    return float(load_or_solve(load_rules(task.env.get("rules", "classic")))[0].expected_score)
+    return float(load_or_solve(task_rules(task) if rules is None else rules)[0].expected_score)
 
 
 def _figures(evaluator: Evaluator, played: Played) -> dict:
@@ -93,12 +72,12 @@ def _figures(evaluator: Evaluator, played: Played) -> dict:
     return out
 
 
-def task_evaluator(task: Task, seed: int, games: int) -> Evaluator:
+def task_evaluator(task: Task, seed: int, games: int, rules=None) -> Evaluator:
     """The task's evaluation games on shared dice (:class:`generala_training.runs.Evaluator`): the same
     games for every algorithm and run; with opponents, from every seat. Playing them returns
-    the suite's figures (:func:`_figures`)."""
+    the suite's figures (:func:`_figures`). ``rules``: the task's rule set (``None``: loaded here)."""
     opponent = task.env.get("opponents", "greedy") if task.num_players > 1 else None
-    return Evaluator(task.env.get("rules", "classic"), task.num_players, opponent, seed, games, _figures)
+    return Evaluator(task_rules(task) if rules is None else rules, task.num_players, opponent, seed, games, _figures)
 
 
 def policy_actions(model, masked: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -130,8 +109,9 @@ def budgeted_class(algo: str):
 
 
 def new_model(algo: str, cfg: AlgoConfig, venv, seed: int, steps: int):
-    """A fresh model of ``algo`` on ``venv`` (:func:`generala_training.runs.build_model`: CPU, no logging)."""
-    model = build_model(budgeted_class(algo), venv, "MlpPolicy", cfg.policy_kwargs, seed=seed, device="cpu", **cfg.hyperparams)
+    """A fresh model of ``algo`` on ``venv`` (:meth:`generala_training.algos.AlgoConfig.build`: CPU, no
+    logging), its schedules over ``steps`` (:func:`budgeted_class`)."""
+    model = cfg.build(venv, seed=seed, device="cpu", cls=budgeted_class(algo))
     model.budget_steps = steps
     return silent(model)
 
@@ -146,9 +126,9 @@ def silent(model):
     return model
 
 
-def check_hyperparams_build(algo: str, cfg: AlgoConfig, task: Task) -> None:
-    """Build the model once on one batched game, so that hyperparameters the constructor refuses fail now."""
-    venv = make_venv(task, cfg, seed=0, n_envs=cfg.n_envs)
+def check_hyperparams_build(algo: str, cfg: AlgoConfig, task: Task, rules=None) -> None:
+    """Build the model once on the task's games, so that hyperparameters the constructor refuses fail now."""
+    venv = make_venv(task, cfg, seed=0, n_envs=cfg.n_envs, rules=rules)
     try:
         new_model(algo, cfg, venv, seed=0, steps=1)
     except (ValueError, TypeError, AssertionError) as e:
@@ -309,13 +289,14 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     cfg = AlgoConfig(spec.algo, **spec.algo_config)
     algo = ALGOS[spec.algo]
     ev = spec.evaluation
-    evaluator = task_evaluator(task, ev["seed"], ev["games"])
+    rules = task_rules(task)  # once for the run: its games of every chunk and its evaluations
+    evaluator = task_evaluator(task, ev["seed"], ev["games"], rules)
     folder.mkdir(parents=True, exist_ok=True)
     remove_temporaries(folder, (SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL))  # what a killed run was writing
     state = run_state(folder) if status == "partial" else None
     if state is None:  # a new run: the untrained policy is the curve's first point
         write_json(folder / SPEC_FILE, spec.identity())
-        venv = make_venv(task, cfg, seed=spec.seed)
+        venv = make_venv(task, cfg, seed=spec.seed, rules=rules)
         model = new_model(spec.algo, cfg, venv, spec.seed, spec.steps)
         t0 = time.perf_counter()
         first = {"step": 0, **evaluator(policy_actions(model, algo.masked)), "train_seconds": 0.0}
@@ -339,7 +320,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
             continue
         chunk = len(state["evaluations"])
         seed = _chunk_seed(spec.seed, chunk)
-        venv = make_venv(task, cfg, seed=seed)
+        venv = make_venv(task, cfg, seed=seed, rules=rules)
         ck = _own_checkpoint(folder, state["checkpoint"])
         model = silent(cls.load(ck / "model.zip", env=venv, device="cpu"))
         model.budget_steps = spec.steps
@@ -366,7 +347,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     ck = _own_checkpoint(folder, state["checkpoint"])
     model = cls.load(ck / "model.zip", device="cpu")
     t0 = time.perf_counter()
-    state["final"] = {"step": state["steps"], **task_evaluator(task, ev["seed"], ev["final_games"])(policy_actions(model, algo.masked))}
+    state["final"] = {"step": state["steps"], **task_evaluator(task, ev["seed"], ev["final_games"], rules)(policy_actions(model, algo.masked))}
     state["eval_seconds"] += time.perf_counter() - t0
     write_atomic(folder / FINAL_MODEL, _copy_into(ck / "model.zip"))
     state["done"], state["checkpoint"] = True, None

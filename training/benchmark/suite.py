@@ -2,52 +2,32 @@
 
 The YAML files live in the repository's ``configs/benchmark/`` folder, which a wheel carries
 as ``training/benchmark/configs/`` (package data), so an installed ``generala benchmark``
-finds them as a checkout does.
+finds them as a checkout does. They are read as every config file is
+(:func:`generala_training.config.read_config_file`); an algorithm file is the
+:class:`generala_training.algos.AlgoConfig` that ``generala train`` builds its algorithm from too.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from generala_env.safe_yaml import YamlFileError, read_yaml
+from ..algos import ALGOS, Algo, AlgoConfig, algo_class
+from ..config import read_config_file
+from ..envs import TRAINING_REWARDS
 
 
 class BenchmarkError(ValueError):
     """A benchmark that cannot run as asked (bad ids, files or numbers); nothing was trained."""
 
 
-@dataclass(frozen=True)
-class Algo:
-    """An algorithm id: the class that trains it and whether its policy reads the legal-action mask."""
-
-    module: str
-    cls: str
-    masked: bool
-    off_policy: bool
-
-
-# rl-zoo3's names, plus ppo_mask for sb3-contrib's MaskablePPO (the zoo has none)
-ALGOS = {
-    "ppo_mask": Algo("sb3_contrib", "MaskablePPO", masked=True, off_policy=False),
-    "ppo": Algo("stable_baselines3", "PPO", masked=False, off_policy=False),
-    "a2c": Algo("stable_baselines3", "A2C", masked=False, off_policy=False),
-    "trpo": Algo("sb3_contrib", "TRPO", masked=False, off_policy=False),
-    "dqn": Algo("stable_baselines3", "DQN", masked=False, off_policy=True),
-    "qrdqn": Algo("sb3_contrib", "QRDQN", masked=False, off_policy=True),
-}
-
 TASKS_FILE = "tasks.yaml"
 # what a task's env may set: Generala-v0's arguments that define the game and its reward
 TASK_ENV_KEYS = ("rules", "num_players", "opponents", "reward", "agent_seat")
-# constructor arguments the benchmark sets itself, never an algorithm file
-RESERVED_HYPERPARAMS = ("policy", "env", "seed", "device", "verbose", "tensorboard_log", "policy_kwargs", "_init_setup_model")
-ACTIVATIONS = ("relu", "tanh")
 
 
 def default_config_dir() -> Path:
@@ -55,18 +35,6 @@ def default_config_dir() -> Path:
     here = Path(__file__).resolve().parent
     installed = here / "configs"
     return installed if installed.is_dir() else here.parent.parent / "configs" / "benchmark"
-
-
-def _read_yaml(path: Path, what: str) -> dict:
-    if not path.is_file():
-        raise BenchmarkError(f"{what}: {path} is not a file")
-    try:
-        data = read_yaml(path)
-    except YamlFileError as e:
-        raise BenchmarkError(f"{what}: {e}") from None
-    if not isinstance(data, dict):
-        raise BenchmarkError(f"{what}: {path} must hold a mapping of keys, got {type(data).__name__}")
-    return data
 
 
 def _keys(data: dict, allowed: tuple[str, ...], where: str, required: tuple[str, ...] = ()) -> None:
@@ -108,6 +76,14 @@ class Task:
     @property
     def num_players(self) -> int:
         return int(self.env.get("num_players", 1))
+
+    def game(self, rules=None) -> dict:
+        """Generala-v0's keyword arguments of the task's training games: its ``env``, an illegal
+        action penalized (and capped) as the task says; ``rules``: the rule set loaded from it."""
+        game = {**self.env, "illegal_action": "penalize", "illegal_penalty": self.illegal_penalty, "max_illegal_in_a_row": self.max_illegal_in_a_row}
+        if rules is not None:
+            game["rules"] = rules
+        return game
 
     def to_dict(self) -> dict:
         """What decides the task's runs (``since`` does not); the training-reward keys only where
@@ -162,9 +138,6 @@ class Suite:
         return None
 
 
-TRAINING_REWARDS = ("env", "margin")
-
-
 def _training_reward(t: dict, where: str) -> tuple[str, float]:
     """A task's ``training_reward`` and ``win_bonus``, checked: the margin needs opponents and
     the env's points reward (which it replaces), the bonus needs the margin."""
@@ -188,7 +161,7 @@ def _training_reward(t: dict, where: str) -> tuple[str, float]:
 def load_suite(config_dir: Path | None = None) -> Suite:
     """The task suite of ``config_dir/tasks.yaml`` (default: the shipped one), checked."""
     path = Path(config_dir or default_config_dir()) / TASKS_FILE
-    data = _read_yaml(path, "task suite")
+    data = read_config_file(path, "task suite file", BenchmarkError)
     _keys(data, ("name", "version", "evaluation", "tasks"), str(path), required=("name", "version", "evaluation", "tasks"))
     version = _positive_int(data["version"], f"{path}: version")
     ev = data["evaluation"]
@@ -227,66 +200,36 @@ def load_suite(config_dir: Path | None = None) -> Suite:
     return Suite(str(data["name"]), version, evaluation, tasks)
 
 
-def check_task(task: Task) -> None:
-    """Build the task's game once (one batched game) so that bad rules or opponents fail now."""
-    from generala_env.rules import RulesError
-    from generala_env.vector import GeneralaVectorEnv
+def task_rules(task: Task):
+    """The task's rule set, loaded once for what uses it (its games, its evaluation); bad rules
+    are a :class:`BenchmarkError` naming the task."""
+    from generala_env.rules import RulesError, load_rules
 
     try:
-        GeneralaVectorEnv(1, illegal_penalty=task.illegal_penalty, max_illegal_in_a_row=task.max_illegal_in_a_row, **task.env).close()
-    except (RulesError, ValueError, TypeError) as e:
+        return load_rules(task.env.get("rules", "classic"))
+    except RulesError as e:
+        raise BenchmarkError(f"task {task.name!r}: its env cannot be made: {e}") from None
+
+
+def check_task(task: Task, rules=None) -> None:
+    """Build the task's game once (one batched game) so that bad rules or opponents fail now.
+    ``rules``: the task's rule set (:func:`task_rules`; ``None``: loaded here)."""
+    from generala_env.vector import GeneralaVectorEnv
+
+    game = task.game(task_rules(task) if rules is None else rules)
+    try:
+        GeneralaVectorEnv(1, **game).close()
+    except (ValueError, TypeError) as e:  # a RulesError is a ValueError
         raise BenchmarkError(f"task {task.name!r}: its env cannot be made: {e}") from None
 
 
 # -- algorithm files ------------------------------------------------------------------------
-@dataclass(frozen=True)
-class AlgoConfig:
-    """One algorithm file: how many games it steps together, its network and its hyperparameters."""
-
-    algo: str
-    n_envs: int
-    policy_kwargs: dict
-    hyperparams: dict
-
-    def to_dict(self) -> dict:
-        return {"n_envs": self.n_envs, "policy_kwargs": copy.deepcopy(self.policy_kwargs), "hyperparams": copy.deepcopy(self.hyperparams)}
-
-
-def algo_class(algo: str):
-    """The SB3 / sb3-contrib class that trains ``algo``."""
-    import importlib
-
-    a = ALGOS[algo]
-    return getattr(importlib.import_module(a.module), a.cls)
-
-
 def load_algo(algo: str, config_dir: Path | None = None) -> AlgoConfig:
-    """The checked hyperparameters of ``config_dir/ALGO.yaml`` (default: the shipped ones).
-
-    Every hyperparameter must be a keyword of the algorithm's constructor (so SB3 and
-    sb3-contrib must be installed).
-    """
+    """The checked algorithm of ``config_dir/ALGO.yaml`` (default: the shipped ones)
+    (:meth:`generala_training.algos.AlgoConfig.from_mapping`: its hyperparameters must be keywords of
+    the algorithm's constructor, so SB3 and sb3-contrib must be installed)."""
     path = Path(config_dir or default_config_dir()) / f"{algo}.yaml"
-    data = _read_yaml(path, f"algorithm {algo!r}")
-    _keys(data, ("n_envs", "policy_kwargs", "hyperparams"), str(path), required=("n_envs",))
-    n_envs = _positive_int(data["n_envs"], f"{path}: n_envs")
-    pk = data.get("policy_kwargs") or {}
-    hp = data.get("hyperparams") or {}
-    if not isinstance(pk, dict) or not isinstance(hp, dict):
-        raise BenchmarkError(f"{path}: policy_kwargs and hyperparams must be mappings")
-    arch = pk.get("net_arch", [64, 64])
-    if not isinstance(arch, list) or not all(isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in arch):
-        raise BenchmarkError(f"{path}: policy_kwargs.net_arch must be a list of layer widths (whole numbers above 0), got {arch!r}")
-    if pk.get("activation_fn", "relu") not in ACTIVATIONS:
-        raise BenchmarkError(f"{path}: policy_kwargs.activation_fn must be one of {', '.join(ACTIVATIONS)}, got {pk.get('activation_fn')!r}")
-    cls = algo_class(algo)
-    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", *RESERVED_HYPERPARAMS}
-    unknown = sorted(set(hp) - accepted)
-    if unknown:
-        raise BenchmarkError(
-            f"{path}: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not hyperparameter(s) of {ALGOS[algo].cls}; it takes: {', '.join(sorted(accepted))}"
-        )
-    return AlgoConfig(algo, n_envs, dict(pk), dict(hp))
+    return AlgoConfig.from_mapping(algo, read_config_file(path, "algorithm file", BenchmarkError), str(path), BenchmarkError)
 
 
 # -- one run ----------------------------------------------------------------------------------
@@ -334,6 +277,7 @@ __all__ = [
     "Task",
     "algo_class",
     "check_task",
+    "task_rules",
     "default_config_dir",
     "load_algo",
     "load_suite",
