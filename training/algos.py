@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from generala_env.checks import is_whole
 from generala_env.safe_yaml import short_repr
 
 
@@ -72,7 +73,7 @@ HYPERPARAMS: dict[str, tuple[str, Callable[[Any], bool], str]] = {
 def _is(kind: str, v: Any) -> bool:
     number = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
     if kind == _WHOLE:
-        return isinstance(v, int) and not isinstance(v, bool)
+        return is_whole(v)
     return number or (kind == _NUMBER_OR_NULL and v is None)
 
 
@@ -94,7 +95,7 @@ def layer_sizes_problem(value: Any, *, empty_ok: bool = False, null_ok: bool = F
     ``empty_ok``: no hidden layer is fine; ``null_ok``: ``None`` is (it means another list)."""
     if value is None and null_ok:
         return None
-    if isinstance(value, list) and (value or empty_ok) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in value):
+    if isinstance(value, list) and (value or empty_ok) and all(is_whole(n) and n >= 1 for n in value):
         return None
     what = f"a{'' if empty_ok else ' non-empty'} list of layer sizes, each a whole number of at least 1{' (or null)' if null_ok else ''}"
     return f"must be {what}, got {short_repr(value)}"
@@ -193,8 +194,9 @@ class AlgoConfig:
         if "n_envs" not in data:
             raise error(f"{where}: missing key(s) n_envs")
         n_envs = data["n_envs"]
-        if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+        if not is_whole(n_envs) or n_envs < 1:
             raise error(f"{where}: n_envs must be a whole number of at least 1, got {short_repr(n_envs)}")
+        n_envs = int(n_envs)
         pk, hp = data.get("policy_kwargs") or {}, data.get("hyperparams") or {}
         if not isinstance(pk, dict) or not isinstance(hp, dict):
             raise error(f"{where}: policy_kwargs and hyperparams must be mappings")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from generala_env.checks import is_whole
 from generala_env.game import MAX_PLAYERS
 from generala_env.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_repr
 
@@ -217,17 +218,17 @@ def _check_type(where: str, key: tuple, default: Any, v: Any) -> Any:
     if default is None:
         return v
     if key == ("env", "agent_seat"):
-        if v != "random" and (isinstance(v, bool) or not isinstance(v, int)):
+        if v != "random" and (not is_whole(v)):
             raise ConfigError(f"config key {short_repr(where)} must be a seat number or 'random', got {short_repr(v)}")
         return v
     if isinstance(default, bool):
         if not isinstance(v, bool):
             raise ConfigError(f"config key {short_repr(where)} must be true or false, got {short_repr(v)}")
         return v
-    if isinstance(default, int) and not isinstance(default, bool):
+    if is_whole(default):
         if isinstance(v, float) and v.is_integer():
             v = int(v)
-        if isinstance(v, bool) or not isinstance(v, int):
+        if not is_whole(v):
             raise ConfigError(f"config key {short_repr(where)} must be a whole number, got {short_repr(v)}")
         return v
     if isinstance(default, float):

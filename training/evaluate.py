@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env.checks import is_whole
 from generala_env.files import OutputFolder
 from generala_env.scoring import generala_scored
 
@@ -133,9 +134,9 @@ def evaluate(
     """
     from generala_env.rules import load_rules
 
-    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+    if not is_whole(games) or games < 1:
         raise ValueError(f"games must be a whole number of at least 1, got {games!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+    if not is_whole(seed) or seed < 0:
         raise ValueError(f"seed must be a whole number of 0 or more, got {seed!r}")
     table = name_agents(default_agents() if agents is None else agents)
     rows, _, _ = play_evaluation(table, load_rules(rules), games, seed, workers, progress, trust_zip)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env.checks import is_whole
 from generala_env.files import FileProblem, rename_new
 from generala_env.game import outcome_points
 from generala_env.safe_yaml import short_repr
@@ -221,7 +222,7 @@ def _check_run_config(cfg, path: Path) -> None:
     if not isinstance(cfg, dict) or not isinstance(cfg.get("env"), dict):
         raise ExportError(f"{path} is not a training config")
     env, pretrain = cfg["env"], cfg.get("pretrain")
-    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+    whole = lambda v: is_whole(v)  # noqa: E731
     checks = [
         ("env.rules", env.get("rules", "classic"), lambda v: isinstance(v, (str, dict)), "a preset name, a YAML path or a mapping of settings"),
         ("env.num_players", env.get("num_players", 1), lambda v: whole(v) and 1 <= v <= 6, "a whole number from 1 to 6"),

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from generala_env import files
+from generala_env.checks import is_whole
 from generala_env.safe_yaml import short_repr
 
 
@@ -30,7 +31,7 @@ def _number(v) -> bool:
 
 
 def _whole(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return is_whole(v)
 
 
 def _evaluation(e) -> bool:

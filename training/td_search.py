@@ -39,6 +39,7 @@ from generala_agents.td_search import (
     read_values_file,
     trained_fingerprint,
 )
+from generala_env.checks import is_whole
 from generala_env.files import FileProblem, OutputFolder, lock_folder, lstat_or_none, sha256_of
 from generala_env.rules import RulesError, load_rules
 
@@ -64,7 +65,7 @@ def curve_csv(curve: list[dict]) -> str:
 def check_state(state: dict, file: Path) -> None:
     """Refuse a ``td_search.json`` to resume from whose run keys are of the wrong type: one line naming it."""
     checks = {
-        "games": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number of 0 or more"),
+        "games": (lambda v: is_whole(v) and v >= 0, "a whole number of 0 or more"),
         "train_seconds": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"),
         "curve": (lambda v: isinstance(v, list) and all(isinstance(r, dict) for r in v), "a list of mappings"),
         "rng_state": (lambda v: isinstance(v, dict), "a mapping (numpy's generator state)"),

@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from generala_env.checks import is_whole
+
 from .suite import BenchmarkError, load_suite
 
 
@@ -66,7 +68,7 @@ def score_policy(
     if task not in suite.tasks:
         raise BenchmarkError(f"unknown task id {task}; known: {', '.join(suite.tasks)}")
     n = suite.evaluation.final_games if games is None else games
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if not is_whole(n) or n < 1:
         raise BenchmarkError(f"games must be a whole number of at least 1, got {n!r}")
     evaluator = task_evaluator(suite.tasks[task], suite.evaluation.seed, n)
     kind, how = _policy(policy, evaluator.rules, trust_zip)

@@ -32,6 +32,7 @@ import math
 import re
 from pathlib import Path
 
+from generala_env.checks import is_whole
 from generala_env.files import FileProblem, read_json, write_json
 
 from .suite import BenchmarkError, Suite
@@ -57,9 +58,9 @@ MAX_POINTS = 1e6  # a run's score before normalising: a mean final total (a shee
 
 
 def whole_field(value, where: str, low: int = 0, high: int = MAX_SEED) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if not is_whole(value) or not low <= value <= high:
         raise BenchmarkError(f"{where} must be a whole number from {low:,} to {high:,}, got {_short(value)}")
-    return value
+    return int(value)
 
 
 def number_field(value, where: str, low: float = 0.0, high: float = MAX_SECONDS) -> float:

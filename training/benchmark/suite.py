@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from generala_env.checks import is_whole
+
 from ..algos import ALGOS, Algo, AlgoConfig, algo_class
 from ..config import read_config_file
 from ..envs import TRAINING_REWARDS
@@ -47,9 +49,9 @@ def _keys(data: dict, allowed: tuple[str, ...], where: str, required: tuple[str,
 
 
 def _positive_int(value, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_whole(value) or value < 1:
         raise BenchmarkError(f"{where} must be a whole number of at least 1, got {value!r}")
-    return value
+    return int(value)
 
 
 def _finite(value, where: str) -> float:
@@ -126,7 +128,7 @@ class Suite:
         (a task left as it was keeps its results comparable across versions). With ``task``
         ``None``, only the suite and version are checked."""
         made = f"made for suite {name!r} version {version!r}; this is {self.name} version {self.version}"
-        if name != self.name or isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= self.version:
+        if name != self.name or not is_whole(version) or not 1 <= version <= self.version:
             return f"{made}: scores of another suite version are not comparable"
         if task is None:
             return None
