@@ -20,12 +20,18 @@ OBS_TYPES = ("flat", "dict")
 MAX_ILLEGAL_IN_A_ROW = 100  # the default cap: that many illegal actions in a row truncate the episode
 
 
+def check_reward(reward) -> str:
+    """``reward``, one of :data:`REWARDS`, or ``ValueError`` naming them."""
+    if reward not in REWARDS:
+        raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+    return reward
+
+
 def check_arguments(num_players: int, reward, agent_seat, render_mode, render_modes, illegal_action, illegal_penalty) -> str | None:
     """Validate the env arguments shared by the single and the batched env (clear errors);
     the render mode to use: ``render_mode``, or ``None`` with a warning for one the env lacks
     (as Gymnasium's ``make`` warns: SB3's ``make_vec_env`` asks for ``"rgb_array"``)."""
-    if reward not in REWARDS:
-        raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+    check_reward(reward)
     seat_ok = is_whole(agent_seat) and 0 <= agent_seat < num_players
     if not (isinstance(agent_seat, str) and agent_seat == "random") and not seat_ok:  # a bool is no seat
         raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {num_players - 1}, got {agent_seat!r}")

@@ -13,7 +13,8 @@ from . import opponents as opponents_registry
 from .checks import MAX_ILLEGAL_IN_A_ROW, OBS_TYPES, REWARDS, check_arguments, check_finite, check_max_illegal, check_obs_type, check_render_mode, check_share  # noqa: F401  (re-exported)
 from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .game import Game, IllegalActionError, prefilled_sheets
+from .episode import exploring_start, final_mask, next_streak, truncates
+from .game import Game, IllegalActionError
 from .info import make_info, opponent_move_rows, opponent_moves, win_reward  # noqa: F401  (re-exported)
 from .picture import Picture, check_scale, draw, picture_of
 from .render import render_text
@@ -265,8 +266,9 @@ class GeneralaEnv(gym.Env):
         if self.agent_seat_option == "random":
             self.seat = int(self.np_random.integers(self.num_players))
         self.game.reset(self._dice())
-        if self.exploring_starts and self.np_random.random() < self.exploring_starts:
-            self.game.set_state(sheets=prefilled_sheets(self.rules, self.num_players, self.np_random))
+        sheets = exploring_start(self.rules, self.num_players, self.exploring_starts, self.np_random)
+        if sheets is not None:
+            self.game.set_state(sheets=sheets)
         for opp in self._opponent_agents:  # opponents' own randomness is seeded from the env's generator
             if hasattr(opp, "act") and hasattr(opp, "reset"):
                 opp.reset(seed=int(self.np_random.integers(2**63)))
@@ -301,8 +303,8 @@ class GeneralaEnv(gym.Env):
         except IllegalActionError as err:  # the game changed nothing and says why
             if self.illegal_action == "raise":
                 raise
-            self._illegal_streak += 1
-            truncated = self.max_illegal_in_a_row is not None and self._illegal_streak >= self.max_illegal_in_a_row
+            self._illegal_streak = next_streak(self._illegal_streak, True)
+            truncated = truncates(self._illegal_streak, self.max_illegal_in_a_row)
             if truncated:
                 self._halt = f"the episode was truncated after {self._illegal_streak} illegal actions in a row: call reset()"
             info = self._info(illegal=True, reason=str(err))
@@ -323,7 +325,7 @@ class GeneralaEnv(gym.Env):
         if observe is None:
             obs = self.encoder.encode(game, self.seat, info["served_generala_pending"])
         if terminated:
-            info["action_mask"] = np.ones(self.action_space.n, dtype=np.int8)
+            info["action_mask"] = final_mask(self.action_space.n, np.int8)
         if self._dict_obs:
             obs = {"observation": obs, "action_mask": info["action_mask"].copy()}
         return obs, reward, terminated, False, info
@@ -332,7 +334,7 @@ class GeneralaEnv(gym.Env):
         """Boolean mask of legal actions (what sb3-contrib's MaskablePPO asks for); every
         action once the game is over (see Episode End)."""
         if self._ended_before_move or self.game.over:
-            return np.ones(self.action_space.n, dtype=bool)
+            return final_mask(self.action_space.n)
         return self.game.legal_mask()
 
     def render(self):
@@ -400,5 +402,5 @@ class GeneralaEnv(gym.Env):
     def _info(self, illegal: bool, reason: str = "") -> dict[str, Any]:
         info = make_info(self.game, self.seat, illegal, self._last_opponent_moves, reason)
         if self.game.over:  # also when an opponent's served generala ended it before the agent's move
-            info["action_mask"] = np.ones(self.action_space.n, dtype=np.int8)
+            info["action_mask"] = final_mask(self.action_space.n, np.int8)
         return info

@@ -25,10 +25,10 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from .checks import REWARDS, check_finite, check_render_mode, is_whole
+from .checks import check_finite, check_render_mode, check_reward, is_whole
 from .dice import NUM_MASKS, DiceCup, cup_for
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .env import NOT_RESET
+from .env import NOT_RESET, observation_space
 from .game import MAX_PLAYERS, Game, IllegalActionError
 from .info import make_info, win_reward
 from .picture import MOVES_SHOWN, render_rgb
@@ -164,8 +164,7 @@ class raw_env(AECEnv, EzPickle):
         self.rules = load_rules(rules)
         if not is_whole(num_players) or not MIN_PLAYERS <= num_players <= MAX_PLAYERS:
             raise ValueError(f"num_players must be an integer from {MIN_PLAYERS} to {MAX_PLAYERS} (one player: use Generala-v0), got {num_players!r}")
-        if reward not in REWARDS:
-            raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        check_reward(reward)
         self.reward_mode = reward
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.game = Game(self.rules, int(num_players))
@@ -178,15 +177,7 @@ class raw_env(AECEnv, EzPickle):
         self._seat = {a: s for s, a in enumerate(self.possible_agents)}
         n_actions = NUM_MASKS + self.rules.num_lines
         self.action_spaces = {a: spaces.Discrete(n_actions) for a in self.possible_agents}
-        self.observation_spaces = {
-            a: spaces.Dict(
-                {
-                    "observation": spaces.Box(-1.0, 1.0, shape=(self.encoder.size,), dtype=np.float32),
-                    "action_mask": spaces.Box(0, 1, shape=(n_actions,), dtype=np.int8),
-                }
-            )
-            for a in self.possible_agents
-        }
+        self.observation_spaces = {a: observation_space(self.encoder.size, n_actions, "dict") for a in self.possible_agents}
         self._np_random: np.random.Generator | None = None
         self._np_random_seed: int | None = None
         self._cup: DiceCup | None = None

@@ -89,7 +89,8 @@ from .dice import DICE, NUM_MASKS, ROLLS
 from .encoding import Encoder
 from .engine import OPEN, new_state, numbers_of, tables
 from .env import NOT_RESET, RESET_FAILED, observation_space
-from .game import Game, IllegalActionError, prefilled_sheets
+from .episode import exploring_start, final_mask, next_streak, truncates
+from .game import Game, IllegalActionError
 from .game_dice import GameDice, given_cups
 from .rules import RuleSet, load_rules
 from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, play_opponents, seat_opponents, uniform_legal  # noqa: F401  (re-exported)
@@ -284,9 +285,10 @@ class GeneralaVectorEnv(VectorEnv):
                 self.seat[games] = self.np_random.integers(self.num_players, size=len(games))
             faces, at = self._given_dice(games)
             K.new_games(games, faces, at, self._state, self._tables)
-            if p:
-                for g in games[self.np_random.random(len(games)) < p].tolist():
-                    prefilled.append((g, prefilled_sheets(self.rules, self.num_players, self.np_random)))
+            for g in games.tolist():
+                sheets = exploring_start(self.rules, self.num_players, p, self.np_random)
+                if sheets is not None:
+                    prefilled.append((g, sheets))
             return prefilled
         seeds, prefilled = self._game_dice.draw_new_games(games, self.seat, random_seat, self.rules, self.num_players, p, self._reseeded)
         d = self._game_dice
@@ -377,14 +379,8 @@ class GeneralaVectorEnv(VectorEnv):
             raise IllegalActionError(f"game {j}: {why}")
 
         rewards = np.zeros(self.num_envs)
-        streak = self.illegal_streak
-        if illegal.any():
-            streak[illegal] += 1
-            streak[~illegal] = 0
-        else:
-            streak[:] = 0
-        cap = self.max_illegal_in_a_row
-        truncated = streak >= cap if cap is not None else np.zeros(self.num_envs, dtype=bool)
+        self.illegal_streak[:] = next_streak(self.illegal_streak, illegal)
+        truncated = truncates(self.illegal_streak, self.max_illegal_in_a_row)
         if self.render_mode == "rgb_array":  # what the pictures show as each game's last move
             self._shown = (a.copy(), self.roll.copy(), legal & ~ebm, self.seat.copy())
         if legal.all() and not ebm.any():  # the usual case: every game takes its action
@@ -413,7 +409,7 @@ class GeneralaVectorEnv(VectorEnv):
             final_obs = np.empty(self.num_envs, dtype=object)  # None where the game goes on
             for i, row, ended_now in zip(ended.tolist(), self._encode(ended), over.tolist(), strict=True):
                 if self._dict_obs:  # a game that is over marks every action, as the single env's does
-                    mask = np.ones(self.num_actions, dtype=np.int8) if ended_now else self._masks[i].astype(np.int8)
+                    mask = final_mask(self.num_actions, np.int8) if ended_now else self._masks[i].astype(np.int8)
                     row = {"observation": row, "action_mask": mask}
                 final_obs[i] = row
             final_info = {"totals": np.zeros((self.num_envs, self.num_players), dtype=np.int64), "winner": np.full(self.num_envs, -1)}
