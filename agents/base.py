@@ -9,6 +9,7 @@ import numpy as np
 from generala_env.dice import FACES, KEEP_OF_KEY, KEY_WEIGHTS, NUM_MASKS, keep_index, roll_index
 from generala_env.game import OPEN
 from generala_env.rules import RulesError, RuleSet, load_rules
+from generala_env.scoring import sheet_totals
 
 WRITE = NUM_MASKS  # first write action
 COMBOS = ("straight", "full_house", "four_of_a_kind", "generala", "double_generala")  # the lines that score only some rolls
@@ -30,6 +31,11 @@ class SeatView:
     sheets: np.ndarray
     seat: int
     mask: np.ndarray  # legal actions, bool
+
+    @property
+    def totals(self) -> np.ndarray:
+        """Every seat's total (:func:`~generala_env.scoring.sheet_totals`)."""
+        return sheet_totals(self.sheets)
 
     @property
     def open_lines(self) -> np.ndarray:

@@ -7,7 +7,6 @@ import numpy as np
 from generala_env import planner
 from generala_env.dice import KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
 from generala_env.engine import new_state
-from generala_env.game import OPEN
 from generala_env.rules import NUMBER_LINES
 from generala_env.scoring import generala_scored, line_max, points_table
 
@@ -155,7 +154,7 @@ class RulesOfThumbAgent(_Scored):
     def _behind(self, v: SeatView) -> bool:
         if v.sheets.shape[0] < 2:
             return False
-        totals = np.where(v.sheets == OPEN, 0, v.sheets).sum(axis=1)
+        totals = v.totals
         best_other = max(totals[p] for p in range(len(totals)) if p != v.seat)
         left = int(v.open_lines.sum())
         return left <= 3 and best_other - totals[v.seat] > 12 * left

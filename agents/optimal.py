@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env.game import OPEN
 from generala_env.scoring import generala_scored
 
 from .base import Agent, AgentError, SeatView, best_legal
@@ -69,7 +68,7 @@ class OptimalTwoPlayerAgent(Agent):
         if v.sheets.shape[0] != 2:
             raise AgentError(f"{self.name} plays two-player games only; this game has {v.sheets.shape[0]} seat(s)")
         opp = 1 - v.seat
-        totals = np.where(v.sheets == OPEN, 0, v.sheets).sum(axis=1)
+        totals = v.totals
         a = self.solver.sheet_id(self.rules, v.sheets[v.seat])
         b = self.solver.sheet_id(self.rules, v.sheets[opp])
         return v, a, b, int(totals[v.seat] - totals[opp])

@@ -362,7 +362,7 @@ class TDSearchTwoPlayerAgent(Agent):
         if v.sheets.shape[0] != 2:
             raise AgentError(f"{self.name} plays two-player games only; this game has {v.sheets.shape[0]} seat(s)")
         opp = 1 - v.seat
-        totals = np.where(v.sheets == OPEN, 0, v.sheets).sum(axis=1)
+        totals = v.totals
         key = (v.sheets.tobytes(), v.seat)  # the turn's plan holds for all of its decisions
         if key != self._key:
             W, _ = self.value.write_values(v.sheet, v.sheets[opp], int(totals[v.seat] - totals[opp]), v.seat == 1)

@@ -30,6 +30,7 @@ import numpy as np
 from .checks import is_whole
 from .dice import DICE, EMPTY_KEEP, FACES, KEEP_COUNTS, KEEP_SIZE, NUM_ROLLS, ROLL_CONTAINS_KEEP, ROLL_COUNTS, ROLLS, roll_index
 from .game import OPEN, Game, IllegalActionError, Outcome
+from .scoring import sheet_totals
 
 _ROLL_TUPLES = [tuple(int(f) for f in r) for r in ROLLS]
 
@@ -97,7 +98,7 @@ class ModelState(NamedTuple):
 
     def totals(self) -> tuple[int, ...]:
         """Each seat's total."""
-        return tuple(sum(v for v in sheet if v != OPEN) for sheet in self.sheets)
+        return tuple(int(t) for t in sheet_totals(self.sheets))
 
 
 class Model:

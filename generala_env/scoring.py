@@ -95,6 +95,13 @@ def line_points(line: str, faces, rules: RuleSet, served: bool = False, generala
     raise ValueError(f"unknown line {line!r}")
 
 
+def sheet_totals(sheets) -> np.ndarray:
+    """The total of each sheet (over the last axis: a sheet's lines): the points written, an
+    open line (-1) counting none. The one sum of a sheet."""
+    a = np.asarray(sheets)
+    return np.where(a < 0, 0, a).sum(axis=-1)
+
+
 def generala_scored(rules: RuleSet, sheet):
     """Whether a sheet holds points on its generala line (what a double generala needs).
 

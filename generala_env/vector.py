@@ -93,6 +93,7 @@ from .episode import exploring_start, final_mask, next_streak, truncates
 from .game import Game, IllegalActionError
 from .game_dice import GameDice, given_cups
 from .rules import RuleSet, load_rules
+from .scoring import sheet_totals
 from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, play_opponents, seat_opponents, uniform_legal  # noqa: F401  (re-exported)
 
 _NO_STREAMS = np.zeros((0, 6), dtype=np.uint64)  # given dice: no stream refills a cup
@@ -331,7 +332,7 @@ class GeneralaVectorEnv(VectorEnv):
                 dice=ROLLS[self.roll],
                 rolls_left=self.rolls_left.copy(),
                 turn=(self.sheets[self._all, self.player] != OPEN).sum(axis=1),
-                totals=np.where(self.sheets == OPEN, 0, self.sheets).sum(axis=2),
+                totals=sheet_totals(self.sheets),
             )
         info["game_over"] = self.ended_before_move.copy()
         for k in list(info):

@@ -307,3 +307,10 @@ def test_blocked_line_in_python_and_in_the_numba_loops_agree(spec):
         assert blocked_line(rules, scored) == expected
         assert batched.blocked_line(rules.double_generala_line, sheet[rules.generala_line]) == expected
         assert engine.blocked_line(rules.double_generala_line, int(sheet[rules.generala_line])) == expected
+
+
+def test_a_sheets_total_counts_its_written_points_and_no_open_line():
+    from generala_env.scoring import sheet_totals
+
+    assert sheet_totals([[3, -1, 25, 0], [-1, -1, -1, -1]]).tolist() == [28, 0]
+    assert sheet_totals(np.array([[[1, 2], [-1, 50]]])).tolist() == [[3, 50]]
