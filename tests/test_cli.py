@@ -51,3 +51,30 @@ def test_agents_lists_builtins_and_checkpoints(capsys):
     out = capsys.readouterr().out
     for name in ("random", "greedy", "turn-optimal", "rules-of-thumb", "optimal", "ppo-classic"):
         assert name in out
+
+
+def test_a_ctrl_c_inside_a_module_being_imported_is_one_line_and_status_130(monkeypatch, capsys):
+    """A Ctrl-C that lands in a class statement of a module being imported (torch's, on a busy
+    machine) reaches the program as a RuntimeError caused by the interrupt; it is an interrupt."""
+    import types
+
+    from generala_training import cli
+
+    def interrupted_import(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as k:
+            raise RuntimeError("Error calling __set_name__ on 'cached_property' instance '_cptr'") from k
+
+    def broken(args):
+        raise RuntimeError("a bug, not an interrupt")
+
+    for func in (interrupted_import, broken):
+        parser = types.SimpleNamespace(parse_args=lambda argv, func=func: types.SimpleNamespace(func=func))
+        monkeypatch.setattr(cli, "build_parser", lambda parser=parser: parser)
+        if func is broken:
+            with pytest.raises(RuntimeError, match="a bug"):
+                cli.main(["rules"])
+        else:
+            assert cli.main(["rules"]) == 130
+            assert capsys.readouterr().err.strip() == "generala rules: interrupted"

@@ -324,6 +324,25 @@ def _main(argv=None) -> int:
     except KeyboardInterrupt:  # SIGINT while a program loads or solves: one line, the shell's status
         print(f"\ngenerala {command}: interrupted", file=sys.stderr)
         return 130
+    except RuntimeError as e:
+        if not _caused_by_interrupt(e):
+            raise
+        # a Ctrl-C that landed inside a class statement of a module being imported (torch's,
+        # loading): Python reports it as "Error calling __set_name__" caused by the interrupt
+        print(f"\ngenerala {command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _caused_by_interrupt(e: BaseException) -> bool:
+    """Whether ``e`` was caused by a KeyboardInterrupt (its chain of causes holds one)."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 if __name__ == "__main__":
