@@ -13,6 +13,8 @@ the state, the points of every write and the result.
 from __future__ import annotations
 
 import functools
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -395,3 +397,19 @@ def test_step_needs_a_key(double2):
 def test_make_names_a_bad_argument(kwargs, message):
     with pytest.raises(ValueError, match=message):
         make(**kwargs)
+
+
+def test_the_speed_benchmark_picks_the_legal_action_the_numba_env_would():
+    """benchmarks/jax_speed.py's uniform choice is ``generala_env.vector.uniform_legal``'s:
+    the ``floor(u * n_legal)``-th legal action (checked against a loop over the mask)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        from jax_speed import uniform_legal as pick
+    finally:
+        sys.path.pop(0)
+    rng = np.random.default_rng(1)
+    masks = rng.random((500, 43)) < rng.random((500, 1))  # from nearly empty to nearly full rows
+    masks[np.arange(500), rng.integers(0, 43, 500)] = True  # every row has a legal action
+    u = rng.random(500).astype(np.float32)
+    want = [np.flatnonzero(m)[int(np.floor(x * m.sum()))] for m, x in zip(masks, u, strict=True)]
+    assert np.asarray(jax.jit(pick)(jnp.asarray(masks), jnp.asarray(u))).tolist() == want
