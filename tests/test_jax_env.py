@@ -13,6 +13,7 @@ the state, the points of every write and the result.
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from pathlib import Path
 
@@ -413,3 +414,14 @@ def test_the_speed_benchmark_picks_the_legal_action_the_numba_env_would():
     u = rng.random(500).astype(np.float32)
     want = [np.flatnonzero(m)[int(np.floor(x * m.sum()))] for m, x in zip(masks, u, strict=True)]
     assert np.asarray(jax.jit(pick)(jnp.asarray(masks), jnp.asarray(u))).tolist() == want
+
+
+def test_the_docs_examples_run():
+    """docs/jax.md's examples, as written (each asserts what it shows)."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "jax.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 2
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/jax.md", "exec"), namespace)
+    assert namespace["state"].terminated.shape == (256,)
