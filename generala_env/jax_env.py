@@ -260,7 +260,7 @@ class Generala(core.Env):
         return jnp.where((action >= 0) & (action < self.num_actions), action, ALL_HELD)
 
     def _decide(self, state: State, action: Array) -> Afterstate:
-        """:func:`generala_jax_rules.decide` of a legal action, with its rewards; an illegal one
+        """:func:`generala_env.jax_rules.decide` of a legal action, with its rewards; an illegal one
         changes nothing and throws nothing."""
         t = self.tables.rules
         d = R.decide(t, state.roll, state.rolls_left, state.locked, state.player, state.writes, state.over, state.winner, state.sheets, action)
@@ -310,11 +310,11 @@ def make(rules: str | RuleSet | dict | None = "classic", num_players: int = 1, r
     ``sixty``), a YAML path, a mapping or a :class:`~generala_env.rules.RuleSet`;
     ``num_players`` 1–6; ``reward`` ``"score"`` or ``"win"`` (:class:`Generala`)."""
     rule_set = load_rules(rules)
-    if isinstance(num_players, bool) or not isinstance(num_players, int) or not 1 <= num_players <= MAX_PLAYERS:
+    if isinstance(num_players, (bool, np.bool_)) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= MAX_PLAYERS:
         raise ValueError(f"num_players must be an integer from 1 to {MAX_PLAYERS}, got {num_players!r}")
-    if reward not in REWARDS:
+    if not isinstance(reward, str) or reward not in REWARDS:
         raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
-    return Generala(rule_set, num_players, reward)
+    return Generala(rule_set, int(num_players), reward)
 
 
 __all__ = ["Afterstate", "Generala", "State", "make"]

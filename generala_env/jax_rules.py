@@ -228,9 +228,10 @@ def legal_mask(t: Tables, over, rolls_left, roll, locked, player, sheets):
 
 
 class Decision(NamedTuple):
-    """What :func:`decide` did: the new numbers, the points written (0 for a hold), whether a
-    served generala won, and the keep of the dice staying on the table while the rest are
-    thrown (-1: nothing is thrown, the game ended) and whether that throw starts a turn."""
+    """What :func:`decide` did: the game's new numbers (``winner`` set by a write that won with a
+    served generala), the points written (0 for a hold), the keep of the dice staying on the
+    table while the rest are thrown (-1: nothing is thrown, the game ended) and whether that
+    throw starts a turn."""
 
     rolls_left: jnp.ndarray
     locked: jnp.ndarray
