@@ -1,0 +1,320 @@
+"""Generala as a `Pgx <https://github.com/sotetsuk/pgx>`_ environment in JAX, with its dice model
+(the ``jax`` extra: ``pip install 'generala-rl[jax]'``).
+
+::
+
+    import jax
+    from generala_env.jax_env import make
+
+    env = make(rules="classic", num_players=2, reward="win")
+    init, step = jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
+    state = init(jax.random.split(jax.random.key(0), 1024))     # 1024 games
+    state = step(state, actions, jax.random.split(key, 1024))   # the key is passed in (Pgx v2)
+
+The game is the numba engine's (:mod:`generala_env.engine`): the step is bookkeeping over the
+same precomputed tables (:mod:`generala_env.jax_rules`), the observation is ``Generala-v0``'s
+Box observation for the player to move, and the actions are the env's (``0 … 31`` hold
+masks, ``32 + l`` a write on line ``l``). ``tests/test_jax_env.py`` checks every state it
+reaches against :class:`generala_env.game.Game`.
+
+The dice model (:meth:`Generala.afterstate`, :meth:`Generala.chance_probs`,
+:meth:`Generala.land`, :meth:`Generala.throw`) splits a step at its chance node, as
+:mod:`generala_env.model` does in NumPy: ``step(s, a, key)`` is
+``land(after, throw(after, key))`` with ``after = afterstate(s, a)``.
+
+This module's API (:func:`make`, :class:`State` and its fields, :class:`Afterstate` and
+the dice model's methods) is stable: learners and planners build on it. Importing
+``generala_env`` never imports JAX; only this module (and :mod:`generala_env.jax_rules`) does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+try:
+    import jax
+    import jax.numpy as jnp
+    import pgx.core as core  # type: ignore[import-untyped]  # pgx ships no type information
+    from pgx._src.struct import dataclass  # type: ignore[import-untyped]
+except ImportError as e:  # the jax extra
+    raise ImportError("generala_env.jax_env needs jax and pgx, which are not installed: pip install 'generala-rl[jax]'") from e
+
+from . import jax_rules as R
+from .checks import REWARDS
+from .dice import ALL_HELD, DICE, EMPTY_KEEP, NUM_MASKS, NUM_ROLLS
+from .encoding import observation_layout
+from .engine import FIRST_ROLL, OPEN
+from .game import MAX_PLAYERS
+from .rules import RuleSet, load_rules
+
+Array = jax.Array
+ENV_ID = "generala"
+
+
+@dataclass
+class State(core.State):
+    """One game (a leading axis for a batch under :func:`jax.vmap`): Pgx's fields, then the
+    numba engine's :class:`~generala_env.engine.GameState` field by field, then the dice.
+
+    Pgx's: ``current_player`` (int32, the seat to move: ``player``), ``observation``
+    (float32 ``(n,)``: ``Generala-v0``'s observation from ``current_player``),
+    ``rewards`` (float32 ``(players,)``: what this step gave each seat), ``terminated``,
+    ``truncated`` (never set by the game), ``legal_action_mask`` (bool ``(32 + L,)``; every
+    action once terminated, as Pgx does), ``_step_count``.
+
+    The game's (int32 unless said): ``roll`` (index into :data:`~generala_env.dice.ROLLS`),
+    ``rolls_left`` (2 after a turn's first roll, 0 after its third), ``locked`` (keep index of
+    the dice held this turn, which may not go back under ``locked_holds``), ``player`` (whose
+    move), ``writes`` (lines filled, all players together), ``over`` (bool: the game ended;
+    ``terminated`` is also set by an illegal action), ``winner`` (the seat whose served
+    generala ended the game, -1: none), ``sheets`` (``(players, L)``, -1 for an open line, as
+    ``Game.sheets``) and ``dice`` (``(5,)``: the faces of ``roll``, sorted as the hold bits
+    read them).
+    """
+
+    roll: Array
+    rolls_left: Array
+    locked: Array
+    player: Array
+    writes: Array
+    over: Array
+    winner: Array
+    sheets: Array
+    dice: Array
+
+    @property
+    def env_id(self) -> Any:  # Any: Pgx's EnvId lists its own games
+        return ENV_ID
+
+
+class Afterstate(NamedTuple):
+    """A decision applied before its dice are thrown (a chance node): ``state`` with the sheet
+    written, the rolls counted, the turn passed and the decision's ``rewards`` (its dice,
+    legal mask and observation are still those before the decision); ``keep``: the keep index of
+    the dice staying on the table while the others are thrown, -1 when nothing is thrown (the
+    game ended, the state was terminated, or the action was illegal); ``starts_turn``: the
+    throw is the next player's first roll."""
+
+    state: State
+    keep: Array
+    starts_turn: Array
+
+
+def _where(condition, a, b):
+    """``a`` where ``condition`` holds, else ``b``, field by field of two pytrees alike."""
+    return jax.tree_util.tree_map(lambda x, y: jnp.where(condition, x, y), a, b)
+
+
+class Generala(core.Env):
+    """Generala under one rule set for ``num_players`` seats, as a Pgx v2 environment: build it
+    with :func:`make`.
+
+    ``init(key)``, ``step(state, action, key)`` (the dice are drawn from ``key``) and
+    ``observe(state)`` are Pgx's; they :func:`jax.jit` and :func:`jax.vmap`. An illegal action
+    is handled as Pgx handles one: the game stays as it was and the episode terminates, the
+    mover's reward ``-1`` and every other seat's ``num_players - 1``. An action outside
+    ``0 … num_actions - 1`` is illegal too. A step after the end changes nothing and gives
+    zero rewards.
+
+    Rewards (``state.rewards``, one per seat): ``reward="score"``, the points the mover wrote at
+    this step (0 for a hold), so a seat's return is its total; ``reward="win"``, 0 until the
+    game ends, then +1 for a sole win, 0 for a shared win, -1 for a loss, for every seat.
+    """
+
+    def __init__(self, rules: RuleSet, num_players: int, reward: str):
+        super().__init__()
+        self.rules = rules
+        self.reward = reward
+        self.tables = R.jax_tables(rules, num_players)
+        self.layout = observation_layout(rules, num_players)  # name -> slice of the observation
+        self._players = num_players
+        self._first_turn: State | None = None
+
+    # -- Pgx's API ------------------------------------------------------------------------------
+    @property
+    def id(self) -> Any:  # Any: Pgx's EnvId lists its own games
+        return ENV_ID
+
+    @property
+    def version(self) -> str:
+        return "v0"
+
+    @property
+    def num_players(self) -> int:
+        return self._players
+
+    @property
+    def num_actions(self) -> int:
+        return NUM_MASKS + self.rules.num_lines
+
+    @property
+    def observation_shape(self) -> tuple[int, ...]:
+        return (self.tables.size,)
+
+    def step(self, state: core.State, action: Array, key: Array | None = None) -> core.State:
+        """Pgx's step, the dice drawn from ``key`` (required, as in Pgx v2)."""
+        if key is None:
+            raise ValueError("step needs a key for the dice: step(state, action, key), as in Pgx v2")
+        return super().step(state, self._in_range(action), key)
+
+    def init(self, key: Array) -> core.State:
+        """A new game (:func:`generala_env.batched.new_games`): empty sheets, seat 0's first roll
+        thrown from ``key``. Its legal mask and observation are read from :attr:`first_turn`, made
+        from each first roll once (a new game is made at every step of Pgx's ``auto_reset``)."""
+        roll = R.landed_roll(self.tables, EMPTY_KEEP, R.throw_code(key))
+        first = self.first_turn
+        return self._new_game(roll).replace(legal_action_mask=first.legal_action_mask[roll], observation=first.observation[roll], dice=first.dice[roll])
+
+    def _init(self, key: Array) -> State:
+        """Pgx's hook for a new game (:meth:`init` is Pgx's ``init`` with the mask and the
+        observation read from :attr:`first_turn` instead)."""
+        roll = R.landed_roll(self.tables, EMPTY_KEEP, R.throw_code(key))
+        return self._derived(self._new_game(roll))
+
+    @property
+    def first_turn(self) -> State:
+        """The new games, one for each first roll (a leading axis of 252, by roll): what
+        :meth:`init` reads."""
+        if self._first_turn is None:
+
+            def fresh(roll):
+                state = self._derived(self._new_game(roll))
+                return state.replace(observation=self.observe(state))
+
+            with jax.ensure_compile_time_eval():  # computed now, also when first asked for inside a trace
+                self._first_turn = jax.jit(jax.vmap(fresh))(np.arange(NUM_ROLLS, dtype=np.int32))
+        return self._first_turn
+
+    def _new_game(self, roll: Array) -> State:
+        """The numbers of a new game whose first roll is ``roll`` (mask, dice and observation not made)."""
+        P, L = self._players, self.rules.num_lines
+        i32 = jnp.int32
+        return State(
+            current_player=i32(0),
+            observation=jnp.zeros(self.tables.size, dtype=jnp.float32),
+            rewards=jnp.zeros(P, dtype=jnp.float32),
+            terminated=jnp.bool_(False),
+            truncated=jnp.bool_(False),
+            legal_action_mask=jnp.zeros(self.num_actions, dtype=bool),
+            _step_count=i32(0),
+            roll=roll.astype(i32),
+            rolls_left=i32(FIRST_ROLL),
+            locked=i32(EMPTY_KEEP),
+            player=i32(0),
+            writes=i32(0),
+            over=jnp.bool_(False),
+            winner=i32(-1),
+            sheets=jnp.full((P, L), OPEN, dtype=i32),
+            dice=jnp.zeros(DICE, dtype=i32),
+        )
+
+    def _step(self, state: core.State, action: Array, key: Array | None) -> State:
+        assert isinstance(state, State) and key is not None
+        after = self._decide(state, action)
+        return self._land(after, self.throw(after, key))
+
+    def _observe(self, state: core.State, player_id: Array) -> Array:
+        assert isinstance(state, State)
+        return R.observe(self.tables, state.roll, state.rolls_left, state.locked, state.player, state.sheets, player_id)
+
+    # -- the dice model -----------------------------------------------------------------------
+    def afterstate(self, state: State, action: Array) -> Afterstate:
+        """The decision ``action`` applied without throwing: what :meth:`step` does before its
+        dice, a finished or illegal step included (:class:`Afterstate`)."""
+        action = self._in_range(action)
+        illegal = ~state.legal_action_mask[action]
+        decided = self._decide(state.replace(_step_count=state._step_count + 1), action)
+        stay = Afterstate(state.replace(rewards=jnp.zeros_like(state.rewards)), jnp.int32(-1), jnp.bool_(False))
+        after = _where(state.terminated | state.truncated, stay, decided)
+        penalized = self._step_with_illegal_action(after.state, state.current_player)
+        return Afterstate(_where(illegal, penalized, after.state), jnp.where(illegal, -1, after.keep), after.starts_turn & ~illegal)
+
+    def chance_probs(self, after: Afterstate) -> Array:
+        """float32 ``(252,)``: the probability of each roll of :data:`~generala_env.dice.ROLLS`
+        after the throw, exact multinomials (a row of
+        :data:`~generala_env.dice.KEEP_ROLL_PROB`, rounded to float32); 0 for a roll that does
+        not hold the kept dice. With nothing thrown, 1 on the roll as it is."""
+        return R.chance_probs(self.tables, after.keep, after.state.roll)
+
+    def land(self, after: Afterstate, roll: Array) -> State:
+        """The throw of ``after`` ending on ``roll`` (an index into
+        :data:`~generala_env.dice.ROLLS`): what :meth:`step` does after its decision. ``roll``
+        must hold the kept dice (``chance_probs(after)[roll] > 0``); compiled code cannot
+        refuse another one, and the state it gives is one the game cannot reach. With nothing
+        thrown ``roll`` is not read."""
+        state = self._land(after, roll)
+        state = state.replace(legal_action_mask=jnp.where(state.terminated, True, state.legal_action_mask))
+        return state.replace(observation=self.observe(state))
+
+    def throw(self, after: Afterstate, key: Array) -> Array:
+        """The roll (index into :data:`~generala_env.dice.ROLLS`) the throw of ``after`` makes
+        with dice drawn from ``key``: one throw of five fair dice coded as a number below
+        ``6 ** 5`` (as the numba vector env draws them), of which the dice in the cup are read."""
+        return jnp.where(after.keep >= 0, R.landed_roll(self.tables, after.keep, R.throw_code(key)), after.state.roll).astype(jnp.int32)
+
+    # -- the bookkeeping ------------------------------------------------------------------------
+    def _in_range(self, action: Array) -> Array:
+        """``action``, or an action never legal (hold all five) for one outside the action space."""
+        return jnp.where((action >= 0) & (action < self.num_actions), action, ALL_HELD)
+
+    def _decide(self, state: State, action: Array) -> Afterstate:
+        """:func:`generala_env.jax_rules.decide` of a legal action, with its rewards; an illegal one
+        changes nothing and throws nothing."""
+        t = self.tables.rules
+        d = R.decide(t, state.roll, state.rolls_left, state.locked, state.player, state.writes, state.over, state.winner, state.sheets, action)
+        decided = state.replace(
+            rolls_left=d.rolls_left,
+            locked=d.locked,
+            player=d.player,
+            writes=d.writes,
+            over=d.over,
+            winner=d.winner,
+            sheets=d.sheets,
+            rewards=self._rewards(d, state.player),
+            terminated=d.over,
+        )
+        ok = jnp.any(state.legal_action_mask & (jnp.arange(self.num_actions) == action))  # mask[action], without a gather
+        return Afterstate(_where(ok, decided, state), jnp.where(ok, d.keep, -1), d.starts_turn & ok)
+
+    def _rewards(self, d: R.Decision, mover: Array) -> Array:
+        seats = jnp.arange(self._players)
+        if self.reward == "score":
+            return jnp.where(seats == mover, d.points, 0).astype(jnp.float32)
+        totals = jnp.sum(jnp.where(d.sheets != OPEN, d.sheets, 0), axis=1)
+        won = R.is_winner(d.winner, seats, totals, jnp.max(totals))
+        return jnp.where(d.over, 2.0 * R.outcome_points(won, jnp.sum(won)) - 1.0, 0.0).astype(jnp.float32)
+
+    def _land(self, after: Afterstate, roll: Array) -> State:
+        """:func:`generala_env.batched.land_game` with the roll given: it lands beside the keep, or
+        is the next player's first roll (:func:`generala_env.engine.start_turn`: two rolls left,
+        nothing locked)."""
+        s, thrown = after.state, after.keep >= 0
+        turn = thrown & after.starts_turn
+        s = s.replace(
+            roll=jnp.where(thrown, roll, s.roll).astype(jnp.int32),
+            rolls_left=jnp.where(turn, FIRST_ROLL, s.rolls_left),
+            locked=jnp.where(turn, EMPTY_KEEP, s.locked),
+        )
+        return self._derived(s)
+
+    def _derived(self, s: State) -> State:
+        """The state's legal mask, dice and player to move, from its game's numbers."""
+        mask = R.legal_mask(self.tables.rules, s.over, s.rolls_left, s.roll, s.locked, s.player, s.sheets)
+        return s.replace(legal_action_mask=mask, dice=self.tables.rolls[s.roll], current_player=s.player)
+
+
+def make(rules: str | RuleSet | dict | None = "classic", num_players: int = 1, reward: str = "score") -> Generala:
+    """Generala as a Pgx environment: ``rules`` a preset name (``classic``, ``double``,
+    ``sixty``), a YAML path, a mapping or a :class:`~generala_env.rules.RuleSet`;
+    ``num_players`` 1–6; ``reward`` ``"score"`` or ``"win"`` (:class:`Generala`)."""
+    rule_set = load_rules(rules)
+    if isinstance(num_players, (bool, np.bool_)) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= MAX_PLAYERS:
+        raise ValueError(f"num_players must be an integer from 1 to {MAX_PLAYERS}, got {num_players!r}")
+    if not isinstance(reward, str) or reward not in REWARDS:
+        raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+    return Generala(rule_set, int(num_players), reward)
+
+
+__all__ = ["Afterstate", "Generala", "State", "make"]
