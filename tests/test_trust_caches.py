@@ -276,22 +276,25 @@ GAME = "import gymnasium as gym, generala_env; e = gym.make('Generala-v0'); e.re
 
 
 def forge_numba_indexes(root: Path, payload: bytes) -> list[Path]:
-    """``payload`` as the cache index of every function of ``generala_env/batched.py``, where
-    numba looks for it under the cache root ``root``."""
+    """``payload`` as the cache index of every function of ``generala_env/one_game.py`` (a game's
+    compiled calls) and ``generala_env/batched.py`` (the loops over games), where numba looks for
+    it under the cache root ``root``."""
     import ast
 
     import generala_env
 
     package = Path(generala_env.__file__).resolve().parent
-    source = package / "batched.py"
-    folder = loops_folder(root, source, "generala_env.batched", tuple(package / f for f in ("engine.py", "observe.py", "dice.py")))
-    folder.mkdir(parents=True, exist_ok=True)
+    inlined = tuple(package / f for f in ("engine.py", "observe.py", "dice.py", "dice_stream.py", "batched.py"))
     made = []
-    for node in ast.parse(source.read_text()).body:
-        if isinstance(node, ast.FunctionDef):
-            for line in {node.lineno, *(d.lineno for d in node.decorator_list)}:
-                made.append(folder / f"batched.{node.name}-{line}.py{sys.version_info[0]}{sys.version_info[1]}{sys.abiflags}.nbi")
-                made[-1].write_bytes(payload)
+    for stem in ("one_game", "batched"):
+        source = package / f"{stem}.py"
+        folder = loops_folder(root, source, f"generala_env.{stem}", inlined)
+        folder.mkdir(parents=True, exist_ok=True)
+        for node in ast.parse(source.read_text()).body:
+            if isinstance(node, ast.FunctionDef):
+                for line in {node.lineno, *(d.lineno for d in node.decorator_list)}:
+                    made.append(folder / f"{stem}.{node.name}-{line}.py{sys.version_info[0]}{sys.version_info[1]}{sys.abiflags}.nbi")
+                    made[-1].write_bytes(payload)
     return made
 
 
