@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from .checks import is_whole
 from .dice import DICE, FACES
 
 # The switch of generala_env.batched, read here too: this module is for batched's loops to
@@ -385,7 +386,7 @@ def empty_cups(num_games: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _seed_value(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if not is_whole(seed) or seed < 0:
         raise ValueError(f"a seed is a whole number from 0 up, got {seed!r}")
     return int(seed)
 

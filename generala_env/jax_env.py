@@ -42,7 +42,7 @@ except ImportError as e:  # the jax extra
     raise ImportError("generala_env.jax_env needs jax and pgx, which are not installed: pip install 'generala-rl[jax]'") from e
 
 from . import jax_rules as R
-from .checks import REWARDS
+from .checks import REWARDS, is_whole
 from .dice import ALL_HELD, DICE, EMPTY_KEEP, NUM_MASKS, NUM_ROLLS
 from .encoding import observation_layout
 from .engine import FIRST_ROLL, OPEN
@@ -310,7 +310,7 @@ def make(rules: str | RuleSet | dict | None = "classic", num_players: int = 1, r
     ``sixty``), a YAML path, a mapping or a :class:`~generala_env.rules.RuleSet`;
     ``num_players`` 1–6; ``reward`` ``"score"`` or ``"win"`` (:class:`Generala`)."""
     rule_set = load_rules(rules)
-    if isinstance(num_players, (bool, np.bool_)) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= MAX_PLAYERS:
+    if not is_whole(num_players) or not 1 <= num_players <= MAX_PLAYERS:
         raise ValueError(f"num_players must be an integer from 1 to {MAX_PLAYERS}, got {num_players!r}")
     if not isinstance(reward, str) or reward not in REWARDS:
         raise ValueError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
