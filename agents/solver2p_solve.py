@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from functools import lru_cache
@@ -43,7 +44,11 @@ from .solver2p_layout import Layout
 
 DEFAULT_MAX_MEMORY = 2 * 2**30  # bytes a solve may allocate unless told otherwise
 Progress = Callable[[int, int], None]  # (values solved, values in all)
-TILE = 512  # the most score differences a turn is solved for at once (lanes of the kernel's loops)
+TILE = 512  # the most values a turn is solved for at once (lanes of the kernel's loops)
+BATCH_VALUES = 1 << 21  # values a call of the kernel solves: a second or so, then the progress is told
+# numba's workqueue threading layer ends the process when two threads run a parallel loop at
+# once: the solves of a process take turns, a batch at a time
+_KERNEL_LOCK = threading.Lock()
 
 
 class SolveTooBigError(ValueError):
@@ -56,31 +61,43 @@ def _keep_of(counts) -> int:
 
 
 @lru_cache(maxsize=1)
+def _kernel_keeps() -> tuple[np.ndarray, int]:
+    """The kernel's number of each keep (:mod:`generala_agents.solver2p_kernel`): the keeps of
+    four dice or fewer first, biggest first, then roll ``r``'s keep as number ``NS + r``; and
+    ``NS``, how many keeps hold four dice or fewer."""
+    roll_keep = np.array([_keep_of(ROLL_COUNTS[r]) for r in range(NUM_ROLLS)], dtype=np.int64)
+    by_size = np.argsort(-KEEP_SIZE, kind="stable")
+    small = by_size[KEEP_SIZE[by_size] < 5]
+    order = np.concatenate([small, roll_keep])  # the kernel's keeps, as keep ids
+    number = np.empty(NUM_KEEPS, dtype=np.int64)
+    number[order] = np.arange(NUM_KEEPS)
+    return number, len(small)
+
+
+@lru_cache(maxsize=1)
 def _dice_tables():
-    """A keep plus one face; the distinct keeps of a keep less one die (a flat list and
-    where each keep's part starts); each roll as a keep; the keeps of four dice or fewer,
-    biggest first."""
+    """In the kernel's numbering of keeps: a keep plus one face; the distinct keeps of a keep
+    less one die (a flat list and where each keep's part starts); how many keeps hold four
+    dice or fewer."""
+    number, NS = _kernel_keeps()
     add = np.full((NUM_KEEPS, FACES), -1, dtype=np.int32)
-    sub = np.full((NUM_KEEPS, FACES), -1, dtype=np.int32)
+    lists: list[list[int]] = [[] for _ in range(NUM_KEEPS)]
     for k in range(NUM_KEEPS):
         c = KEEP_COUNTS[k].astype(np.int64)
+        subs = set()
         for f in range(FACES):
             if KEEP_SIZE[k] < 5:
                 c2 = c.copy()
                 c2[f] += 1
-                add[k, f] = _keep_of(c2)
+                add[number[k], f] = number[_keep_of(c2)]
             if c[f] > 0:
                 c2 = c.copy()
                 c2[f] -= 1
-                sub[k, f] = _keep_of(c2)
-    roll_keep = np.array([_keep_of(ROLL_COUNTS[r]) for r in range(NUM_ROLLS)], dtype=np.int32)
-    by_size = np.argsort(-KEEP_SIZE, kind="stable").astype(np.int32)
-    small = by_size[KEEP_SIZE[by_size] < 5]  # the keeps of four dice or fewer, biggest first
-    # the distinct keeps of each keep less one die, as one flat list
-    lists = [sorted({int(s) for s in row if s >= 0}) for row in sub]
+                subs.add(int(number[_keep_of(c2)]))
+        lists[number[k]] = sorted(subs)
     sub_start = np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64)
     sub_list = np.array([s for x in lists for s in x], dtype=np.int32)
-    return add, sub_start, sub_list, roll_keep, small
+    return add, sub_start, sub_list, NS
 
 
 def _line_codes(rules: RuleSet):
@@ -103,17 +120,40 @@ def _line_codes(rules: RuleSet):
 @lru_cache(maxsize=1)
 def _locked_lists():
     """The (first keep, roll) pairs of locked holds as flat arrays for the kernel: each pair's
-    roll, first keep, probability and the second keeps allowed (a slice of one flat list)."""
+    roll, first keep, probability and the second keeps allowed (a slice of one flat list),
+    keeps in the kernel's numbering."""
     from generala_env.dice import KEEP_ROLL_PROB, ROLL_CONTAINS_KEEP
 
     roll_of_pair, idx, _, _ = _locked_pairs()
     keep_of_pair, rolls = np.nonzero(ROLL_CONTAINS_KEEP.T)  # the order _locked_pairs uses
     assert (rolls == roll_of_pair).all()
     prob = KEEP_ROLL_PROB[keep_of_pair, roll_of_pair]
-    lists = [row[row >= 0] for row in idx]
+    number, _ = _kernel_keeps()
+    lists = [number[row[row >= 0]] for row in idx]
     start = np.concatenate([[0], np.cumsum([len(x) for x in lists])]).astype(np.int64)
     flat = np.concatenate(lists).astype(np.int32)
-    return roll_of_pair.astype(np.int32), keep_of_pair.astype(np.int32), prob.astype(np.float64), start, flat
+    return roll_of_pair.astype(np.int32), number[keep_of_pair].astype(np.int32), prob.astype(np.float64), start, flat
+
+
+def _tiles(lay: Layout, n: int, lanes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Layer ``n``'s values as the kernel's tiles: each tile's first pair, first value and
+    number of values; a tile's values are consecutive and share the mover's sheet, and the
+    values of one mover's sheet are cut into tiles of nearly equal size, at most ``lanes``
+    each (a multiple of 8 but the last)."""
+    pairs = lay.layers[n]
+    a = lay.pair_a[pairs]
+    first = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])  # where each run of one mover's sheet starts
+    last = np.r_[first[1:], len(pairs)] - 1
+    v0 = lay.off[pairs[first]]
+    v1 = lay.off[pairs[last]] + lay.size[pairs[last]]
+    count = (v1 - v0 + lanes - 1) // lanes
+    step = ((v1 - v0 + count - 1) // count + 7) // 8 * 8
+    run = np.repeat(np.arange(len(first)), count)
+    k = np.arange(len(run)) - np.repeat(np.cumsum(count) - count, count)
+    start = v0[run] + k * step[run]
+    size = np.minimum(step[run], v1[run] - start)
+    pair = pairs[0] + np.searchsorted(lay.off[pairs], start, side="right") - 1
+    return pair.astype(np.int64), start.astype(np.int64), size.astype(np.int64)
 
 
 class TwoPlayerSolver:
@@ -152,28 +192,36 @@ class TwoPlayerSolver:
                 "or solve a smaller sheet"
             )
 
-    def solve(self, progress: Progress | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY) -> TwoPlayerSolver:
+    def solve(
+        self, progress: Progress | None = None, max_memory: int | None = DEFAULT_MAX_MEMORY, *, threads: int | None = None, lanes: int = TILE
+    ) -> TwoPlayerSolver:
         """Solve every pair; ``progress(values done, values in all)`` after each batch.
         Raises :class:`SolveTooBigError` before allocating when the solve needs more than
         ``max_memory`` bytes (``None``: no limit). The values go to a temporary file that
-        is removed at once (it lives while this process maps it): memory holds two layers."""
+        is removed at once (it lives while this process maps it): memory holds two layers.
+        ``threads`` and ``lanes``: see :meth:`solve_into`."""
         self.check_memory(max_memory)
         f = tempfile.TemporaryFile()  # noqa: SIM115  # mapped below: the map outlives the file object
         with f:
-            offset = self.solve_into(f, progress)[1]
+            offset = self.solve_into(f, progress, threads=threads, lanes=lanes)[1]
             f.flush()
             self.V = np.memmap(f, dtype=np.float32, mode="r", offset=offset, shape=(self._index().num_values,))
         return self
 
     # long: the tables the kernel reads, then the layers in order, each written as it is done
-    def solve_into(self, f: IO[bytes], progress: Progress | None = None) -> tuple[str, int]:
+    def solve_into(self, f: IO[bytes], progress: Progress | None = None, *, threads: int | None = None, lanes: int = TILE) -> tuple[str, int]:
         """Solve every pair, writing the table to ``f`` as a ``.npy`` file a layer at a time;
         the SHA-256 of the values and where they start in the file. Sets
-        :attr:`solve_seconds`, not :attr:`V` (``f`` may be open for writing only)."""
+        :attr:`solve_seconds`, not :attr:`V` (``f`` may be open for writing only). The kernel
+        runs in ``threads`` shares (``None``: one for each of numba's threads, by default one
+        a CPU; ``NUMBA_NUM_THREADS``), on at most ``lanes`` values at once (a multiple of 8);
+        the values are the same, bit for bit, for every choice of either."""
         t0 = time.perf_counter()
+        if lanes < 8 or lanes % 8:
+            raise ValueError(f"lanes must be a positive multiple of 8, not {lanes}")
         lay = self._index()
         code_pts, codes, zero_code = _line_codes(self.rules)
-        add, sub_start, sub_list, roll_keep, small = _dice_tables()
+        add, sub_start, sub_list, NS = _dice_tables()
         lp = (
             _locked_lists()
             if self.rules.locked_holds
@@ -181,9 +229,10 @@ class TwoPlayerSolver:
         )
         import numba
 
-        from .solver2p_kernel import solve_layer
+        from .solver2p_kernel import solve_layer, start_threads
 
-        nthreads = numba.get_num_threads()
+        start_threads()
+        nthreads = numba.get_num_threads() if threads is None else max(int(threads), 1)  # more than numba has: some take two shares
         np.lib.format.write_array_header_1_0(
             f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False, "shape": (lay.num_values,)}
         )
@@ -194,43 +243,48 @@ class TwoPlayerSolver:
         V_out = np.zeros(widest, dtype=np.float32)
         done = 0
         for n in range(2 * self.L - 1, -1, -1):  # a layer's successors lie in the layer after it
-            pairs = lay.layers[n]
             base = int(lay.layer_start[n])
             next_base = int(lay.layer_start[n + 1]) if n + 1 < 2 * self.L else 0
-            for s in range(0, len(pairs), 8192):
-                batch = pairs[s : s + 8192]
-                solve_layer(
-                    batch,
-                    lay.pair_a,
-                    lay.pair_b,
-                    lay.lo,
-                    lay.size,
-                    lay.off,
-                    lay.pair_of,
-                    V_next,
-                    next_base,
-                    V_out,
-                    base,
-                    codes,
-                    code_pts,
-                    zero_code,
-                    self.gen,
-                    self.dbl,
-                    self.served_win,
-                    lay.full,
-                    add,
-                    sub_start,
-                    sub_list,
-                    roll_keep,
-                    small,
-                    FULL_ROLL_PROB,
-                    FIVE_ALIKE,
-                    self.rules.locked_holds,
-                    *lp,
-                    TILE,
-                    nthreads,
-                )
-                done += int(lay.size[batch].sum())
+            tile_pair, tile_start, tile_size = _tiles(lay, n, lanes)
+            ends = np.cumsum(tile_size)
+            cuts = np.searchsorted(ends, np.arange(BATCH_VALUES, int(ends[-1]), BATCH_VALUES), side="right")
+            for s, e in zip([0, *cuts.tolist()], [*cuts.tolist(), len(ends)], strict=True):
+                if s == e:
+                    continue
+                with _KERNEL_LOCK:
+                    solve_layer(
+                        tile_pair[s:e],
+                        tile_start[s:e],
+                        tile_size[s:e],
+                        lay.pair_a,
+                        lay.pair_b,
+                        lay.lo,
+                        lay.size,
+                        lay.off,
+                        lay.pair_of,
+                        V_next,
+                        next_base,
+                        V_out,
+                        base,
+                        codes,
+                        code_pts,
+                        zero_code,
+                        self.gen,
+                        self.dbl,
+                        self.served_win,
+                        lay.full,
+                        add,
+                        sub_start,
+                        sub_list,
+                        NS,
+                        FULL_ROLL_PROB,
+                        FIVE_ALIKE,
+                        self.rules.locked_holds,
+                        *lp,
+                        lanes,
+                        nthreads,
+                    )
+                done += int(tile_size[s:e].sum())
                 if progress is not None:
                     progress(done, lay.num_values)
             layer = V_out[: int(lay.layer_values[n])].view(np.uint8)  # the values' bytes, not a copy

@@ -13,6 +13,7 @@ import pytest
 import generala_agents as agents
 from generala_agents.solver2p import (
     SOLVER2P_VERSION,
+    TILE,
     Layout,
     SolveTooBigError,
     TwoPlayerSolver,
@@ -106,6 +107,59 @@ def test_trimmed_table_equals_the_untrimmed_recursion(spec):
         for d in range(int(lay.lo[p]) - 3, int(lay.lo[p] + lay.size[p]) + 3):  # past both ends too
             if -lay.held[b] <= d <= lay.held[a]:  # differences that can be reached
                 assert s.value(a, b, d) == pytest.approx(ref(a, b, d), abs=1e-6), (a, b, d)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        SMALL,
+        {**SMALL, "locked_holds": True},
+        {"lines": ["twos", "fours", "straight", "generala", "double_generala"]},
+    ],
+)
+def test_threads_and_tiles_do_not_change_a_single_value(spec):
+    # one share, eight values a tile (tiles cut inside pairs and straddle their ends), against
+    # three shares interleaved and tiles that run across many pairs: the same table, bit for bit
+    rules = load_rules(spec)
+    serial = TwoPlayerSolver(rules).solve(threads=1, lanes=8)
+    parallel = TwoPlayerSolver(rules).solve(threads=3, lanes=TILE)
+    assert parallel.layout.size.max() < TILE // 2  # tiles of the default width hold several pairs
+    assert np.array_equal(np.asarray(serial.V), np.asarray(parallel.V))
+    assert np.array_equal(np.asarray(serial.V), np.asarray(solve(spec).V))
+    with pytest.raises(ValueError, match="lanes must be a positive multiple of 8"):
+        TwoPlayerSolver(rules).solve(lanes=12)
+
+
+def test_tiles_cover_each_layer_once_within_one_movers_sheet():
+    from generala_agents.solver2p_solve import _tiles
+
+    lay = Layout(load_rules(SMALL))
+    for n in range(len(lay.layers)):
+        pair, start, size = _tiles(lay, n, 64)
+        first_value = int(lay.layer_start[n])
+        ends = start + size
+        assert start[0] == first_value and ends[-1] == first_value + int(lay.layer_values[n])
+        assert np.array_equal(start[1:], ends[:-1]) and size.min() >= 1 and size.max() <= 64
+        assert np.all(lay.off[pair] <= start) and np.all(start < lay.off[pair] + lay.size[pair])  # its first pair holds its first value
+        last = np.searchsorted(lay.off, ends - 1, side="right") - 1  # the pair of each tile's last value
+        assert np.array_equal(lay.pair_a[pair], lay.pair_a[last])
+
+
+def test_a_threading_layer_that_cannot_be_loaded_falls_back_to_numbas_own(tmp_path):
+    import os
+
+    code = (
+        "import json, numba, warnings; warnings.simplefilter('always')\n"
+        "from generala_agents.solver2p import TwoPlayerSolver\n"
+        f"s = TwoPlayerSolver({SMALL!r}).solve()\n"
+        "print(json.dumps([s.first_player_value, numba.threading_layer()]))\n"
+    )
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "no-such-layer"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    value, layer = json.loads(out.stdout.splitlines()[-1])
+    assert layer == "workqueue" and value == pytest.approx(0.4934261441230774, abs=1e-6)
+    assert "threading layer 'no-such-layer' cannot be loaded" in out.stderr and "Traceback" not in out.stderr
 
 
 @pytest.mark.parametrize(
