@@ -24,7 +24,7 @@ import numpy as np
 from . import dice, engine, observe
 from .compiling import COMPILE_SECONDS, NUMBA, SOURCES_DIGEST, U, _compiled, announce_compile, cache_root, cached_njit, disk_cached, loop, njit
 from .dice import DICE, EMPTY_KEEP, NUM_MASKS
-from .dice_stream import BLOCK, faces_into
+from .dice_stream import cup_ensure, cup_face
 from .engine import FIRST_ROLL, OPEN, GameState, Tables
 from .observe import EncodingTables
 
@@ -40,12 +40,21 @@ DIE_KEY = dice.KEY_WEIGHTS  # [face - 1]: what a die showing that face adds to a
 
 @njit(inline="always", error_model="numpy")
 def cup_key(faces, at, g, n):
-    """The face keys of the next ``n`` faces of game ``g``'s cup (``faces[g]`` from ``at[g, 0]``),
-    summed; the cup moves past them (:mod:`generala_env.game_dice`)."""
+    """The face keys of the next ``n`` given faces of game ``g`` (``faces[g]`` from ``at[g, 0]``:
+    :func:`~generala_env.game_dice.given_cups`), summed; the cup moves past them."""
     key, i = 0, U(at[g, 0])
     for d in range(U(n)):
         key += DIE_KEY[faces[g, i + d] - 1]
     at[g, 0] += n
+    return key
+
+
+@njit(inline="always", error_model="numpy")
+def cup_keys(cups, g, n):
+    """The face keys of the next ``n`` faces of game ``g``'s cup (which holds them), summed."""
+    key = 0
+    for _ in range(U(n)):
+        key += DIE_KEY[cup_face(cups, g) - 1]
     return key
 
 
@@ -72,13 +81,15 @@ def new_game(st, g, t, key):
 
 
 @loop
-def new_games(games, faces, at, state, rules):
+def new_games(games, faces, at, cups, state, rules):
     """``Game.reset`` of each game: :func:`new_game` with five dice from the game's cup (which
-    holds them: :meth:`generala_env.game_dice.GameDice.ensure`)."""
+    holds them: :func:`generala_env.game_dice.draw_new_games`), or given (``faces``, ``at``)
+    where there are no cups (``cups`` empty)."""
     st, t = GameState(*state), Tables(*rules)
+    given = len(cups) == 0
     for j in range(U(len(games))):  # unsigned: see U
         g = U(games[j])
-        new_game(st, g, t, cup_key(faces, at, g, DICE))
+        new_game(st, g, t, cup_key(faces, at, g, DICE) if given else cup_keys(cups, g, DICE))
 
 
 @njit(inline="always", error_model="numpy")
@@ -146,34 +157,29 @@ def mask_game(st, g, t, masks, j):
 
 
 @loop
-def apply_actions(games, actions, faces, at, pcg, state, rules, pts, short):
-    """Legal ``actions[j]`` in ``games[j]`` (:func:`decide_game`, then :func:`land_game`), the
-    dice from each game's cup; the points written into ``pts[j]`` (0 for a reroll). A cup that
-    holds fewer faces than the action throws draws a block from the game's stream (``pcg``:
-    :mod:`generala_env.dice_stream`), as ``DiceCup.refill`` does; with no streams (an empty
-    ``pcg``: given dice) the game is left as it was, ``short[j]`` true. Returns how many were short."""
+def apply_actions(games, actions, faces, at, pcg, cups, state, rules, pts, short):
+    """Legal ``actions[j]`` in ``games[j]`` (:func:`decide_game`, then :func:`land_game`); the
+    points written into ``pts[j]`` (0 for a reroll). The dice come from each game's cup
+    (``cups``), which draws a block from the game's stream (``pcg``) when it holds fewer than
+    the action throws, as ``DiceCup.throw`` does (:mod:`generala_env.dice_stream`); with no
+    streams (``pcg`` empty) they are given (``faces``, ``at``), and a game given fewer than it
+    throws is left as it was, ``short[j]`` true. Returns how many were short."""
     st, t = GameState(*state), Tables(*rules)
-    n_short = 0
+    given, n_short = len(pcg) == 0, 0
     for j in range(U(len(games))):  # unsigned: see U
         g, a = U(games[j]), actions[j]
         n = dice_thrown(t, st.roll[g], a)
-        i, end = at[g, 0], at[g, 1]
-        if end - i < n:
-            if len(pcg) == 0:
-                short[j] = True
-                n_short += 1
-                continue
-            left = end - i  # the cup keeps what is left and draws a block
-            for d in range(left):
-                faces[g, d] = faces[g, i + d]
-            faces_into(pcg, g, faces[g], left, BLOCK)
-            at[g, 0], at[g, 1] = 0, left + BLOCK
+        if given and at[g, 1] - at[g, 0] < n:
+            short[j] = True
+            n_short += 1
+            continue
+        if not given:
+            cup_ensure(pcg, cups, g, n)
         short[j] = False
         pts[j] = decide_game(st, g, t, a)
+        key = cup_key(faces, at, g, n) if given else cup_keys(cups, g, n)  # a write that ends the game throws them all the same, as the single env's
         if st.throw_keep[g] >= 0:
-            land_game(st, g, t, cup_key(faces, at, g, n))
-        else:
-            at[g, 0] += n  # a write that ends the game throws the dice all the same, as the single env's
+            land_game(st, g, t, key)
     return n_short
 
 

@@ -41,8 +41,9 @@ and advancing that row as the named numpy call advances its generator:
 * :func:`permutation_into`: ``permutation(n)`` (an exploring start's lines);
 * :func:`seeded_row`: the row of ``np.random.default_rng(seed)`` (an opponent reseeded in a loop).
 
-A cup per game (:func:`empty_cups`, :func:`cup_take`) hands out faces as a
-:class:`~generala_env.dice.DiceCup` does: same blocks from the same stream, same order.
+A cup per game (:func:`empty_cups`, :func:`cup_ensure`, :func:`cup_face`) hands out faces as a
+:class:`~generala_env.dice.DiceCup` does (same blocks from the same stream, same order) in a
+row of 11 numbers: the faces are drawn as they are handed out.
 
 The arithmetic is numpy's (``pcg64.h``, ``distributions.c``, ``SeedSequence``): PCG64's 128-bit
 LCG in 64-bit halves with XSL-RR output, Lemire's bounded draws with their rejections, the
@@ -59,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from .checks import is_whole
-from .dice import DICE, FACES
+from .dice import FACES
 
 # The switch of generala_env.batched, read here too: this module is for batched's loops to
 # inline, and does not import batched.
@@ -80,11 +81,20 @@ STATE_HI, STATE_LO, INC_HI, INC_LO, HAS_UINT32, UINTEGER = range(6)
 ROW = 6  # numbers in a game's row of the streams
 
 BLOCK = 1024  # faces a cup draws at once (DiceCup's block)
-CUP_SIZE = BLOCK + DICE  # a cup's faces: a block and what was left of the last one (fewer than a throw)
+
+# A game's cup, one row of CUP uint64 (empty_cups): the faces a DiceCup holds, each drawn when
+# it is handed out. Columns 0-5: the block's own stream, laid out as a stream's row (a copy of
+# the game's stream taken when the block was drawn); then the byte buffer of the block's draw
+# and its bytes left, the block's faces not handed out, and the spare faces (fewer than a
+# throw, kept from the last block and handed out first: a byte each, the first lowest) with
+# their count. A cup is 88 bytes a game, not the 1,029 faces of a DiceCup.
+BUF, BUF_LEFT, IN_BLOCK, SPARE_COUNT, SPARE = range(ROW, ROW + 5)
+CUP = ROW + 5
 
 # Every constant the compiled functions use is a uint64: numba would make a float of a uint64
 # mixed with an int64, and numpy checks no overflow of uint64 shifts and masks.
-_U0, _U1 = np.uint64(0), np.uint64(1)
+_U0, _U1, _U3 = np.uint64(0), np.uint64(1), np.uint64(3)
+_BLOCK = np.uint64(BLOCK)
 _U8, _U11, _U16, _U32 = np.uint64(8), np.uint64(11), np.uint64(16), np.uint64(32)
 _U58, _U63, _U64 = np.uint64(58), np.uint64(63), np.uint64(64)
 _M8, _M32, _M64 = np.uint64(0xFF), np.uint64(0xFFFF_FFFF), np.uint64(0xFFFF_FFFF_FFFF_FFFF)
@@ -190,21 +200,28 @@ def next_uint32(pcg, g):
 
 
 @njit(inline="always", error_model="numpy")
+def _face(pcg, g, buf, left):
+    """The next face of an ``integers(1, 7, size=..., dtype=np.int8)`` call on game ``g``'s
+    stream, with the call's byte buffer ``buf`` and its ``left`` bytes: ``(face, buf, left)``.
+    A face is one byte of a 32-bit draw (four a draw), a byte that would bias it drawn again."""
+    while True:
+        if left == _U0:
+            buf, left = next_uint32(pcg, g), _U3
+        else:
+            buf, left = buf >> _U8, left - _U1
+        m = (buf & _M8) * _SIDES
+        if (m & _M8) >= _FACE_THRESHOLD:
+            return _U1 + (m >> _U8), buf, left
+
+
+@njit(inline="always", error_model="numpy")
 def faces_into(pcg, g, out, start, count):
-    """``out[start:start + count]`` = ``integers(1, 7, size=count, dtype=np.int8)`` of game ``g``:
-    each face from one byte of a 32-bit draw (four a draw; the bytes left over at the end of
-    the call are dropped), a byte that would bias the faces drawn again."""
-    buf, left = _U0, 0
+    """``out[start:start + count]`` = ``integers(1, 7, size=count, dtype=np.int8)`` of game ``g``
+    (the bytes left in the buffer at the end of the call are dropped, as numpy drops them)."""
+    buf, left = _U0, _U0
     for i in range(count):
-        while True:
-            if left == 0:
-                buf, left = next_uint32(pcg, g), 3
-            else:
-                buf, left = buf >> _U8, left - 1
-            m = (buf & _M8) * _SIDES
-            if (m & _M8) >= _FACE_THRESHOLD:
-                break
-        out[start + i] = _U1 + (m >> _U8)
+        face, buf, left = _face(pcg, g, buf, left)
+        out[start + i] = face
 
 
 @njit(inline="always", error_model="numpy")
@@ -360,29 +377,50 @@ def seeded_row(pcg, g, seed):
 
 
 @njit(inline="always", error_model="numpy")
-def cup_take(faces, at, pcg, g, n):
-    """Hand out game ``g``'s next ``n`` faces (``n`` at most :data:`~generala_env.dice.DICE`):
-    where they start in ``faces[g]`` (they are ``faces[g, start:start + n]``). When fewer
-    than ``n`` are left, the cup keeps the faces not handed out and appends a block of
-    :data:`BLOCK` drawn from the stream, as ``DiceCup.refill`` does.
-
-    ``faces``: ``(N, CUP_SIZE)`` int8; ``at``: ``(N, 2)`` int64, ``[next, end]``: the next
-    face to hand out and the end of the faces drawn (:func:`empty_cups`)."""
-    i, end = at[g, 0], at[g, 1]
-    if i + n > end:
-        left = end - i
-        for k in range(left):
-            faces[g, k] = faces[g, i + k]
-        faces_into(pcg, g, faces[g], left, BLOCK)
-        at[g, 1] = left + BLOCK
-        i = 0
-    at[g, 0] = i + n
-    return i
+def _block_face(cups, g):
+    """The next face of the block in game ``g``'s cup, drawn now from the block's own stream."""
+    face, cups[g, BUF], cups[g, BUF_LEFT] = _face(cups, g, cups[g, BUF], cups[g, BUF_LEFT])
+    cups[g, IN_BLOCK] -= _U1
+    return face
 
 
-def empty_cups(num_games: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(faces, at)`` for ``num_games`` cups with no faces drawn (each a new ``DiceCup``)."""
-    return np.zeros((num_games, CUP_SIZE), dtype=np.int8), np.zeros((num_games, 2), dtype=np.int64)
+@njit(inline="always", error_model="numpy")
+def cup_ensure(pcg, cups, g, n):
+    """What ``DiceCup.throw(n)`` does first: when game ``g``'s cup holds fewer than ``n`` faces
+    (at most :data:`~generala_env.dice.DICE`), the faces it holds stay first (the block's last
+    ones become spare faces) and a block of :data:`BLOCK` follows. The game's stream moves past
+    the block now, as ``DiceCup.refill``'s draw moves it; the block's faces are drawn from a
+    copy of the stream taken before, when they are handed out."""
+    n = np.uint64(n)
+    if cups[g, SPARE_COUNT] + cups[g, IN_BLOCK] >= n:
+        return
+    while cups[g, IN_BLOCK] > _U0:
+        cups[g, SPARE] |= _block_face(cups, g) << (_U8 * cups[g, SPARE_COUNT])
+        cups[g, SPARE_COUNT] += _U1
+    for c in range(ROW):
+        cups[g, c] = pcg[g, c]
+    cups[g, BUF], cups[g, BUF_LEFT], cups[g, IN_BLOCK] = _U0, _U0, _BLOCK
+    buf, left = _U0, _U0
+    for _ in range(BLOCK):
+        _, buf, left = _face(pcg, g, buf, left)
+
+
+@njit(inline="always", error_model="numpy")
+def cup_face(cups, g):
+    """The next face game ``g``'s cup hands out (one it holds: :func:`cup_ensure` first): a
+    spare face, else the block's next."""
+    k = cups[g, SPARE_COUNT]
+    if k > _U0:
+        face = cups[g, SPARE] & _M8
+        cups[g, SPARE] >>= _U8
+        cups[g, SPARE_COUNT] = k - _U1
+        return face
+    return _block_face(cups, g)
+
+
+def empty_cups(num_games: int) -> np.ndarray:
+    """``(num_games, CUP)`` uint64: cups holding no faces (each a new ``DiceCup``)."""
+    return np.zeros((num_games, CUP), dtype=np.uint64)
 
 
 def _seed_value(seed) -> int:
@@ -432,7 +470,7 @@ def generator_from_stream(row) -> np.random.Generator:
 
 __all__ = [
     "BLOCK",
-    "CUP_SIZE",
+    "CUP",
     "HAS_UINT32",
     "INC_HI",
     "INC_LO",
@@ -442,7 +480,8 @@ __all__ = [
     "STATE_LO",
     "UINTEGER",
     "below",
-    "cup_take",
+    "cup_ensure",
+    "cup_face",
     "empty_cups",
     "faces_into",
     "generator_from_stream",

@@ -12,7 +12,10 @@ and draws from it what that single env draws, in the same order:
 * the dice: a cup per game, as :class:`~generala_env.dice.DiceCup` holds them: when a throw
   needs more faces than are left, the faces left stay first and a block of
   :data:`~generala_env.dice_stream.BLOCK` new ones follows. The compiled steps refill a cup
-  where they find it short (:func:`generala_env.batched.apply_actions`).
+  where they find it short (:func:`generala_env.batched.apply_actions`). A cup keeps no faces:
+  the game's stream moves past a block when it is drawn, and the block's faces are drawn from
+  a copy of the stream as they are handed out (:func:`~generala_env.dice_stream.cup_ensure`),
+  so that 4,096 games' cups take 360 KB, not 4 MB.
 
 So the same seed plays the same game in both envs, episode after episode
 (``tests/test_same_games.py``). An exploring start that fires is drawn in Python, through a
@@ -29,7 +32,7 @@ from .batched import U, cached_njit
 from .checks import is_whole
 from .dice import DICE, FACES
 from .dice_stream import BLOCK as BLOCK
-from .dice_stream import ROW, below, empty_cups, faces_into, generator_from_stream, seed63, seeded_row, stream_from_generator, streams_from_seeds, uniform
+from .dice_stream import ROW, below, cup_ensure, empty_cups, generator_from_stream, seed63, seeded_row, stream_from_generator, streams_from_seeds, uniform
 
 
 @cached_njit(error_model="numpy", _nrt=False)
@@ -40,7 +43,7 @@ def _seed_rows(pcg, seeds):
 
 
 @cached_njit(error_model="numpy", _nrt=False)
-def draw_new_games(games, pcg, faces, at, seat, random_seat, num_players, explore, reseeded, fired, seeds):
+def draw_new_games(games, pcg, cups, seat, random_seat, num_players, explore, reseeded, fired, seeds):
     """A single env's ``reset()`` draws for each of ``games``, in its order: the seat (with
     ``random_seat``), the first roll's faces (a refill of a short cup), the exploring start (a
     ``random()`` below ``explore`` fires it: ``fired[j]``, and the game's draws stop there, the
@@ -50,13 +53,7 @@ def draw_new_games(games, pcg, faces, at, seat, random_seat, num_players, explor
         g = U(games[j])
         if random_seat:
             seat[g] = below(pcg, g, num_players)
-        i, end = at[g, 0], at[g, 1]
-        if end - i < DICE:  # the cup keeps what is left and draws a block (DiceCup.refill)
-            left = end - i
-            for d in range(left):
-                faces[g, d] = faces[g, i + d]
-            faces_into(pcg, g, faces[g], left, BLOCK)
-            at[g, 0], at[g, 1] = 0, left + BLOCK
+        cup_ensure(pcg, cups, g, DICE)  # the first roll's faces (DiceCup.throw's refill)
         fired[j] = False
         for k in range(seeds.shape[1]):
             seeds[j, k] = -1
@@ -70,12 +67,12 @@ def draw_new_games(games, pcg, faces, at, seat, random_seat, num_players, explor
 
 class GameDice:
     """The streams and cups of ``num_games`` games (see the module docstring): ``pcg`` ``(N, 6)``
-    uint64, ``faces`` ``(N, BLOCK + 5)`` int8 and ``at`` ``(N, 2)`` (next face, end)."""
+    and ``cups`` ``(N, 11)``, uint64 (:mod:`generala_env.dice_stream`)."""
 
     def __init__(self, num_games: int):
         self.num_games = num_games
         self.pcg = np.zeros((num_games, ROW), dtype=np.uint64)
-        self.faces, self.at = empty_cups(num_games)
+        self.cups = empty_cups(num_games)
         self.seeded = False
 
     def seed(self, seed: int | Sequence[int] | None) -> None:
@@ -97,7 +94,7 @@ class GameDice:
             _seed_rows(self.pcg, np.array(seeds, dtype=np.int64))
         else:
             self.pcg[:] = streams_from_seeds(seeds)
-        self.at[:] = 0
+        self.cups[:] = 0
         self.seeded = True
 
     def draw_new_games(self, games, seat, random_seat: bool, rules, num_players: int, explore: float, reseeded) -> tuple[np.ndarray, list]:
@@ -111,7 +108,7 @@ class GameDice:
             self.seed(None)
         n = len(games)
         fired, seeds = np.zeros(n, dtype=bool), np.full((n, num_players - 1), -1, dtype=np.int64)
-        draw_new_games(games, self.pcg, self.faces, self.at, seat, random_seat, num_players, float(explore), reseeded, fired, seeds)
+        draw_new_games(games, self.pcg, self.cups, seat, random_seat, num_players, float(explore), reseeded, fired, seeds)
         prefilled = []
         for j in np.flatnonzero(fired).tolist():
             g = int(games[j])

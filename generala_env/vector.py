@@ -86,6 +86,7 @@ from . import batched as K
 from . import opponents as opponents_registry
 from .checks import MAX_ILLEGAL_IN_A_ROW, check_arguments, check_finite, check_max_illegal, check_obs_type, check_share, is_whole
 from .dice import DICE, NUM_MASKS, ROLLS
+from .dice_stream import CUP
 from .encoding import Encoder
 from .engine import OPEN, new_state, numbers_of, tables
 from .env import NOT_RESET, RESET_FAILED, observation_space
@@ -96,7 +97,8 @@ from .rules import RuleSet, load_rules
 from .scoring import sheet_totals
 from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, play_opponents, seat_opponents, uniform_legal  # noqa: F401  (re-exported)
 
-_NO_STREAMS = np.zeros((0, 6), dtype=np.uint64)  # given dice: no stream refills a cup
+_NO_STREAMS, _NO_CUPS = np.zeros((0, 6), dtype=np.uint64), np.zeros((0, CUP), dtype=np.uint64)  # given dice: no stream, no cup
+_NO_FACES, _NO_AT = np.zeros((0, 5), dtype=np.int8), np.zeros((0, 2), dtype=np.int64)  # dice from the streams: none given
 
 
 # -- the vector env -------------------------------------------------------------------------
@@ -249,10 +251,10 @@ class GeneralaVectorEnv(VectorEnv):
         pts, short = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
         if self._dice_source is not None:
             faces, at = self._given_dice(games, actions)
-            K.apply_actions(games, actions, faces, at, _NO_STREAMS, self._state, self._tables, pts, short)
+            K.apply_actions(games, actions, faces, at, _NO_STREAMS, _NO_CUPS, self._state, self._tables, pts, short)
             return pts
         d = self._game_dice
-        K.apply_actions(games, actions, d.faces, d.at, d.pcg, self._state, self._tables, pts, short)
+        K.apply_actions(games, actions, _NO_FACES, _NO_AT, d.pcg, d.cups, self._state, self._tables, pts, short)
         return pts
 
     def _reset_games(self, games: np.ndarray) -> None:
@@ -285,7 +287,7 @@ class GeneralaVectorEnv(VectorEnv):
             if random_seat:
                 self.seat[games] = self.np_random.integers(self.num_players, size=len(games))
             faces, at = self._given_dice(games)
-            K.new_games(games, faces, at, self._state, self._tables)
+            K.new_games(games, faces, at, _NO_CUPS, self._state, self._tables)
             for g in games.tolist():
                 sheets = exploring_start(self.rules, self.num_players, p, self.np_random)
                 if sheets is not None:
@@ -293,7 +295,7 @@ class GeneralaVectorEnv(VectorEnv):
             return prefilled
         seeds, prefilled = self._game_dice.draw_new_games(games, self.seat, random_seat, self.rules, self.num_players, p, self._reseeded)
         d = self._game_dice
-        K.new_games(games, d.faces, d.at, self._state, self._tables)
+        K.new_games(games, _NO_FACES, _NO_AT, d.cups, self._state, self._tables)
         if self._reseeded.any():
             for opp in self._opponents:
                 opp.seed_games(self, games, seeds)
