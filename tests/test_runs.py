@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
+from generala_training import runs  # noqa: E402
 from generala_training.config import ConfigError, load_config  # noqa: E402
 from generala_training.envs import training_envs  # noqa: E402
 from generala_training.harness import game_seed, play_game, play_lockstep, play_many  # noqa: E402
@@ -33,8 +34,8 @@ def test_a_runs_evaluation_alone_is_the_harness_games_against_the_opponents_own(
 
     cfg = load_config(TINY, ["eval.games=12"])
     policy = _policy(cfg, tmp_path)
-    res = tt.evaluate_policy(tt.make_evaluator(cfg), policy)
-    seeds = [game_seed(tt.EVAL_SEED_BASE, i) for i in range(12)]
+    res = tt.evaluate_policy(runs.make_evaluator(cfg), policy)
+    seeds = [game_seed(runs.EVAL_SEED_BASE, i) for i in range(12)]
     mine = np.array([r.totals[0] for r in play_lockstep(lambda o, m: masked_argmax_actions(policy, o, m), "classic", seeds)], dtype=float)
     greedy = np.array([r.totals[0] for r in play_many([("greedy",)] * 12, seeds, "classic", workers=1, progress=False)], dtype=float)
     optimum = load_or_solve(load_rules("classic"))[0].expected_score
@@ -48,23 +49,22 @@ def test_a_runs_evaluation_with_opponents_is_the_harness_games_from_every_seat(t
 
     cfg = load_config(TINY, ["env.num_players=2", "env.opponents=greedy", "eval.games=6"])
     policy = _policy(cfg, tmp_path)
-    res = tt.evaluate_policy(tt.make_evaluator(cfg), policy)
+    res = tt.evaluate_policy(runs.make_evaluator(cfg), policy)
     greedy, points, totals = agents.load("greedy", rules="classic"), [], []
     for i in range(3):  # half the games, each from both seats
         for seat in (0, 1):
             lineup = [greedy, greedy]
             lineup[seat] = tt._PolicyAgent(policy)
-            rec = play_game(lineup, "classic", game_seed(tt.EVAL_SEED_BASE, i))
+            rec = play_game(lineup, "classic", game_seed(runs.EVAL_SEED_BASE, i))
             points.append(outcome_points(rec.winners, seat))
             totals.append(rec.totals[seat])
     assert res["mean_score"] == np.mean(totals) and res["win_rate"] == np.mean(points)
 
 
 def test_an_unknown_evaluation_opponent_is_a_config_error():
-    import generala_training.train as tt
 
     with pytest.raises(ConfigError, match="config key 'eval.opponent'"):
-        tt.make_evaluator(load_config(TINY, ["eval.opponent=nobody"]))
+        runs.make_evaluator(load_config(TINY, ["eval.opponent=nobody"]))
 
 
 @pytest.mark.parametrize(

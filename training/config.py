@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from generala_env.checks import is_whole
 from generala_env.game import MAX_PLAYERS
@@ -24,6 +24,9 @@ from generala_env.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_r
 
 from .algos import ACTIVATIONS, HYPERPARAMS, LR_SCHEDULES, TRAIN_ALGO, hyperparam_problem, layer_sizes_problem, leaves_one_sample
 from .config_presets import shipped_configs
+
+if TYPE_CHECKING:
+    from generala_env.rules import RuleSet
 
 
 class ConfigError(ValueError):
@@ -162,6 +165,9 @@ class Config:
 
     name: str = "ppo"
     """run name prefix: runs are named NAME__seedS__TIME"""
+    backend: str = "sb3"
+    """sb3: MaskablePPO in torch (generala train); jax: PPO compiled with the env in JAX
+    (generala jax-train, generala_training.jax_train: one-player games, no opponents)"""
     seed: int = 0
     """seeds the envs, the policy and the evaluations"""
     total_timesteps: int = 1_000_000
@@ -264,6 +270,7 @@ CHOICES = {
     ("policy", "dice"): ("plain", "onehot"),
     ("algo", "lr_schedule"): LR_SCHEDULES,
     ("env", "reward"): ("score", "win"),
+    ("backend",): ("sb3", "jax"),
 }
 
 # key -> (test, what a value must be); checked after the types, so a number here is a finite number;
@@ -468,3 +475,14 @@ def load_config(path: str | Path | dict | Config | None = None, overrides: list[
     cfg = _build(Config, values)
     _validate(cfg)
     return cfg
+
+
+def run_rules(cfg: Config) -> RuleSet:
+    """The run's rule set, loaded once where the run starts (``env.rules``) and passed to its
+    envs, its model, its evaluation and its behaviour cloning."""
+    from generala_env.rules import RulesError, load_rules
+
+    try:
+        return load_rules(cfg.env.rules)
+    except RulesError as e:
+        raise ConfigError(f"config key 'env.rules': {e}") from None

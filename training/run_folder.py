@@ -67,14 +67,15 @@ def _changed(old: dict, new: dict, prefix: str = "") -> list[str]:
     return out
 
 
-def resume_config(run: Path, overrides: list[str] | None = None) -> Config:
-    """The saved config of ``run`` with ``overrides``; a ConfigError names what stops the run from resuming."""
+def resume_config(run: Path, overrides: list[str] | None = None, latest: str = "latest.zip") -> Config:
+    """The saved config of ``run`` with ``overrides``; a ConfigError names what stops the run from
+    resuming. ``latest``: the file the run goes on from (a JAX run's ``latest.safetensors``)."""
     if not run.is_dir():
         raise ConfigError(f"{run} is not a run folder")
-    for name in ("config.yaml", "latest.zip", "state.json"):
+    for name in ("config.yaml", latest, "state.json"):
         st = lstat_or_none(run / name)
         if st is None:
-            raise ConfigError(f"{run / name} is missing: --resume needs a run folder with config.yaml, latest.zip and state.json")
+            raise ConfigError(f"{run / name} is missing: --resume needs a run folder with config.yaml, {latest} and state.json")
         if not stat.S_ISREG(st.st_mode):
             raise ConfigError(f"{run / name} is not a regular file (a link, a folder or a pipe): a run reads only the files it wrote")
     path = run / "config.yaml"
@@ -103,8 +104,8 @@ def read_state(run: Path) -> dict:
 # -- runs cut short -------------------------------------------------------------------------
 # what a run writes before its first state.json; a folder holding only these (and the
 # temporary files of their saves) and no state.json is a start that was cut short, and starts again
-_START_FILES = {"config.yaml", "command.txt", "pretrained.zip", "latest.zip", "best_model.zip", "evaluations.csv", ".lock"}
-_RUN_FILES = ("config.yaml", "state.json", "evaluations.csv", "latest.zip", "best_model.zip", "final_model.zip", "pretrained.zip")
+_START_FILES = {"config.yaml", "command.txt", "pretrained.zip", "latest.zip", "latest.safetensors", "best_model.zip", "evaluations.csv", ".lock"}
+_RUN_FILES = ("config.yaml", "state.json", "evaluations.csv", "latest.zip", "latest.safetensors", "best_model.zip", "final_model.zip", "pretrained.zip")
 # a save's temporary file: files.write_atomic's ".NAME.XXXXXXXX.tmp", or an older version's ".NAME.tmp" / "NAME.tmp"
 _TEMPORARY = re.compile(r"\.?(?P<name>[A-Za-z0-9_.]+?)(\.[a-z0-9_]{8})?\.tmp")
 
@@ -184,21 +185,25 @@ def _model_steps(path: Path) -> int | None:
     return steps if isinstance(steps, int) else None
 
 
-def reconcile_best(run: Path, state: dict, key: str) -> None:
+def reconcile_best(run: Path, state: dict, key: str, best_steps=None) -> None:
     """Make a resumed run's state agree with the files beside it after a kill.
 
     ``best_model.zip`` may be newer than ``state.json`` (which is saved with ``latest.zip``): its
     step's row of ``evaluations.csv`` becomes the best, so a later, worse model cannot replace it.
     Rows of ``evaluations.csv`` after ``latest.zip``'s step are dropped: those steps are trained again.
+    ``best_steps``: the step of the run's best model, read from its files (``None``: a train
+    run's ``best_model.zip``).
     """
     csv = run / EVALUATIONS
     header, rows = runs.read_evaluations(csv, ConfigError)  # a torn last row is skipped with a warning
-    best_step = _model_steps(run / "best_model.zip") if (run / "best_model.zip").is_file() else None
+    if best_steps is None:  # a train run's best_model.zip
+        best_steps = lambda run: _model_steps(run / "best_model.zip") if (run / "best_model.zip").is_file() else None  # noqa: E731
+    best_step = best_steps(run)
     if best_step is not None and best_step != state.get("best_step"):
         row = next((r for r in rows if r.get("step") == best_step and key in r), None)
         if row is not None:
             state["best"], state["best_step"] = row[key], best_step
-            print(f"best_model.zip is the model of step {best_step:,} ({key} {row[key]:.4g}), saved after state.json: it stays the best")
+            print(f"the best model is the model of step {best_step:,} ({key} {row[key]:.4g}), saved after state.json: it stays the best")
     saved = state.get("num_timesteps")
     cut = any(r.get("step", 0) > saved for r in rows) if isinstance(saved, int) else False
     if header and (cut or _torn(csv)):

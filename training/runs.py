@@ -17,12 +17,18 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from generala_env import files
 from generala_env.checks import is_whole
 from generala_env.safe_yaml import short_repr
+
+if TYPE_CHECKING:
+    from generala_env.rules import RuleSet
+
+    from .config import Config
 
 
 # -- the run's files ------------------------------------------------------------------------
@@ -244,6 +250,13 @@ class Evaluator:
             points = (totals > alone) + 0.5 * (totals == alone)
         return self.figures(self, Played(totals, points, stopped))
 
+    def prepare(self) -> None:
+        """Play what every evaluation compares with now (the one-player opponent's games, in
+        forked workers): before a program starts a multithreaded library (JAX), which a fork
+        must not copy."""
+        if self.players == 1 and self.opponent is not None:
+            self._opponent_alone()
+
     def _opponent_alone(self) -> np.ndarray:
         """The one-player opponent's totals on the evaluation games (played once, on every core)."""
         if self._alone is None:
@@ -296,3 +309,32 @@ class Evaluator:
                 g.apply(int(a), dice[i].faces_for(g, int(a)))
                 self._opponents_move(g, seats[i], dice[i], opponents[i], enc)
         return self._figures(games, seats, stopped)
+
+
+# -- a training run's evaluation ------------------------------------------------------------
+EVAL_SEED_BASE = 20_261_129  # evaluation games use fixed dice, the same for every run
+
+
+def run_figures(evaluator: Evaluator, played: Played) -> dict:
+    """A run's figures: its mean score, as a share of the optimum, and its win rate against
+    ``eval.opponent`` (in the other seats, or alone on the same dice)."""
+    assert played.points is not None  # a run always has an eval.opponent
+    mean = float(played.totals.mean())
+    return {"mean_score": mean, "share_of_optimal": mean / evaluator.optimum, "win_rate": float(np.mean(played.points))}
+
+
+def make_evaluator(cfg: Config, rules: RuleSet | None = None) -> Evaluator:
+    """The evaluation of a ``generala train`` or ``generala jax-train`` run: ``eval.games`` seeded
+    games, the same dice for every run; with several players half as many, each played from
+    every seat. ``rules``: the run's rule set (``None``: ``env.rules``)."""
+    from generala_env.rules import load_rules
+
+    from .config import ConfigError
+
+    rules = load_rules(cfg.env.rules if rules is None else rules)
+    players = cfg.env.num_players
+    games = cfg.eval.games if players == 1 else max(1, cfg.eval.games // 2)
+    try:  # an unknown opponent fails now, not at the first evaluation
+        return Evaluator(rules, players, cfg.eval.opponent, EVAL_SEED_BASE, games, run_figures)
+    except ValueError as e:
+        raise ConfigError(f"config key 'eval.opponent': {e}") from None

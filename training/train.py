@@ -46,7 +46,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from generala_env.files import FileProblem, append_line, write_atomic
 
-from .config import Config, ConfigError, load_config, planned_timesteps, rollout_steps
+from .config import Config, ConfigError, load_config, planned_timesteps, rollout_steps, run_rules
 from .config_presets import list_configs
 from .envs import training_envs
 from .models import TRUST_ZIP_HELP, load_latest, model_from_config
@@ -64,37 +64,10 @@ from .run_folder import (
     sweep_temporaries,
     unfinished_start,
 )
-from .runs import EVALUATIONS, Evaluator, Played
+from .runs import EVALUATIONS, Evaluator, make_evaluator
 
 if TYPE_CHECKING:
     from generala_env.rules import RuleSet
-
-
-EVAL_SEED_BASE = 20_261_129  # evaluation games use fixed dice, the same for every run
-
-
-# -- evaluation -----------------------------------------------------------------------
-def _figures(evaluator: Evaluator, played: Played) -> dict:
-    """A run's figures: its mean score, as a share of the optimum, and its win rate against
-    ``eval.opponent`` (in the other seats, or alone on the same dice)."""
-    assert played.points is not None  # a run always has an eval.opponent
-    mean = float(played.totals.mean())
-    return {"mean_score": mean, "share_of_optimal": mean / evaluator.optimum, "win_rate": float(np.mean(played.points))}
-
-
-def make_evaluator(cfg: Config, rules: RuleSet | None = None) -> Evaluator:
-    """The run's evaluation (:class:`generala_training.runs.Evaluator`): ``eval.games`` seeded games, the
-    same dice for every run; with several players half as many, each played from every seat.
-    ``rules``: the run's rule set (``None``: ``env.rules``)."""
-    from generala_env.rules import load_rules
-
-    rules = load_rules(cfg.env.rules if rules is None else rules)
-    players = cfg.env.num_players
-    games = cfg.eval.games if players == 1 else max(1, cfg.eval.games // 2)
-    try:  # an unknown opponent fails now, not at the first evaluation
-        return Evaluator(rules, players, cfg.eval.opponent, EVAL_SEED_BASE, games, _figures)
-    except ValueError as e:
-        raise ConfigError(f"config key 'eval.opponent': {e}") from None
 
 
 def evaluate_policy(evaluator: Evaluator, policy) -> dict:
@@ -199,17 +172,6 @@ def _callback(cfg: Config, run: Path, state: dict, total: int, evaluator: Evalua
 
 
 # -- the program ----------------------------------------------------------------------------
-def run_rules(cfg: Config) -> RuleSet:
-    """The run's rule set, loaded once where the run starts (``env.rules``) and passed to its
-    envs, its model, its evaluation and its behaviour cloning."""
-    from generala_env.rules import RulesError, load_rules
-
-    try:
-        return load_rules(cfg.env.rules)
-    except RulesError as e:
-        raise ConfigError(f"config key 'env.rules': {e}") from None
-
-
 def _build_envs(cfg: Config, run: Path, rules: RuleSet):
     try:
         return training_envs(cfg, run, rules)
@@ -232,6 +194,8 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust
     """
     import torch
 
+    if cfg.backend != "sb3":
+        raise ConfigError(f"the config's backend is {cfg.backend!r}: train it with generala jax-train (generala train trains backend: sb3)")
     state: dict = {"train_seconds": 0.0, "evaluations": []}
     with contextlib.ExitStack() as held:
         if resume:
