@@ -271,7 +271,7 @@ def test_a_shipped_config_is_found_by_name_from_any_folder(tmp_path, monkeypatch
         cfg = load_config(name)
         assert cfg == by_path and cfg.total_timesteps == 512 and cfg.name == "ppo_tiny"
     with pytest.raises(
-        ConfigError, match=r"config file ppo_huge does not exist; the shipped configs are ppo_classic, .*ppo_tiny \(generala train --list-configs\)"
+        ConfigError, match=r"config file ppo_huge does not exist; the shipped configs are jax_ppo_classic, ppo_classic, .*ppo_tiny \(generala train --list-configs\)"
     ):
         load_config("ppo_huge")
     with pytest.raises(ConfigError, match="does not exist"):

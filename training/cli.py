@@ -232,6 +232,9 @@ PROGRAMS = {
     "evaluate": ("generala_training.evaluate", "one-player games of agents on the same dice", None),
     "tournament": ("generala_training.tournament", "head-to-head games, seats swapped on the same dice", None),
     "train": ("generala_training.train", "train a MaskablePPO agent from a YAML config", ("train", TRAIN_MODULES)),
+    # checks its own extra ([jax]) without importing it: JAX's threads start at import, and the
+    # run's evaluation forks its workers first
+    "jax-train": ("generala_training.jax_train", "train PPO compiled end to end in JAX from a YAML config (backend: jax)", None),
     "export": ("generala_training.export", "make a checkpoint folder (plain tensors, an agent spec) from a training run", ("train", TRAIN_MODULES)),
     "play": ("generala_play.terminal", "play in the terminal against agents", None),
     "replay": ("generala_play.replay", "games as one self-contained HTML page, every move judged by the exact optimum", None),

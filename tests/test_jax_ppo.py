@@ -1,0 +1,136 @@
+"""PPO in JAX (generala_training.jax_ppo, generala jax-train): the exported network plays as
+the JAX one does, a run's folder plays as an agent and says how it learned, a resumed run goes
+on bit for bit, and the keys the learner cannot honour are refused in one line."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+pytest.importorskip("flax")
+pytest.importorskip("optax")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from safetensors.numpy import load_file  # noqa: E402
+
+from generala_env.jax_env import make  # noqa: E402
+from generala_training import jax_ppo  # noqa: E402
+from generala_training.jax_train import main as jax_train_main  # noqa: E402
+
+TINY = [
+    "backend=jax",
+    "name=tiny",
+    "total_timesteps=256",
+    "vec_env.n_envs=16",
+    "algo.n_steps=8",
+    "algo.batch_size=64",
+    "algo.n_epochs=2",
+    "algo.lr_schedule=constant",  # a linear schedule runs to 0 at total_timesteps, which the pieces below change
+    "policy.net_arch=[16]",
+    "policy.layer_norm=true",
+    "policy.activation=relu",
+    "eval.every=128",
+    "eval.games=12",
+    "checkpoint_every=128",
+]
+
+
+def _run(tmp_path, name, *extra):
+    return jax_train_main(["--config", "jax_ppo_classic", f"run_dir={tmp_path}", "--run-name", name, *TINY, *extra])
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("jaxruns")
+    assert _run(folder, "a") == 0
+    return folder / "a"
+
+
+def test_the_exported_weights_give_the_jax_networks_logits_in_numpy():
+    from generala_agents.policy_net import PolicyNet
+
+    env = make("classic", 1, "score")
+    for layer_norm, activation in ((True, "relu"), (False, "tanh")):
+        hp = jax_ppo.Hyper(num_envs=4, num_steps=4, minibatch_size=8, net_arch=(32, 16), vf_arch=(8,), layer_norm=layer_norm, activation=activation)
+        runner = jax_ppo.init_runner(env, hp, 3)
+        params = jax.tree.map(lambda x: x + 0.1 * jax.random.normal(jax.random.key(1), x.shape), runner.params)  # LayerNorm's scale and bias away from 1 and 0
+        obs = np.asarray(jax.random.uniform(jax.random.key(2), (64, *env.observation_shape)), dtype=np.float32)
+        want, _ = jax_ppo.network(env, hp).apply(params, jnp.asarray(obs))
+        net = PolicyNet(jax_ppo.network_metadata(env, hp), jax_ppo.export_tensors(params, hp), "test")
+        np.testing.assert_allclose(net.logits(obs), np.asarray(want), rtol=1e-4, atol=1e-5)
+
+
+def test_a_masked_policy_draws_only_legal_actions():
+    mask = jax.random.bernoulli(jax.random.key(0), 0.2, (4096, 42)).at[:, 5].set(True)
+    logits = jax.random.normal(jax.random.key(1), (4096, 42)) * 30
+    actions = jax.random.categorical(jax.random.key(2), jax_ppo.masked_logits(logits, mask))
+    assert bool(jnp.take_along_axis(mask, actions[:, None], axis=1).all())
+
+
+def test_a_run_folder_plays_as_an_agent_and_says_it_learned_from_scratch(tiny_run):
+    import generala_agents as agents
+    from generala_training.harness import play_game
+
+    rows = (tiny_run / "evaluations.csv").read_text().splitlines()
+    assert rows[0].split(",")[:3] == ["step", "wall_seconds", "mean_score"] and len(rows) == 3  # steps 128 and 256
+    assert sorted(p.name for p in (tiny_run / "checkpoints").iterdir()) == ["step_128", "step_256"]
+    meta = json.loads((tiny_run / "best" / "metadata.json").read_text())
+    assert meta["from_scratch"] is True and meta["solver_in_training"] == [] and meta["pretrain"] is None
+    assert meta["algorithm"].startswith("PPO in JAX") and meta["hardware"]["jax"] == jax.__version__
+    assert meta["training_steps"] in (128, 256) and meta["network"]["net_arch"] == {"pi": [16], "vf": [16]}
+    state = json.loads((tiny_run / "state.json").read_text())
+    assert state["num_timesteps"] == 256 and state["best_step"] == meta["training_steps"]
+    agent = agents.load(str(tiny_run), rules="classic")
+    rec = play_game([agent], "classic", 7)
+    assert (rec.sheets[0] >= 0).all() and rec.totals[0] == rec.sheets[0].sum() and rec.decisions[0] >= 10
+
+
+def test_a_resumed_run_goes_on_bit_for_bit(tmp_path, tiny_run):
+    assert _run(tmp_path, "b", "total_timesteps=128") == 0
+    assert jax_train_main(["--resume", str(tmp_path / "b"), "total_timesteps=256"]) == 0
+    whole, pieces = load_file(str(tiny_run / "latest.safetensors")), load_file(str(tmp_path / "b" / "latest.safetensors"))
+    assert whole.keys() == pieces.keys()
+    for k in whole:
+        np.testing.assert_array_equal(whole[k], pieces[k], err_msg=k)
+    assert (tmp_path / "b" / "evaluations.csv").read_text().splitlines()[1:] != []
+    assert _run(tmp_path, "b") == 2  # a fresh run never goes into a used folder
+
+
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        (["env.num_players=2"], "env.num_players"),
+        (["env.opponents=greedy"], "env.opponents"),
+        (["env.exploring_starts=0.5"], "env.exploring_starts"),
+        (["pretrain.games=10"], "pretrain.games"),
+        (["policy.head=keep"], "policy.head"),
+        (["backend=sb3"], "backend"),
+        (["device=cuda"], "device"),
+    ],
+)
+def test_keys_the_jax_learner_cannot_honour_are_one_line(tmp_path, capsys, extra, named):
+    assert _run(tmp_path, "c", *extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("generala jax-train: error:") and named in err[0]
+    assert not (tmp_path / "c").exists()
+
+
+def test_generala_train_sends_a_jax_config_to_jax_train(tmp_path):
+    pytest.importorskip("sb3_contrib")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run(
+        [sys.executable, "-m", "generala_training.cli", "train", "--config", "jax_ppo_classic", f"run_dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert out.returncode == 2 and "generala jax-train" in out.stderr and "Traceback" not in out.stderr
+    assert not any(Path(tmp_path).iterdir())

@@ -1,0 +1,410 @@
+"""Train PPO compiled end to end in JAX (:mod:`generala_training.jax_ppo`) from a YAML config.
+
+    generala jax-train --config jax_ppo_classic [KEY=VALUE ...]   # a shipped config by name, or a YAML file
+    generala jax-train --resume runs/jax_ppo_classic__seed0__20261204-0500 [KEY=VALUE ...]
+
+The config is a training config (:mod:`generala_training.config`, ``backend: jax``): the same
+keys as ``generala train``'s, read by the same reader. The JAX learner takes one-player games
+with the score reward and no opponents, exploring starts, behaviour cloning or ``init_from``;
+a key it cannot honour is refused in one line. ``vec_env.n_envs`` games are stepped together
+in JAX (``vec_env.kind`` is not used), and ``threads`` and ``device`` are torch's: JAX runs on
+its default device (``JAX_PLATFORMS``).
+
+A run's folder: ``config.yaml``, ``command.txt``, ``state.json`` with ``latest.safetensors``
+(every array of the learner's state: weights, Adam's moments, the games under way and the random
+key, so that ``--resume`` goes on bit for bit as if the run had not stopped),
+``evaluations.csv`` (the evaluation of ``generala train``: ``eval.games`` seeded games against
+``eval.opponent`` on the same dice, played by the exported policy in NumPy), ``best/``, the
+checkpoint folder of the best evaluation, which is what the run folder plays as an agent
+(``generala evaluate --agents RUN``), and ``checkpoints/step_N/`` every ``checkpoint_every``
+steps and at the end. Every file is written through a temporary file and the folder is locked
+while a run uses it, as for ``generala train``. Ctrl-C or SIGTERM saves ``latest.safetensors``
+at the last whole update and exits with status 130.
+
+The learner is model-free and from scratch: the metadata of every checkpoint says so
+(``from_scratch``, ``solver_in_training: []``), with the steps, the wall-clock, the
+machine and the versions of JAX, Flax, Optax and Pgx. The exact solver only gives the optimum
+that evaluations are reported against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import platform
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from generala_env.files import FileProblem, append_line, lstat_or_none, write_atomic
+
+from .config import Config, ConfigError, load_config, run_rules
+from .run_folder import append_evaluation, check_fresh, check_run_name, fresh_run, lock_run, read_state, reconcile_best, resume_config, sweep_temporaries
+from .runs import EVALUATIONS, Evaluator, make_evaluator
+
+LATEST = "latest.safetensors"
+BEST = "best"
+
+
+# -- what the JAX learner takes ------------------------------------------------------------------
+def jax_problems(cfg: Config) -> list[str]:
+    """Each key of ``cfg`` the JAX learner cannot honour, as a phrase naming it and why."""
+    out = []
+    if cfg.backend != "jax":
+        out.append(f"backend is {cfg.backend!r}: generala jax-train trains configs with backend: jax (generala train trains the others)")
+    env, pol, algo = cfg.env, cfg.policy, cfg.algo
+    if env.num_players != 1:
+        out.append(f"env.num_players is {env.num_players}: the JAX learner trains one-player games")
+    if env.reward != "score":
+        out.append(f"env.reward is {env.reward!r}: the JAX learner trains on the score reward")
+    for key, value, ok in (
+        ("env.opponents", env.opponents, None),
+        ("env.agent_seat", env.agent_seat, 0),
+        ("env.exploring_starts", env.exploring_starts, 0.0),
+        ("policy.head", pol.head, "mlp"),
+        ("policy.entropy_on", pol.entropy_on, "all"),
+        ("policy.dice", pol.dice, "plain"),
+        ("algo.normalize_reward", algo.normalize_reward, False),
+        ("algo.target_kl", algo.target_kl, None),
+        ("pretrain.games", cfg.pretrain.games, 0),
+        ("init_from", cfg.init_from, None),
+    ):
+        if value != ok:
+            out.append(f"{key} is {value!r}: the JAX learner takes only {ok!r}")
+    if cfg.device not in ("cpu", "auto"):
+        out.append(f"device is {cfg.device!r}: device is torch's; JAX runs on its default device (set JAX_PLATFORMS), so leave it cpu or auto")
+    if cfg.vec_env.n_envs * cfg.algo.n_steps < cfg.algo.batch_size:
+        out.append(f"algo.batch_size {cfg.algo.batch_size} is more than a rollout's {cfg.vec_env.n_envs * cfg.algo.n_steps} samples")
+    return out
+
+
+def hyper_of(cfg: Config, updates: int):
+    """The learner's :class:`~generala_training.jax_ppo.Hyper` from ``cfg``'s keys."""
+    from .jax_ppo import Hyper
+
+    a, p = cfg.algo, cfg.policy
+    return Hyper(
+        num_envs=cfg.vec_env.n_envs,
+        num_steps=a.n_steps,
+        minibatch_size=a.batch_size,
+        epochs=a.n_epochs,
+        learning_rate=a.learning_rate,
+        lr_schedule=a.lr_schedule,
+        total_updates=updates,
+        gamma=a.gamma,
+        gae_lambda=a.gae_lambda,
+        clip=a.clip_range,
+        ent_coef=a.ent_coef,
+        vf_coef=a.vf_coef,
+        max_grad_norm=a.max_grad_norm,
+        reward_scale=cfg.env.reward_scale,
+        net_arch=tuple(p.net_arch),
+        vf_arch=tuple(p.vf_arch if p.vf_arch is not None else p.net_arch),
+        activation=p.activation,
+        layer_norm=p.layer_norm,
+        ortho_init=p.ortho_init,
+    )
+
+
+def machine() -> dict:
+    """What the run ran on: the processor, its cores, JAX's devices and the versions that matter."""
+    import flax
+    import jax
+    import optax
+    import pgx  # type: ignore[import-untyped]  # pgx ships no type information
+
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "jax_devices": [str(d) for d in jax.devices()],
+        "jax": jax.__version__,
+        "flax": flax.__version__,
+        "optax": optax.__version__,
+        "pgx": pgx.__version__,
+        "python": platform.python_version(),
+    }
+
+
+# -- a run ---------------------------------------------------------------------------------------------
+class JaxRun:
+    """One run of ``cfg`` in folder ``run``: the env, the compiled update and the evaluation."""
+
+    def __init__(self, cfg: Config, run: Path, rules, evaluator: Evaluator):
+        from generala_env.jax_env import make
+
+        from . import jax_ppo
+
+        self.cfg, self.run, self.rules, self.evaluator = cfg, run, rules, evaluator
+        self.env = make(rules, 1, "score")
+        rollout = cfg.vec_env.n_envs * cfg.algo.n_steps
+        self.end_update = max(1, cfg.total_timesteps // rollout)
+        self.hp = hyper_of(cfg, self.end_update)
+        self.rollout = rollout
+        self.update = jax_ppo.make_update(self.env, self.hp)
+        self.template = jax_ppo.init_runner(self.env, self.hp, cfg.seed)
+
+    # the files
+    def load_latest(self):
+        from safetensors import SafetensorError
+        from safetensors.numpy import load_file
+
+        from .jax_ppo import runner_from_arrays
+
+        path = self.run / LATEST
+        st = lstat_or_none(path)
+        if st is None or not path.is_file() or path.is_symlink():
+            raise ConfigError(f"{path} is missing or not a regular file: --resume needs the run's own {LATEST}")
+        try:
+            return runner_from_arrays(self.template, load_file(str(path)))
+        except (SafetensorError, OSError, ValueError) as e:
+            raise ConfigError(f"{path} cannot be resumed from: {e}") from None
+
+    def save_latest(self, runner, state: dict) -> None:
+        from safetensors.numpy import save
+
+        from .jax_ppo import runner_arrays
+
+        write_atomic(self.run / LATEST, save(runner_arrays(runner)))
+        state["num_timesteps"] = int(runner.updates) * self.rollout
+        write_atomic(self.run / "state.json", json.dumps(state, indent=2, default=float))
+
+    def write_checkpoint(self, folder: Path, runner, state: dict, source: str) -> None:
+        """The policy of ``runner`` as a checkpoint folder (``policy.safetensors``, ``metadata.json``)."""
+        from safetensors.numpy import save
+
+        from generala_agents.policy_net import WEIGHTS_FILE
+        from generala_env.encoding import LAYOUT_VERSION
+
+        from .export_metadata import seconds_at, solver_ingredients, write_metadata
+        from .jax_ppo import export_tensors, network_metadata
+
+        folder.mkdir(parents=True, exist_ok=True)
+        if folder.is_symlink():
+            raise FileProblem(f"{folder} is a symbolic link: a run writes only into its own folders")
+        write_atomic(folder / WEIGHTS_FILE, save(export_tensors(runner.params, self.hp)))
+        cfg = dataclasses.asdict(self.cfg)
+        steps = int(runner.updates) * self.rollout
+        inside = solver_ingredients(cfg)
+        meta = {
+            "name": folder.name if folder.name != BEST else self.run.name,
+            "algorithm": "PPO in JAX (generala_training.jax_ppo: env, rollout and update compiled together)",
+            "rules_name": self.rules.name,
+            "rules": self.rules.settings(),
+            "rules_fingerprint": self.rules.fingerprint(),
+            "num_players": 1,
+            "reward": "score",
+            "layout_version": LAYOUT_VERSION,
+            "obs_size": int(self.env.observation_shape[0]),
+            "n_actions": int(self.env.num_actions),
+            "network": network_metadata(self.env, self.hp),
+            "training_steps": steps,
+            "training_seconds": round(float(state["train_seconds"]), 1),
+            "training_seconds_to_model": seconds_at(state, steps),
+            "compile_seconds": round(float(state.get("compile_seconds", 0.0)), 1),
+            "pretrain": None,
+            "budget_seconds": {"ppo": round(float(state["train_seconds"]), 1), "total": round(float(state["train_seconds"]), 1)},
+            "solver_in_training": inside,
+            "from_scratch": not inside,
+            "how": "model-free PPO from scratch: the env's observations, legal masks and score rewards only; no solver, dice model, cloning or opponents",
+            "hardware": state.get("machine"),
+            "source_run": str(self.run),
+            "source_model": source,
+            "config": cfg,
+            "exported": time.strftime("%Y-%m-%d %H:%M:%S"),
+        }
+        write_metadata(folder, meta)
+
+    def evaluate(self, runner) -> dict:
+        """The run's evaluation of ``runner``'s policy, played in NumPy from its exported weights."""
+        from generala_agents.policy_net import PolicyNet
+
+        from .jax_ppo import export_tensors, network_metadata
+
+        net = PolicyNet(network_metadata(self.env, self.hp), export_tensors(runner.params, self.hp), "the run's policy")
+        return self.evaluator(lambda obs, masks: np.where(np.asarray(masks, dtype=bool), net.logits(obs), -np.inf).argmax(axis=1))
+
+
+def _best_steps(run: Path) -> int | None:
+    """The step of the run's ``best/`` checkpoint, from its metadata."""
+    try:
+        steps = json.loads((run / BEST / "metadata.json").read_text()).get("training_steps")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return steps if isinstance(steps, int) else None
+
+
+def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Path:
+    """Train a fresh JAX run in folder ``run``, or (``resume``) go on with the one there; nothing
+    is written before the learner is compiled and, resuming, its state read back."""
+    problems = jax_problems(cfg)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    state: dict = {"train_seconds": 0.0, "eval_seconds": 0.0, "evaluations": []}
+    with contextlib.ExitStack() as held:
+        if resume:
+            held.enter_context(lock_run(run))
+            gone = sweep_temporaries(run)
+            if gone:
+                print(f"removed the temporary files of saves cut short in {run}: {', '.join(gone)}")
+            state.update(read_state(run))
+        else:
+            check_fresh(run)
+        rules = run_rules(cfg)
+        evaluator = make_evaluator(cfg, rules)
+        evaluator.prepare()  # its workers fork before JAX starts its threads
+        t0 = time.time()
+        job = JaxRun(cfg, run, rules, evaluator)
+        runner = job.load_latest() if resume else job.template
+        if resume:
+            reconcile_best(run, state, "mean_score", _best_steps)
+        else:
+            held.enter_context(fresh_run(run))
+            state["machine"] = machine()
+        (run / "checkpoints").mkdir(exist_ok=True)
+        write_atomic(run / "config.yaml", yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
+        append_line(run / "command.txt", command.replace("\n", "\\n"))
+        state["train_seconds"] += time.time() - t0
+        if not resume:
+            job.save_latest(runner, state)  # from here on --resume goes on
+        old = signal.signal(signal.SIGTERM, _term)
+        try:
+            _train_in(job, runner, state)
+        finally:
+            signal.signal(signal.SIGTERM, old)
+    return run
+
+
+def _term(signum, frame):  # SIGTERM saves like Ctrl-C
+    raise KeyboardInterrupt
+
+
+def _train_in(job: JaxRun, runner, state: dict) -> None:
+    cfg, run = job.cfg, job.run
+    start = int(runner.updates)
+    if start >= job.end_update:
+        print(f"run {run} already has {start * job.rollout:,} steps, and {job.end_update * job.rollout:,} is its end (total_timesteps {cfg.total_timesteps:,})")
+        return
+    print(
+        f"training {(job.end_update - start) * job.rollout:,} steps in JAX on {state.get('machine', {}).get('jax_devices', ['?'])[0]}: "
+        f"{job.end_update - start:,} updates of {job.rollout:,} (algo.n_steps x vec_env.n_envs); the first is compiled (seconds)",
+        flush=True,
+    )
+    every, ckpt = max(1, cfg.eval.every // job.rollout), max(1, cfg.checkpoint_every // job.rollout)
+    t_mark, last_line = time.time(), time.time()
+    done = start
+    try:
+        for u in range(start, job.end_update):
+            t_up = time.time()
+            runner, metrics = job.update(runner)
+            metrics = {k: float(v) for k, v in metrics.items()}  # waits for the update
+            done = u + 1
+            if u == start and "compile_seconds" not in state:
+                state["compile_seconds"] = time.time() - t_up
+            now = time.time()
+            if done % every == 0 or done == job.end_update:
+                state["train_seconds"] += now - t_mark
+                t_mark = now
+                _evaluate(job, runner, state, metrics)
+                t_mark = time.time()
+            elif now - last_line > 15:
+                print(f"step {done * job.rollout:,}: rollout score {metrics['episode_score']:.1f}, entropy {metrics['entropy']:.3f}", flush=True)
+                last_line = now
+            if done % ckpt == 0 or done == job.end_update:
+                state["train_seconds"] += time.time() - t_mark
+                t_mark = time.time()
+                job.write_checkpoint(run / "checkpoints" / f"step_{done * job.rollout}", runner, state, f"step {done * job.rollout}")
+                job.save_latest(runner, state)
+    except KeyboardInterrupt:
+        state["train_seconds"] += time.time() - t_mark
+        job.save_latest(runner, state)
+        print(f"\ninterrupted: saved {run / LATEST} at step {done * job.rollout:,}; continue with: generala jax-train --resume {run}")
+        raise SystemExit(130) from None
+    print(f"done: {done * job.rollout:,} steps, {state['train_seconds']:.0f} s of training (evaluations included); run folder {run}")
+
+
+def _evaluate(job: JaxRun, runner, state: dict, metrics: dict) -> None:
+    t = time.time()
+    res = job.evaluate(runner)
+    state["eval_seconds"] = state.get("eval_seconds", 0.0) + time.time() - t
+    state["train_seconds"] += time.time() - t
+    step = int(runner.updates) * job.rollout
+    line = {"step": step, "wall_seconds": state["train_seconds"], **res}
+    state["evaluations"].append(line)
+    append_evaluation(job.run / EVALUATIONS, line)
+    if res["mean_score"] > state.get("best", -np.inf):
+        state["best"], state["best_step"] = res["mean_score"], step
+        job.write_checkpoint(job.run / BEST, runner, state, f"step {step}")
+    rate = step / max(state["train_seconds"], 1e-9)
+    print(
+        f"step {step:,} ({state['train_seconds']:.0f} s, {rate:,.0f} steps/s): eval score {res['mean_score']:.2f} "
+        f"({res['share_of_optimal']:.1%} of the optimum), win rate vs {job.cfg.eval.opponent} {res['win_rate']:.1%}; "
+        f"rollout score {metrics['episode_score']:.1f}, entropy {metrics['entropy']:.3f}, explained variance {metrics['explained_variance']:.3f}",
+        flush=True,
+    )
+
+
+# -- the program -----------------------------------------------------------------------------------------
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="generala jax-train", description="Train PPO in JAX (env and learner compiled together) from a YAML config."
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", help="a YAML config with backend: jax, or the name of a shipped one (jax_ppo_classic)")
+    src.add_argument("--resume", metavar="RUN_DIR", help=f"continue a run from its {LATEST}")
+    p.add_argument("overrides", nargs="*", help="KEY=VALUE overrides, e.g. seed=1 total_timesteps=2e6")
+    p.add_argument("--run-name", help="folder name under run_dir (default NAME__seedS__TIME)")
+    return p.parse_intermixed_args(argv)
+
+
+JAX_MODULES = ("jax", "pgx", "flax", "optax")
+
+
+def missing_jax() -> str | None:
+    """The first module of the jax extra that is not installed (found, not imported: JAX starts
+    threads at import, and a run's evaluation forks its workers before that)."""
+    import importlib.util
+
+    return next((m for m in JAX_MODULES if importlib.util.find_spec(m) is None), None)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    missing = missing_jax()
+    if missing is not None:
+        print(f"generala jax-train: error: it needs {missing}, which is not installed: pip install 'generala-rl[jax]'", file=sys.stderr)
+        return 2
+    command = "generala jax-train " + " ".join(shlex.quote(a) for a in argv)
+    try:
+        if args.resume:
+            run = Path(args.resume)
+            train(resume_config(run, args.overrides, LATEST), run, resume=True, command=command)
+            return 0
+        cfg = load_config(args.config, args.overrides)
+        name = check_run_name(args.run_name) if args.run_name is not None else f"{cfg.name}__seed{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+        train(cfg, Path(cfg.run_dir) / name, command=command)
+    except (ConfigError, FileProblem) as e:
+        print(f"generala jax-train: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ngenerala jax-train: interrupted before training started; nothing was written", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
