@@ -61,7 +61,7 @@ SHIPPED = _shipped_dir()
 # the PPO checkpoints the project ships, by name: only these are registered agents. Any other
 # folder in SHIPPED (a user's export into the checkout's checkpoints/, carried into a wheel by a
 # later `pip install .`) is not listed, and plays only when named by its path
-SHIPPED_CHECKPOINTS = ("ppo-classic", "ppo-classic-2p", "ppo-classic-2p-scratch", "ppo-classic-2p-win", "ppo-classic-scratch")
+SHIPPED_CHECKPOINTS = ("jax-ppo-classic", "ppo-classic", "ppo-classic-2p", "ppo-classic-2p-scratch", "ppo-classic-2p-win", "ppo-classic-scratch")
 
 
 def checkpoint_names() -> list[str]:

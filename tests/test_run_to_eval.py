@@ -256,7 +256,14 @@ def test_a_stray_folder_among_the_shipped_checkpoints_is_not_a_shipped_agent(mon
 def test_the_shipped_list_names_every_checkpoint_the_repository_ships():
     from generala_agents import ppo
 
-    assert ppo.SHIPPED_CHECKPOINTS == ("ppo-classic", "ppo-classic-2p", "ppo-classic-2p-scratch", "ppo-classic-2p-win", "ppo-classic-scratch")
+    assert ppo.SHIPPED_CHECKPOINTS == (
+        "jax-ppo-classic",
+        "ppo-classic",
+        "ppo-classic-2p",
+        "ppo-classic-2p-scratch",
+        "ppo-classic-2p-win",
+        "ppo-classic-scratch",
+    )
     assert ppo.checkpoint_names() == sorted(ppo.SHIPPED_CHECKPOINTS)
     assert all(name in agents.names() for name in ppo.SHIPPED_CHECKPOINTS)
 
@@ -271,7 +278,8 @@ def test_a_shipped_config_is_found_by_name_from_any_folder(tmp_path, monkeypatch
         cfg = load_config(name)
         assert cfg == by_path and cfg.total_timesteps == 512 and cfg.name == "ppo_tiny"
     with pytest.raises(
-        ConfigError, match=r"config file ppo_huge does not exist; the shipped configs are jax_ppo_classic, ppo_classic, .*ppo_tiny \(generala train --list-configs\)"
+        ConfigError,
+        match=r"config file ppo_huge does not exist; the shipped configs are jax_ppo_classic, ppo_classic, .*ppo_tiny \(generala train --list-configs\)",
     ):
         load_config("ppo_huge")
     with pytest.raises(ConfigError, match="does not exist"):
