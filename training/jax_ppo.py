@@ -157,6 +157,8 @@ def masked_logits(logits, mask):
     return jnp.where(mask, logits, _MASKED)
 
 
+# the rollout, the advantages and the epochs are closures over one network and optimizer:
+# long: traced together into the one jitted call an update is
 def make_update(env: Generala, hp: Hyper):
     """``update(runner) -> (runner, metrics)``, jitted: one rollout and its PPO epochs."""
     net, opt, step = network(env, hp), optimizer(hp), _step_fn(env)

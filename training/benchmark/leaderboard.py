@@ -124,10 +124,15 @@ def score_main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        what = "normalised score (mean total / optimum)" if "win_rate" not in result else "points against the task's opponent (win 1, draw 1/2)"
+        fair = result.get("fair_share")
+        what = (
+            f"normalised score (mean total / optimum) {result['normalized_score']:.4f}"
+            if fair is None
+            else f"share of the points against the task's opponents {result['normalized_score']:.4f} (a win 1, a win shared by k players 1/k; fair share {fair:.4f})"
+        )
         print(
             f"{args.agent} on {args.task} ({result['suite']['name']} v{result['suite']['version']}, {result['games']} games): "
-            f"{what} {result['normalized_score']:.4f}; mean total {result['mean_total']:.2f}; illegal stops {result['illegal_stops']:.1%}"
+            f"{what}; mean total {result['mean_total']:.2f}; illegal stops {result['illegal_stops']:.1%}"
         )
     return 0
 

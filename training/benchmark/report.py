@@ -173,6 +173,17 @@ def seeds_per_algorithm(results: dict) -> str:
     return counted(per_algo[0], "seed") if len(per_algo) == 1 else f"{per_algo[0]}–{per_algo[-1]} seeds"
 
 
+def task_measure(players: int, optimum: float | None) -> str:
+    """What a task's normalised score measures, for its table's heading: the optimum of a
+    one-player task, the win rate of a two-player one, the share of the points and its fair
+    share (1/players) at a larger table."""
+    if players == 1:
+        return f"optimum {optimum:.2f}"
+    if players == 2:
+        return "win rate"
+    return f"share of the points; fair share 1/{players} = {100 / players:.1f}%"
+
+
 # long: the page's tables in order, one row a line
 def markdown(results: dict) -> str:
     """``results.md``: the tables of ``results.json``."""
@@ -182,7 +193,8 @@ def markdown(results: dict) -> str:
         + (" — the track that uses the dice model" if results.get("uses_dice_model") else ""),
         "",
         f"{counted(len(algos), 'algorithm')} x {counted(len(tasks), 'task')} x {seeds_per_algorithm(results)}, {results['steps']:,} steps a run. "
-        "Normalised score, in % (one player: mean final total / exact optimum; with opponents: win rate). "
+        "Normalised score, in % (one player: mean final total / exact optimum; with opponents: the share of the points, "
+        "a win 1 and a win shared by k players 1/k: at two players the win rate). "
         f"IQM and 95% stratified-bootstrap intervals ({agg['bootstrap']['reps']:,} resamples, rliable).",
         "",
         f"Command: {md_code(results['command'])}",
@@ -204,8 +216,7 @@ def markdown(results: dict) -> str:
             lines.append(f"| {md(a)} | {_ci(o['iqm'])} | {_ci(o['mean'])} | {_ci(o['median'])} | {_ci(o['optimality_gap'])} |")
         lines.append("")
     for t in tasks:
-        opt = results["optimum"].get(t)
-        what = f"optimum {opt:.2f}" if results["num_players"][t] == 1 else "win rate"
+        what = task_measure(results["num_players"][t], results["optimum"].get(t))
         lines += [f"## {md(t)} ({what})", "", "| algorithm | IQM % | mean % | score per seed | illegal stops | train s per run |", "|---|---|---|---|---|---:|"]
         for a in sorted(algos, key=lambda a: -agg["per_task"][t][a]["iqm"]["value"]):
             rs = sorted((r for r in results["runs"] if r["algo"] == a and r["task"] == t), key=lambda r: r["seed"])

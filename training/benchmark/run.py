@@ -60,10 +60,31 @@ def task_optimum(task: Task, rules=None) -> float:
     return float(load_or_solve(task_rules(task) if rules is None else rules)[0].expected_score)
 
 
+def win_share(winners: tuple[int, ...], seat: int) -> float:
+    """``seat``'s share of a finished game's one point, from its winners
+    (:meth:`generala_env.game.Game.winners`): 1 for a sole win, ``1/k`` for a win shared by ``k``
+    players, 0 for a loss. Every game hands out exactly one point, so a task's fair share is
+    ``1/players``; at two players this is the win rate with a shared win counting half."""
+    return 1.0 / len(winners) if seat in winners else 0.0
+
+
+class TaskEvaluator(Evaluator):
+    """The suite's evaluation games (:class:`generala_training.runs.Evaluator`), each game's
+    points its :func:`win_share`: a win shared by ``k`` players counts ``1/k`` at any table
+    (the shared harness counts every shared win 1/2, which is the same thing at two players)."""
+
+    def _figures(self, games, seats, stopped) -> dict:
+        if self.players == 1:
+            return super()._figures(games, seats, stopped)
+        totals = np.array([g.totals()[s] for g, s in zip(games, seats, strict=True)], dtype=float)
+        points = np.array([0.0 if stop else win_share(g.winners(), s) for g, s, stop in zip(games, seats, stopped, strict=True)], dtype=float)
+        return self.figures(self, Played(totals, points, stopped))
+
+
 def _figures(evaluator: Evaluator, played: Played) -> dict:
     """The suite's figures: the mean total, the normalised score (one player: of the optimum;
-    with opponents: the win rate, also ``score`` and ``win_rate``) and the share of games an
-    illegal action ended."""
+    with opponents: the share of the points, :func:`win_share`, also ``score`` and ``win_rate``,
+    its name at two players) and the share of games an illegal action ended."""
     out = {"score": float(played.totals.mean()), "mean_total": float(played.totals.mean()), "illegal_stops": float(np.mean(played.stopped))}
     if played.points is None:
         out["normalized_score"] = out["score"] / evaluator.optimum
@@ -72,12 +93,13 @@ def _figures(evaluator: Evaluator, played: Played) -> dict:
     return out
 
 
-def task_evaluator(task: Task, seed: int, games: int, rules=None) -> Evaluator:
-    """The task's evaluation games on shared dice (:class:`generala_training.runs.Evaluator`): the same
-    games for every algorithm and run; with opponents, from every seat. Playing them returns
-    the suite's figures (:func:`_figures`). ``rules``: the task's rule set (``None``: loaded here)."""
+def task_evaluator(task: Task, seed: int, games: int, rules=None, figures=_figures) -> TaskEvaluator:
+    """The task's evaluation games on shared dice (:class:`TaskEvaluator`): the same games for
+    every algorithm and run; with opponents, each game played from every seat, the task's
+    opponent in each of the others. Playing them returns ``figures(evaluator, played)``
+    (default: the suite's, :func:`_figures`). ``rules``: the task's rule set (``None``: loaded here)."""
     opponent = task.env.get("opponents", "greedy") if task.num_players > 1 else None
-    return Evaluator(task_rules(task) if rules is None else rules, task.num_players, opponent, seed, games, _figures)
+    return TaskEvaluator(task_rules(task) if rules is None else rules, task.num_players, opponent, seed, games, figures)
 
 
 def policy_actions(model, masked: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:

@@ -5,8 +5,9 @@
     score_policy(my_act_batch, task="classic")                          # act_batch(observations, masks) -> actions
 
 The games are the suite's own: game ``i`` on the shared dice of ``game_seed(evaluation.seed,
-i)``, ``evaluation.final_games`` of them, from every seat when the task has opponents. An
-illegal action ends its game where it stands (a loss with opponents), as in the built-in runs.
+i)``, ``evaluation.final_games`` of them, from every seat when the task has opponents (then
+scored as the share of the points: a win 1, a win shared by k players 1/k). An illegal action
+ends its game where it stands (a loss with opponents), as in the built-in runs.
 """
 
 from __future__ import annotations
@@ -58,9 +59,9 @@ def score_policy(
     ``games`` defaults to the suite's ``final_games``: the games whose score is a run's score.
 
     Returns ``normalized_score`` (one player: mean total / exact optimum; with opponents:
-    points, a win 1 and a shared win 1/2), ``score``, ``mean_total``, ``illegal_stops`` (the
-    share of games an illegal action ended), the task, the suite's name and version, the
-    games and the evaluation seed.
+    the share of the points, a win 1 and a win shared by k players 1/k, beside ``fair_share``,
+    1/players), ``score``, ``mean_total``, ``illegal_stops`` (the share of games an illegal
+    action ended), the task, the suite's name and version, the games and the evaluation seed.
     """
     from .run import task_evaluator
 
@@ -70,9 +71,12 @@ def score_policy(
     n = suite.evaluation.final_games if games is None else games
     if not is_whole(n) or n < 1:
         raise BenchmarkError(f"games must be a whole number of at least 1, got {n!r}")
-    evaluator = task_evaluator(suite.tasks[task], suite.evaluation.seed, n)
+    the_task = suite.tasks[task]
+    evaluator = task_evaluator(the_task, suite.evaluation.seed, n)
     kind, how = _policy(policy, evaluator.rules, trust_zip)
     result = evaluator(how) if kind == "batch" else evaluator.play_agent(how)
+    if the_task.fair_share is not None:
+        result["fair_share"] = the_task.fair_share
     return {
         "task": task,
         "suite": {"name": suite.name, "version": suite.version},

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generala_env.checks import is_whole
+from generala_env.safe_yaml import short_repr
 
 from ..algos import ALGOS, Algo, AlgoConfig, algo_class
 from ..config import read_config_file
@@ -78,6 +79,13 @@ class Task:
     @property
     def num_players(self) -> int:
         return int(self.env.get("num_players", 1))
+
+    @property
+    def fair_share(self) -> float | None:
+        """With opponents, the share of the points each seat takes when all play alike: every
+        game hands out one point (a win 1, a win shared by k players 1/k), so 1/players;
+        ``None`` for one player, whose score is the mean total."""
+        return 1.0 / self.num_players if self.num_players > 1 else None
 
     def game(self, rules=None) -> dict:
         """Generala-v0's keyword arguments of the task's training games: its ``env``, an illegal
@@ -189,6 +197,10 @@ def load_suite(config_dir: Path | None = None) -> Suite:
         if not isinstance(t["env"], dict):
             raise BenchmarkError(f"{where}: env must be a mapping of Generala-v0 arguments")
         _keys(t["env"], TASK_ENV_KEYS, f"{where}: env")
+        if "opponents" in t["env"] and not isinstance(t["env"]["opponents"], str):
+            raise BenchmarkError(
+                f"{where}: env.opponents must be one agent name (the evaluation seats it in every other seat), got {short_repr(t['env']['opponents'])}"
+            )
         scale = _finite(t["reward_scale"], f"{where}: reward_scale")
         if scale <= 0:
             raise BenchmarkError(f"{where}: reward_scale must be above 0, got {scale}")
