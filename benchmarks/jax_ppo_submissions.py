@@ -4,8 +4,8 @@ games make its learning curve, its last checkpoint (the final policy, as the pro
 final score on the suite's ``final_games``, and its ``state.json`` its wall-clock (training,
 compilation and the run's own evaluations).
 
-    generala jax-train --config jax_ppo_classic seed=0 total_timesteps=1000000 checkpoint_every=100000 --run-name jax1m_s0
-    python benchmarks/jax_ppo_submissions.py runs/jax1m_s0 runs/jax1m_s1 runs/jax1m_s2 --budget 1000000 --out docs/benchmarks/submissions/classic-1m
+    generala jax-train --config jax_ppo_classic seed=0 total_timesteps=1000000 checkpoint_every=100000 eval.every=1000000 --run-name jax1m_s0
+    python benchmarks/jax_ppo_submissions.py runs/jax1m_s0 runs/jax1m_s1 runs/jax1m_s2 --budget 1000000 --curve-games 200 --out docs/benchmarks/submissions/classic-1m
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ def submission_of(run: Path, budget: int, games: int | None) -> dict:
         f"(jax {hw['jax']}, flax {hw['flax']}, optax {hw['optax']}, pgx {hw['pgx']}), config {cfg['name']} "
         f"(net {cfg['policy']['net_arch']}, {cfg['vec_env']['n_envs']} games x {cfg['algo']['n_steps']} steps); masked actions; "
         f"model-free, from scratch: no solver, dice model, cloning or opponents; {round(steps[-1] / state['train_seconds'])} steps/s "
-        "over the run's wall-clock (compilation and evaluations included)"
+        "over the run's wall-clock (compilation and evaluations included); reproduce: generala jax-train --config "
+        f"{cfg['name']} seed={cfg['seed']} total_timesteps={cfg['total_timesteps']} checkpoint_every={cfg['checkpoint_every']} "
+        f"eval.every={cfg['eval']['every']}, then python benchmarks/jax_ppo_submissions.py RUN --budget {budget} --curve-games {games}"
     )
     return submission.make(
         task="classic",
