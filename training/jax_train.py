@@ -47,7 +47,7 @@ import yaml
 from generala_env.files import FileProblem, append_line, lstat_or_none, write_atomic
 
 from .config import Config, ConfigError, load_config, run_rules
-from .run_folder import append_evaluation, check_fresh, check_run_name, fresh_run, lock_run, read_state, reconcile_best, resume_config, sweep_temporaries
+from .run_folder import append_evaluation, check_run_name, fresh_run, open_run, reconcile_best, resume_config
 from .runs import EVALUATIONS, Evaluator, make_evaluator
 
 LATEST = "latest.safetensors"
@@ -255,14 +255,7 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Pa
         raise ConfigError("; ".join(problems))
     state: dict = {"train_seconds": 0.0, "eval_seconds": 0.0, "evaluations": []}
     with contextlib.ExitStack() as held:
-        if resume:
-            held.enter_context(lock_run(run))
-            gone = sweep_temporaries(run)
-            if gone:
-                print(f"removed the temporary files of saves cut short in {run}: {', '.join(gone)}")
-            state.update(read_state(run))
-        else:
-            check_fresh(run)
+        open_run(held, run, resume, state)
         rules = run_rules(cfg)
         evaluator = make_evaluator(cfg, rules)
         evaluator.prepare()  # its workers fork before JAX starts its threads

@@ -246,6 +246,20 @@ def check_fresh(run: Path) -> None:
         raise ConfigError(f"run folder {run} already exists and is not empty; continue it with --resume {run} or pick another --run-name")
 
 
+def open_run(held: contextlib.ExitStack, run: Path, resume: bool, state: dict) -> None:
+    """Take a run's folder for this process: resuming, lock it (held by ``held``), remove the
+    temporary files of saves cut short and read its ``state.json`` into ``state``; starting,
+    refuse a folder a fresh run may not use (:func:`check_fresh`)."""
+    if not resume:
+        check_fresh(run)
+        return
+    held.enter_context(lock_run(run))
+    gone = sweep_temporaries(run)
+    if gone:
+        print(f"removed the temporary files of saves cut short in {run}: {', '.join(gone)}")
+    state.update(read_state(run))
+
+
 @contextlib.contextmanager
 def fresh_run(run: Path):
     """Make and lock the folder of a fresh run, checked again under the lock (another run may

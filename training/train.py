@@ -52,16 +52,13 @@ from .envs import training_envs
 from .models import TRUST_ZIP_HELP, load_latest, model_from_config
 from .run_folder import (
     append_evaluation,
-    check_fresh,
     check_run_name,
     fresh_run,
-    lock_run,
-    read_state,
+    open_run,
     reconcile_best,
     resume_config,
     save_latest,
     save_model,
-    sweep_temporaries,
     unfinished_start,
 )
 from .runs import EVALUATIONS, Evaluator, make_evaluator
@@ -198,16 +195,9 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust
         raise ConfigError(f"the config's backend is {cfg.backend!r}: train it with generala jax-train (generala train trains backend: sb3)")
     state: dict = {"train_seconds": 0.0, "evaluations": []}
     with contextlib.ExitStack() as held:
-        if resume:
-            held.enter_context(lock_run(run))
-            gone = sweep_temporaries(run)
-            if gone:
-                print(f"removed the temporary files of saves cut short in {run}: {', '.join(gone)}")
-            state.update(read_state(run))
-        else:
-            check_fresh(run)
-            if unfinished_start(run):
-                print(f"{run} was started but never saved (no state.json: stopped during pretraining or before its first checkpoint); starting it again")
+        open_run(held, run, resume, state)
+        if not resume and unfinished_start(run):
+            print(f"{run} was started but never saved (no state.json: stopped during pretraining or before its first checkpoint); starting it again")
         torch.set_num_threads(cfg.threads)
         rules = run_rules(cfg)
         venv = _build_envs(cfg, run, rules)
