@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from generala_env.files import FileProblem, append_line, lstat_or_none, write_atomic
+from generala_env.files import FileProblem, append_line, lstat_or_none, read_json, write_atomic
 
 from .config import Config, ConfigError, load_config, run_rules
 from .run_folder import append_evaluation, check_run_name, fresh_run, open_run, reconcile_best, resume_config
@@ -192,9 +192,10 @@ class JaxRun:
         from .export_metadata import seconds_at, solver_ingredients, write_metadata
         from .jax_ppo import export_tensors, network_metadata
 
-        folder.mkdir(parents=True, exist_ok=True)
-        if folder.is_symlink():
-            raise FileProblem(f"{folder} is a symbolic link: a run writes only into its own folders")
+        for own in (folder.parent, folder):  # checkpoints/ and step_N/ (or best/): never through a link
+            if own.is_symlink():
+                raise FileProblem(f"{own} is a symbolic link: a run writes only into its own folders")
+            own.mkdir(exist_ok=True)
         write_atomic(folder / WEIGHTS_FILE, save(export_tensors(runner.params, self.hp)))
         cfg = dataclasses.asdict(self.cfg)
         steps = int(runner.updates) * self.rollout
@@ -241,8 +242,8 @@ class JaxRun:
 def _best_steps(run: Path) -> int | None:
     """The step of the run's ``best/`` checkpoint, from its metadata."""
     try:
-        steps = json.loads((run / BEST / "metadata.json").read_text()).get("training_steps")
-    except (OSError, ValueError, AttributeError):
+        steps = read_json(run / BEST / "metadata.json", what="the best model's metadata").get("training_steps")
+    except (FileProblem, AttributeError):  # missing, a link, torn, or not a mapping: no best step
         return None
     return steps if isinstance(steps, int) else None
 
