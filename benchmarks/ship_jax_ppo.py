@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -38,6 +37,7 @@ def record(folder: Path, name: str, games: int, seed: int) -> tuple[dict, dict]:
 def main(argv=None) -> None:
     from generala_agents.policy_net import WEIGHTS_FILE
     from generala_agents.ppo import METADATA_FILE, SHIPPED
+    from generala_env.files import read_regular, write_atomic
     from generala_training.export_metadata import write_metadata
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -54,7 +54,7 @@ def main(argv=None) -> None:
     meta, got = record(args.checkpoint, args.name, args.games, args.seed)
     others = [record(o, f"{args.name} (another seed)", args.games, args.seed)[1]["seed_row"] for o in args.other]
     dest.mkdir(parents=True)
-    shutil.copyfile(args.checkpoint / WEIGHTS_FILE, dest / WEIGHTS_FILE)
+    write_atomic(dest / WEIGHTS_FILE, read_regular(args.checkpoint / WEIGHTS_FILE, 64 << 20, "the checkpoint's weights"))
     meta.update(
         name=args.name, evaluation={**got["evaluation"], "command": f"generala evaluate --agents optimal,{args.name} --games {args.games} --seed {args.seed}"}
     )
