@@ -11,7 +11,6 @@ compilation and the run's own evaluations).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
@@ -21,12 +20,14 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not an installed one
 
+from generala_env.files import read_json  # noqa: E402
+
 
 def submission_of(run: Path, budget: int, games: int | None) -> dict:
     from generala_training.benchmark import score_policy, submission
     from generala_training.benchmark.suite import load_suite
 
-    state = json.loads((run / "state.json").read_text())
+    state = read_json(run / "state.json")
     cfg = yaml.safe_load((run / "config.yaml").read_text())
     steps = sorted(int(m.group(1)) for p in (run / "checkpoints").iterdir() if (m := re.fullmatch(r"step_(\d+)", p.name)))
     if not steps:
@@ -37,7 +38,7 @@ def submission_of(run: Path, budget: int, games: int | None) -> dict:
         curve.append([s, round(r["normalized_score"], 6)])
         print(f"{run.name} step {s:,}: {r['normalized_score']:.4f}", flush=True)
     final = score_policy(str(run / "checkpoints" / f"step_{steps[-1]}"), task="classic")
-    meta = json.loads((run / "checkpoints" / f"step_{steps[-1]}" / "metadata.json").read_text())
+    meta = read_json(run / "checkpoints" / f"step_{steps[-1]}" / "metadata.json")
     hw = meta["hardware"]
     notes = (
         "generala jax-train (generala_training.jax_ppo): PPO with env, rollout and update compiled together in JAX "

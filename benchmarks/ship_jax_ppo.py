@@ -10,19 +10,20 @@ the same figures for the final checkpoints of the recipe's other seeds (``seeds`
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not an installed one
 
+from generala_env.files import read_json  # noqa: E402
+
 
 def record(folder: Path, name: str, games: int, seed: int) -> tuple[dict, dict]:
     from generala_env.rules import load_rules
     from generala_training.export import evaluate
 
-    meta = json.loads((folder / "metadata.json").read_text())
+    meta = read_json(folder / "metadata.json")
     ev = evaluate(folder, name, load_rules(meta["rules"]), 1, games, seed, [])
     seed_row = {
         "seed": meta["config"]["seed"],
