@@ -10,6 +10,8 @@ one before it:
 * ``+obs``: the same call writing the observation too (``Game.step(..., observe=...)``, as the
   env's step does);
 * ``+info``: and ``make_info``, the ``info`` dict;
+* ``core``: the env core's step at N = 1 (``EnvCore.step``: the compiled env step, with the
+  illegal-action checks, the observation and the legal mask), then ``make_info``;
 * ``env.step``: ``GeneralaEnv.step`` itself (its checks and bookkeeping on top);
 * ``gym.make``: through ``gym.make``'s wrappers;
 * ``pyhtzee``: a pyhtzee decision, for scale (if pyhtzee is installed).
@@ -37,6 +39,7 @@ def variant(kind: str, seed: int):
     import gymnasium as gym
 
     import generala_env  # noqa: F401  # registers Generala-v0
+    from generala_env.dice import DiceCup
     from generala_env.env import GeneralaEnv
     from generala_env.info import make_info
 
@@ -44,18 +47,23 @@ def variant(kind: str, seed: int):
     env = gym.make("Generala-v0", rules="classic") if kind == "gym.make" else GeneralaEnv(rules="classic")
     _, info = env.reset(seed=seed)
     u = env.unwrapped
-    game, cup = u.game, u._dice()
+    game, cup, core = u.game, DiceCup(np.random.default_rng(seed)), u.core
+    actions = np.zeros(1, dtype=np.int64)
     state = {"mask": info["action_mask"]}
 
     def part(a: int):
         """The part of a step that ``kind`` does; the next legal mask (int8)."""
         if kind == "game":
             game.step(a, cup)
-            return game.numbers()[1]
+            return game.numbers()[2]
+        if kind == "core":
+            actions[0] = a
+            core.step(actions, np.empty((1, u.encoder.size), dtype=np.float32))
+            return make_info(game, 0)["action_mask"]
         obs = np.empty(u.encoder.size, dtype=np.float32)
         game.step(a, cup, (*u.encoder.observe_tables, 0, obs))
         if kind == "+obs":
-            return game.numbers()[1]
+            return game.numbers()[2]
         return make_info(game, 0)["action_mask"]
 
     def play() -> None:
@@ -95,7 +103,7 @@ def main(argv=None) -> None:
     rounds = args.rounds or (2 if args.quick else 20)
     seconds = args.seconds or (0.1 if args.quick else 0.3)
     warnings.filterwarnings("ignore", module="gymnasium")
-    kinds = ["choice", "game", "+obs", "+info", "env.step", "gym.make"]
+    kinds = ["choice", "game", "+obs", "+info", "core", "env.step", "gym.make"]
     plays = {k: variant(k, args.seed) for k in kinds}
     try:
         plays["pyhtzee"] = env_speed.pyhtzee_runner(args.seed)

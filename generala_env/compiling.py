@@ -9,7 +9,8 @@ The loops' on-disk cache is keyed by the content of the file that defines a loop
 path: a clone and its install share the compiled loops), and a loop also holds the rules,
 the encoding, the dice streams and the per-game bodies inlined from other files:
 :func:`cached_njit` keys it on those files too (:data:`SOURCES_DIGEST`), so an edit of
-``engine.py``, ``observe.py``, ``dice.py``, ``dice_stream.py`` or ``batched.py`` compiles the
+``engine.py``, ``observe.py``, ``dice.py``, ``dice_stream.py``, ``batched.py``, ``one_game.py`` or
+``env_loops.py`` compiles the
 loops anew instead of loading stale ones. Compiling them takes about :data:`COMPILE_SECONDS`:
 a compile says so on stderr as it starts, one line for the compiles that follow one another
 (:func:`announce_compile`); loops loaded from the cache say nothing.
@@ -47,12 +48,16 @@ except ImportError:  # plain Python: same results, much slower
 U = np.uint64
 
 
+# the files whose code and constants the loops inline (the rules, the encoding, the dice tables and
+# streams, the per-game bodies), in the order SOURCES_DIGEST reads them
+INLINED_SOURCES = ("engine.py", "observe.py", "dice.py", "dice_stream.py", "batched.py", "one_game.py", "env_loops.py")
+
+
 def _sources_digest() -> str:
-    """A digest of the other files whose code and constants the loops inline: the rules, the
-    encoding and the dice tables ("" if one cannot be read)."""
+    """A digest of :data:`INLINED_SOURCES` ("" if one cannot be read)."""
     h = hashlib.sha256()
     try:
-        for name in ("engine.py", "observe.py", "dice.py", "dice_stream.py", "batched.py"):
+        for name in INLINED_SOURCES:
             h.update((Path(__file__).parent / name).read_bytes())
     except OSError:
         return ""

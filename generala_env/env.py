@@ -1,4 +1,4 @@
-"""The Gymnasium environment ``Generala-v0``: a thin layer over :mod:`generala_env.game`."""
+"""The Gymnasium environment ``Generala-v0``: the env core (:mod:`generala_env.env_core`) at one game."""
 
 from __future__ import annotations
 
@@ -9,20 +9,18 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from . import env_loops as E
 from . import opponents as opponents_registry
 from .checks import MAX_ILLEGAL_IN_A_ROW, OBS_TYPES, REWARDS, check_arguments, check_finite, check_max_illegal, check_obs_type, check_render_mode, check_share  # noqa: F401  (re-exported)
-from .dice import NUM_MASKS, DiceCup, cup_for
-from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .episode import exploring_start, final_mask, next_streak, truncates
+from .dice import NUM_MASKS
+from .encoding import LAYOUT_VERSION, observation_layout
+from .env_core import NOT_RESET, RESET_FAILED, EnvCore
+from .episode import final_mask
 from .game import Game, IllegalActionError
 from .info import make_info, opponent_move_rows, opponent_moves, win_reward  # noqa: F401  (re-exported)
 from .picture import Picture, check_scale, draw, picture_of
-from .render import render_text
 from .rules import RuleSet, load_rules
 
-# why step() cannot go on as usual (GeneralaEnv._halt), besides an opponent's failure
-NOT_RESET = "reset() has not been called yet: call reset() before step() or render()"
-RESET_FAILED = "the last reset() did not complete: call reset() again"
 _ENDED_BEFORE_MOVE = "an opponent's served generala ended the game before the agent's first move"
 
 
@@ -33,13 +31,6 @@ def observation_space(size: int, num_actions: int, obs_type: str) -> spaces.Spac
     if obs_type == "flat":
         return flat
     return spaces.Dict({"observation": flat, "action_mask": spaces.Box(0, 1, shape=(num_actions,), dtype=np.int8)})
-
-
-def _who(seat: int, agent: Any, act: Callable) -> str:
-    """What to call an opponent in a message: its seat and its agent's name, else the name of
-    ``act``, the callable the env calls (the agent's ``act``, or the agent itself)."""
-    name = (getattr(agent, "name", None) if act is not agent else None) or getattr(act, "__name__", None) or type(act).__name__
-    return f"opponent in seat {seat} ({name})"
 
 
 class GeneralaEnv(gym.Env):
@@ -150,12 +141,15 @@ class GeneralaEnv(gym.Env):
       and height (a quarter of the pixels, cheaper to encode as video).
 
     ## Seeding
-    Every die comes from `np_random` (seeded by `reset(seed=...)`), drawn 1024 faces
-    at a time by a `generala_env.dice.DiceCup` and handed out in order: same seed,
-    same game, bit for bit; a new seed starts a new cup. The seat (`agent_seat="random"`)
-    and the opponents' seeds come from the same generator. An object set as `np_random`
-    that is not a numpy `Generator` (a replay of recorded dice) is asked for each throw
-    as it comes.
+    The env is the env core (`generala_env.env_core.EnvCore`) at one game: `reset(seed=s)`
+    seeds the game's own stream, which draws exactly what `gymnasium.utils.seeding.np_random(s)`
+    would (`generala_env.game_dice`): the seat (`agent_seat="random"`), the dice (1024 faces at
+    a time, as a `generala_env.dice.DiceCup` draws them), the exploring starts and the opponents'
+    seeds, in that order. Same seed, same game, bit for bit; game `i` of a vector env reset with
+    `seed=s - i` plays it too. A generator set by hand as `np_random` (a numpy
+    `Generator`, drawn 1024 faces at a time; any other object with `integers`, such as a replay
+    of recorded dice, asked for each throw as it comes) gives all of those until the next
+    `reset(seed=...)`.
 
     ## Version History
     - v0: initial release (observation layout version 1). After 0.2.0: `obs_type`, the cap
@@ -167,12 +161,8 @@ class GeneralaEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
     # set per env in __init__; the class defaults serve envs pickled before they existed
-    _halt: str | None = None
     obs_type, _dict_obs = "flat", False
-    max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW
-    _illegal_streak = 0
     render_scale = 2
-    _shown_moves: list[tuple[int, int, int, int]] = []  # noqa: RUF012  # made anew by __init__ and reset(); read-only here
 
     # many parameters: the env's keyword arguments, each documented in the class docstring
     def __init__(
@@ -196,33 +186,43 @@ class GeneralaEnv(gym.Env):
         self.render_scale = check_scale(render_scale)
         self.num_players = self.game.num_players
         self.obs_type = check_obs_type(obs_type)
-        self.max_illegal_in_a_row = check_max_illegal(max_illegal_in_a_row)
-        self.render_mode = check_arguments(self.num_players, reward, agent_seat, render_mode, self.metadata["render_modes"], illegal_action, illegal_penalty)
-        self.reward_mode = reward
-        self.agent_seat_option = agent_seat
-        self.illegal_action = illegal_action
-        self.illegal_penalty = check_finite("illegal_penalty", illegal_penalty)
-        self.exploring_starts = check_share("exploring_starts", exploring_starts)
+        if agent_seat == "mover":
+            raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {self.num_players - 1}, got 'mover'")
+        check_arguments(self.num_players, reward, agent_seat, None, (), illegal_action, illegal_penalty)  # before the opponents are made
         self._opponent_agents = self._resolve_opponents(opponents, opponent_trust or opponents_registry.Trust.PROGRAM)
         # what the env calls for each opponent seat, in play order after the agent
         self.opponents: list[Callable] = [getattr(a, "act", a) for a in self._opponent_agents]
-
-        self.encoder = Encoder(self.rules, self.num_players)
+        self.core = core = EnvCore(
+            1, self.rules, self.num_players, self._opponent_agents or None, reward, agent_seat, render_mode, illegal_action, illegal_penalty,
+            exploring_starts, max_illegal_in_a_row, opponent_trust, game=self.game, record_moves=True, render_modes=self.metadata["render_modes"],
+        )  # fmt: skip
+        self.render_mode = core.render_mode
+        self.reward_mode, self.agent_seat_option, self.illegal_action = reward, agent_seat, illegal_action
+        self.illegal_penalty, self.exploring_starts, self.max_illegal_in_a_row = core.illegal_penalty, core.exploring_starts, core.max_illegal_in_a_row
+        self.encoder = core.encoder
         self.layout = observation_layout(self.rules, self.num_players)
         self.action_space: spaces.Discrete = spaces.Discrete(NUM_MASKS + self.rules.num_lines)
         self.observation_space = observation_space(self.encoder.size, int(self.action_space.n), self.obs_type)
         self._dict_obs = self.obs_type == "dict"
-        self.seat = 0 if agent_seat == "random" else int(agent_seat)
-        self._ended_before_move = False
-        self._illegal_streak = 0  # illegal actions in a row
-        self._halt: str | None = NOT_RESET  # why step() cannot go on as usual; None while it can
-        self._last_opponent_moves: list[tuple[int, int, int]] = []
-        self._shown_moves = []  # (seat, action, points, roll before) since the agent's last move, its own first
-        self._cup: DiceCup | None = None
+        self._actions = np.zeros(1, dtype=np.int64)  # the agent's action, as the core takes it
 
     @property
     def layout_version(self) -> int:
         return LAYOUT_VERSION
+
+    @property
+    def seat(self) -> int:
+        """The agent's seat in this game."""
+        return int(self.core.seat[0])
+
+    @property
+    def _halt(self) -> str | None:
+        """Why step() cannot go on as usual; None while it can (the core's)."""
+        return self.core.halt
+
+    @property
+    def _ended_before_move(self) -> bool:
+        return bool(self.core.env[E.EARLY_END, 0])
 
     @property
     def opponent_agents(self) -> tuple[Any, ...]:
@@ -236,6 +236,14 @@ class GeneralaEnv(gym.Env):
         picture lists them: ``(seat, action, points, roll before the move)``
         (:func:`generala_env.picture.describe_move` puts one in words)."""
         return tuple(self._shown_moves)
+
+    @property
+    def _shown_moves(self) -> list[tuple[int, int, int, int]]:
+        return self.core.moves(0)
+
+    def _opponent_moves(self) -> list[tuple[int, int, int]]:
+        """The opponents' ``(seat, action, points)`` since the agent's last move."""
+        return self.core.opponent_moves(0)
 
     def _resolve_opponents(self, opponents, trust: opponents_registry.Trust) -> list[Any]:
         n = self.num_players - 1
@@ -259,76 +267,72 @@ class GeneralaEnv(gym.Env):
                 raise ValueError(f"an opponent must be an agent name, an object with act(), or a callable, got {opp!r}")
         return resolved
 
+    # -- the dice ---------------------------------------------------------------
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The env's generator (gymnasium's). After ``reset(seed=s)`` the game draws from its own
+        stream, the same draws as ``seeding.np_random(s)`` (:mod:`generala_env.game_dice`); a
+        generator set here by hand (a numpy ``Generator``, or a replay of recorded dice asked for
+        each throw as it comes) gives the dice, the seat, the exploring starts and the opponents'
+        seeds until the next ``reset(seed=...)``."""
+        return gym.Env.np_random.fget(self)  # type: ignore[attr-defined]
+
+    @np_random.setter
+    def np_random(self, value) -> None:
+        gym.Env.np_random.fset(self, value)  # type: ignore[attr-defined]
+        self.core.draw_from(value)
+
     # -- Gymnasium API ----------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        self._halt = RESET_FAILED  # until this reset completes (an opponent's failure says more)
+        core = self.core
+        core.halt = RESET_FAILED  # until this reset completes (an opponent's failure says more)
         super().reset(seed=seed)
-        if self.agent_seat_option == "random":
-            self.seat = int(self.np_random.integers(self.num_players))
-        self.game.reset(self._dice())
-        sheets = exploring_start(self.rules, self.num_players, self.exploring_starts, self.np_random)
-        if sheets is not None:
-            self.game.set_state(sheets=sheets)
-        for opp in self._opponent_agents:  # opponents' own randomness is seeded from the env's generator
-            if hasattr(opp, "act") and hasattr(opp, "reset"):
-                opp.reset(seed=int(self.np_random.integers(2**63)))
-        self._last_opponent_moves = []
-        self._shown_moves = []
-        self._illegal_streak = 0
-        self._play_opponents()
-        self._ended_before_move = self.game.over
-        self._halt = _ENDED_BEFORE_MOVE if self._ended_before_move else None
+        if seed is not None or core.drawing_from is None:
+            core.draw_from_streams(self.np_random)
+            if seed is not None:
+                core.seed(seed)
+        obs = np.empty((1, self.encoder.size), dtype=np.float32)
+        core.start(core._all, obs)
+        core.halt = _ENDED_BEFORE_MOVE if self._ended_before_move else None
         info = self._info(illegal=False)
-        return self._obs(info["action_mask"]), info
+        return self._obs(obs[0], info["action_mask"]), info
 
     def step(self, action):
-        if self._halt is not None:  # one check for every unusual case
+        core = self.core
+        if core.halt is not None:  # one check for every unusual case
             if not self._ended_before_move:
-                raise RuntimeError(f"step() cannot go on: {self._halt}")
-            self._ended_before_move, self._halt = False, None
-            info = self._info(illegal=False)
-            return self._obs(info["action_mask"]), self._final_reward(), True, False, info
-        game = self.game
-        if game.over:
+                raise RuntimeError(f"step() cannot go on: {core.halt}")
+            core.halt = None  # this step ends the episode (the core's step of a game that ended early)
+        elif self.game.over:
             raise RuntimeError("step() called after the episode ended; call reset()")
-        if action.__class__ is not int and isinstance(action, np.ndarray) and action.shape == ():
-            action = action[()]  # SB3's predict() gives one observation's action as a 0-d array
-        roll_before = game.roll
-        observe = None
-        if not self.opponents:  # the state after the agent's move is the one observed: one compiled call makes both
-            obs = np.empty(self.encoder.size, dtype=np.float32)
-            observe = (*self.encoder.observe_tables, self.seat, obs)
-        try:
-            outcome = game.step(action, self._dice(), observe)
-        except IllegalActionError as err:  # the game changed nothing and says why
-            if self.illegal_action == "raise":
-                raise
-            self._illegal_streak = next_streak(self._illegal_streak, True)
-            truncated = truncates(self._illegal_streak, self.max_illegal_in_a_row)
+        if action.__class__ is int:
+            why = None
+        else:
+            if isinstance(action, np.ndarray) and action.shape == ():
+                action = action[()]  # SB3's predict() gives one observation's action as a 0-d array
+            why = self.game.why_illegal(action)  # None: a legal action of another kind of integer
+            if why is not None and self.illegal_action == "raise":
+                raise IllegalActionError(why)
+        self._actions[0] = -1 if why is not None else action
+        obs = np.empty((1, self.encoder.size), dtype=np.float32)
+        reward = float(core.step(self._actions, obs)[0])
+        row, env = obs[0], core.env
+        if env[E.ILLEGAL, 0]:
+            truncated = bool(env[E.TRUNCATED, 0])
             if truncated:
-                self._halt = f"the episode was truncated after {self._illegal_streak} illegal actions in a row: call reset()"
-            info = self._info(illegal=True, reason=str(err))
-            return self._obs(info["action_mask"]), self.illegal_penalty, False, truncated, info
-        self._illegal_streak = 0
-        self._shown_moves = [(outcome.player, outcome.action, outcome.points, roll_before)]
-        reward = float(outcome.points) if self.reward_mode == "score" else 0.0
-        if self.opponents:
-            self._last_opponent_moves = []
-            self._play_opponents()
-        # what _obs() and _info() make, made here directly: this is the step's hot path
-        info = make_info(game, self.seat, False, self._last_opponent_moves)
-        terminated = info["game_over"]
-        if terminated and self.reward_mode == "win":
-            reward = self._final_reward()
-        if self.render_mode == "human":
-            self.render()
-        if observe is None:
-            obs = self.encoder.encode(game, self.seat, info["served_generala_pending"])
+                core.halt = f"the episode was truncated after {int(env[E.STREAK, 0])} illegal actions in a row: call reset()"
+            info = self._info(illegal=True, reason=why or self.game.why_illegal(int(action)) or "")
+            return self._obs(row, info["action_mask"]), reward, False, truncated, info
+        # what _info() makes, made here directly: this is the step's hot path
+        info = make_info(self.game, self.seat, False, self._opponent_moves() if self.opponents else None)
+        terminated = bool(env[E.TERMINATED, 0])
         if terminated:
             info["action_mask"] = final_mask(self.action_space.n, np.int8)
+        if self.render_mode == "human":
+            self.render()
         if self._dict_obs:
-            obs = {"observation": obs, "action_mask": info["action_mask"].copy()}
-        return obs, reward, terminated, False, info
+            return {"observation": row, "action_mask": info["action_mask"].copy()}, reward, terminated, False, info
+        return row, reward, terminated, False, info
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of legal actions (what sb3-contrib's MaskablePPO asks for); every
@@ -340,9 +344,7 @@ class GeneralaEnv(gym.Env):
     def render(self):
         if self.render_mode == "rgb_array":
             return draw(self.picture())
-        if self._halt in (NOT_RESET, RESET_FAILED):
-            raise RuntimeError(f"render() has nothing to show: {self._halt}")
-        text = render_text(self.game, seat=self.seat)
+        text = self.core.render(0)
         if self.render_mode == "human":
             print(text)
             return None
@@ -357,50 +359,22 @@ class GeneralaEnv(gym.Env):
         return picture_of(self.game, seat=self.seat, moves=self._shown_moves, scale=self.render_scale)
 
     # -- internals --------------------------------------------------------------
-    def _dice(self) -> DiceCup:
-        """The cup the game's dice come from: the env's generator, drawn in blocks. A new
-        generator (``reset(seed=...)``, or ``np_random`` set by hand) gets a new cup."""
-        self._cup = cup_for(self._cup, self.np_random)
-        return self._cup
-
-    def _play_opponents(self) -> None:
-        """Opponents move until the agent has the move or the game is over. If one fails
-        (raises, or plays an illegal action), the error goes to the caller and the env
-        refuses to step until ``reset()``: the game stopped in the opponent's turn."""
-        g = self.game
-        while not g.over and g.player != self.seat:
-            seat = g.player
-            k = (seat - self.seat - 1) % self.num_players
-            opp, act = self._opponent_agents[k], self.opponents[k]
-            try:
-                action = act(self.encoder.encode(g, seat), make_info(g, seat))
-            except BaseException as err:
-                self._halt = f"{_who(seat, opp, act)} raised {type(err).__name__}: {err}; the game stopped in its turn: call reset()"
-                raise
-            roll_before = g.roll
-            try:
-                out = g.step(action, self._dice())
-            except IllegalActionError as err:
-                why = f"{_who(seat, opp, act)} played illegal action {action!r}: {err}"
-                self._halt = f"{why}; the game stopped in its turn: call reset()"
-                raise IllegalActionError(why) from None
-            except BaseException as err:  # the dice failed (a scripted generator ran out), or an interrupt
-                self._halt = f"{_who(seat, opp, act)}'s move failed with {type(err).__name__}: {err}; the game stopped in its turn: call reset()"
-                raise
-            self._last_opponent_moves.append((seat, out.action, out.points))
-            self._shown_moves.append((seat, out.action, out.points, roll_before))
-
-    def _final_reward(self) -> float:
-        return win_reward(self.game.winners(), self.seat) if self.reward_mode == "win" else 0.0
-
-    def _obs(self, mask: np.ndarray):
+    def _obs(self, obs: np.ndarray, mask: np.ndarray):
         """The observation; with ``obs_type="dict"`` together with (a copy of) ``mask``, the
         int8 mask that ``info`` holds."""
-        obs = self.encoder.encode(self.game, self.seat)
         return {"observation": obs, "action_mask": mask.copy()} if self._dict_obs else obs
 
     def _info(self, illegal: bool, reason: str = "") -> dict[str, Any]:
-        info = make_info(self.game, self.seat, illegal, self._last_opponent_moves, reason)
+        info = make_info(self.game, self.seat, illegal, self._opponent_moves(), reason)
         if self.game.over:  # also when an opponent's served generala ended it before the agent's move
             info["action_mask"] = final_mask(self.action_space.n, np.int8)
         return info
+
+    # -- copies -----------------------------------------------------------------
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling: the core holds the game's own arrays again (pickling copies each)."""
+        self.__dict__.update(state)
+        core = self.__dict__.get("core")
+        if core is not None:
+            core.game = core._template = self.game
+            core._views()

@@ -10,14 +10,16 @@ PettingZoo is an optional dependency (``pip install generala-rl[multiagent]``)::
         action = None if termination or truncation else policy(obs)
         e.step(action)
 
-The game itself is :class:`generala_env.game.Game`, the observation the same
-:class:`generala_env.encoding.Encoder` vector as ``Generala-v0`` and the ``info`` the same
+It drives the env core at N = 1 (:class:`generala_env.env_core.EnvCore`, as ``Generala-v0``
+does) with every seat an agent: the game is the core's :class:`generala_env.game.Game`, its dice
+the core's (the same draws as ``Generala-v0`` seeded alike), the observation the same
+:class:`generala_env.encoding.Encoder` vector and the ``info`` the same
 :func:`generala_env.env.make_info` dict, so one policy plays in either environment.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -26,13 +28,13 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from .checks import check_finite, check_render_mode, check_reward, is_whole
-from .dice import NUM_MASKS, DiceCup, cup_for
-from .encoding import LAYOUT_VERSION, Encoder, observation_layout
-from .env import NOT_RESET, observation_space
+from .dice import NUM_MASKS
+from .encoding import LAYOUT_VERSION, observation_layout
+from .env import observation_space
+from .env_core import EVERY_SEAT, NOT_RESET, EnvCore
 from .game import MAX_PLAYERS, Game, IllegalActionError
 from .info import make_info, win_reward
-from .picture import MOVES_SHOWN, render_rgb
-from .render import render_text
+from .picture import MOVES_SHOWN
 from .rules import RuleSet, load_rules
 
 MIN_PLAYERS = 2
@@ -169,7 +171,14 @@ class raw_env(AECEnv, EzPickle):
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.game = Game(self.rules, int(num_players))
         self.num_players = self.game.num_players
-        self.encoder = Encoder(self.rules, self.num_players)
+        # the core at N = 1 with every seat an agent: the agents' actions are checked here (an
+        # illegal one raises, or ends the game under env()'s wrapper), the rewards given here
+        self.core = EnvCore(
+            1, self.rules, self.num_players, agent_seat=EVERY_SEAT, illegal_action="raise", game=self.game, record_moves=True,
+            render_mode=self.render_mode, render_modes=cast(list, self.metadata["render_modes"]),
+        )  # fmt: skip
+        self.encoder = self.core.encoder
+        self._actions = np.zeros(1, dtype=np.int64)
         self.layout = observation_layout(self.rules, self.num_players)
 
         self.possible_agents = [agent_name(s) for s in range(self.num_players)]
@@ -180,7 +189,6 @@ class raw_env(AECEnv, EzPickle):
         self.observation_spaces = {a: observation_space(self.encoder.size, n_actions, "dict") for a in self.possible_agents}
         self._np_random: np.random.Generator | None = None
         self._np_random_seed: int | None = None
-        self._cup: DiceCup | None = None
         self._last_move: tuple[int, int, int] = _NO_MOVE
         self._shown_moves: list[tuple[int, int, int, int]] = []  # the last moves, as the picture lists them
         self.rewards = dict.fromkeys(self.agents, 0.0)
@@ -201,6 +209,17 @@ class raw_env(AECEnv, EzPickle):
             EzPickle.__setstate__(self, state)
             return
         self.__dict__.update(state)
+        core = state.get("core")
+        if core is not None:  # the core holds the game's own arrays again (pickling copies each)
+            core.game = core._template = self.game
+            core._views()
+        else:  # a pickle from before the core: one made now, the game as it stood and its generator going on
+            self.core = EnvCore(
+                1, self.rules, self.num_players, agent_seat=EVERY_SEAT, illegal_action="raise", game=self.game, record_moves=True,
+                render_mode=self.render_mode, render_modes=cast(list, self.metadata["render_modes"]),
+            )  # fmt: skip
+            self._actions = np.zeros(1, dtype=np.int64)
+            self.core.draw_from(self.np_random)
         if self._last_move is None:  # a pickle from before last_move had a fixed shape
             self._last_move = _NO_MOVE
         if "_shown_moves" not in state:  # a pickle from before the pictures
@@ -223,12 +242,7 @@ class raw_env(AECEnv, EzPickle):
         the next ``reset()`` without a seed keeps it. Tests use it to script the dice."""
         self._np_random = value
         self._np_random_seed = -1
-
-    def _dice(self) -> DiceCup:
-        """The cup the dice come from: the generator, drawn in blocks (as in ``Generala-v0``);
-        a new generator gets a new cup, and a stand-in generator is asked throw by throw."""
-        self._cup = cup_for(self._cup, self.np_random)
-        return self._cup
+        self.core.draw_from(value)
 
     def observation_space(self, agent):
         return self.observation_spaces[agent]
@@ -238,9 +252,15 @@ class raw_env(AECEnv, EzPickle):
 
     # -- PettingZoo API ---------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        core = self.core
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
-        self.game.reset(self._dice())
+            core.draw_from_streams(self._np_random)
+            core.seed(seed)
+        elif core.drawing_from is None and not core.dice.seeded:  # a first reset without a seed: the generator's draws
+            core.draw_from(self.np_random)
+        core.start(core._all, np.empty((1, self.encoder.size), dtype=np.float32))
+        core.halt = None
         self._started = True
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
@@ -275,12 +295,13 @@ class raw_env(AECEnv, EzPickle):
             raise IllegalActionError(f"{agent}: {why}")
         self._cumulative_rewards[agent] = 0.0  # the agent has seen its reward: start afresh
         self._clear_rewards()
-        roll_before = g.roll
-        outcome = g.step(int(action), self._dice())
-        self._last_move = (outcome.player, outcome.action, outcome.points)
-        self._shown_moves = (self._shown_moves + [(*self._last_move, roll_before)])[-MOVES_SHOWN:]
+        self._actions[0] = int(action)
+        points = self.core.step(self._actions, np.empty((1, self.encoder.size), dtype=np.float32))[0]
+        move = self.core.moves(0)[0]  # (seat, action, points, roll before)
+        self._last_move = move[:3]
+        self._shown_moves = (self._shown_moves + [move])[-MOVES_SHOWN:]
         if self.reward_mode == "score":
-            self.rewards[agent] = float(outcome.points)
+            self.rewards[agent] = float(points)
         if g.over:
             if self.reward_mode == "win":
                 winners = g.winners()
@@ -290,7 +311,7 @@ class raw_env(AECEnv, EzPickle):
         self._accumulate_rewards()
         self._update_infos()
         # during the game the seat to move; at the end the next seat, so all step None in turn
-        self.agent_selection = self.possible_agents[(outcome.player + 1) % self.num_players if g.over else g.player]
+        self.agent_selection = self.possible_agents[(move[0] + 1) % self.num_players if g.over else g.player]
         if self.render_mode == "human":
             self.render()
 
@@ -302,9 +323,7 @@ class raw_env(AECEnv, EzPickle):
             return None
         if not self._started:
             raise RuntimeError(f"render() has nothing to show: {NOT_RESET}")
-        if self.render_mode == "rgb_array":
-            return render_rgb(self.game, moves=self._shown_moves)
-        text = render_text(self.game)
+        text = self.core.render(0, moves=self._shown_moves)
         if self.render_mode == "human":
             print(text)
             return None

@@ -17,14 +17,16 @@ from .game import IllegalActionError
 from .info import make_info
 
 if TYPE_CHECKING:
-    from .vector import GeneralaVectorEnv
+    from .env_core import EnvCore
 
 
 class BatchedOpponent:
     """An opponent that picks actions for many games at once.
 
     ``act_batch(venv, games, masks)`` returns one action per game in ``games`` (index
-    array), each game with the move; ``masks`` are their legal actions ``(n, A)``.
+    array), each game with the move; ``masks`` are their legal actions ``(n, A)``. ``venv`` is
+    the env core of the games (:class:`generala_env.env_core.EnvCore`: their state as arrays,
+    ``seat``, ``num_envs``, ``game_view(i)``...), the vector env's ``core`` or a single env's.
     """
 
     name = "batched"
@@ -35,16 +37,16 @@ class BatchedOpponent:
     def reset(self, seed: int | None = None) -> None:
         """Called on ``reset(seed=...)`` of the vector env."""
 
-    def seed_games(self, venv: GeneralaVectorEnv, games: np.ndarray, seeds: np.ndarray) -> None:
+    def seed_games(self, venv: EnvCore, games: np.ndarray, seeds: np.ndarray) -> None:
         """The seeds each of ``games`` (index array), just started, drew for its opponents:
         ``seeds[j, k]`` for the opponent in seat ``k`` after the agent's (in play order), the
         seed the single env hands that opponent's ``reset``; -1 where the seat's opponent is
         not reseeded. Only an opponent with randomness of its own needs them."""
 
-    def games_started(self, venv: GeneralaVectorEnv, games: np.ndarray) -> None:
+    def games_started(self, venv: EnvCore, games: np.ndarray) -> None:
         """Called whenever ``games`` (index array) start, by ``reset()`` or by autoreset."""
 
-    def act_batch(self, venv: GeneralaVectorEnv, games: np.ndarray, masks: np.ndarray) -> np.ndarray:  # pragma: no cover
+    def act_batch(self, venv: EnvCore, games: np.ndarray, masks: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -128,6 +130,14 @@ class PerGameOpponent(BatchedOpponent):
         if self.owner is not None and hasattr(self.owner, "reset"):
             self.owner.reset(seed=seed)
 
+    def seed_games(self, venv, games, seeds):
+        """One game (a single env): the agent is reset with the seed its game drew for it, as the
+        single env resets it; with many games its own generator goes on."""
+        if venv.num_envs == 1 and self.reseeded:
+            for k in range(seeds.shape[1]):
+                if seeds[0, k] >= 0 and venv.opponents[venv.opponent_of[0, k]] is self:
+                    self.owner.reset(seed=int(seeds[0, k]))
+
     def games_started(self, venv, games):
         if self.started >= venv.num_envs:
             self.reset()
@@ -141,42 +151,41 @@ class PerGameOpponent(BatchedOpponent):
         return out
 
 
-def play_opponents(venv: GeneralaVectorEnv, games: np.ndarray) -> None:
+def play_opponents(venv: EnvCore, games: np.ndarray) -> None:
     """Opponents move in ``games`` until the agent has the move or the game is over.
 
     If an opponent fails (raises, or plays an illegal action), the error goes to the
-    caller and the env refuses to step until ``reset()``: games stopped in an
-    opponent's turn.
+    caller and the env refuses to step until ``reset()`` (``venv.halt`` says why): games
+    stopped in an opponent's turn.
     """
     g = games[(venv.over[games] == 0) & (venv.player[games] != venv.seat[games])]
     who, illegal = "an opponent", None
-    stopped = "the games stopped in the opponents' turn: call reset()"
+    one = venv.num_envs == 1
+    stopped = "the game stopped in its turn: call reset()" if one else "the games stopped in the opponents' turn: call reset()"
     try:
         while g.size:
             masks = venv._legal_masks(g)
-            opp = venv._opponent_of[g, (venv.player[g] - venv.seat[g] - 1) % venv.num_players]
-            if len(venv._opponents) == 1:
-                who = f"opponent {venv._opponents[0].name!r}"
-                actions = np.asarray(venv._opponents[0].act_batch(venv, g, masks), dtype=np.int64)
-            else:
-                actions = np.empty(len(g), dtype=np.int64)
-                for j in np.unique(opp):
-                    sel = opp == j
-                    who = f"opponent {venv._opponents[j].name!r}"
-                    actions[sel] = venv._opponents[j].act_batch(venv, g[sel], masks[sel])
+            opp = venv.opponent_of[g, (venv.player[g] - venv.seat[g] - 1) % venv.num_players]
+            actions = np.empty(len(g), dtype=np.int64)
+            for j in np.unique(opp).tolist():
+                sel = opp == j if len(venv.opponents) > 1 else slice(None)
+                first = int(g[sel][0])
+                who = f"opponent in seat {int(venv.player[first])} ({venv.opponents[j].name})" + ("" if one else f" of game {first}")
+                actions[sel] = venv.opponents[j].act_batch(venv, g[sel], masks[sel])
             ok = (actions >= 0) & (actions < venv.num_actions)
             ok[ok] = masks[np.flatnonzero(ok), actions[ok]]
             if not ok.all():
                 j = int(np.flatnonzero(~ok)[0])
                 view = venv.game_view(int(g[j]))
                 why = view.why_illegal(int(actions[j]))
-                illegal = IllegalActionError(f"opponent in seat {view.player} of game {int(g[j])} played illegal action {int(actions[j])}: {why}")
+                where = "" if one else f" of game {int(g[j])}"
+                illegal = IllegalActionError(f"opponent in seat {view.player}{where} played illegal action {int(actions[j])}: {why}")
                 raise illegal
-            who = "the dice of the opponents' moves"
+            who = f"the dice of {who}'s move"
             venv._apply(g, actions)
             g = g[(venv.over[g] == 0) & (venv.player[g] != venv.seat[g])]
     except BaseException as err:
-        venv._halt = f"{err}; {stopped}" if err is illegal else f"{who} raised {type(err).__name__}: {err}; {stopped}"
+        venv.halt = f"{err}; {stopped}" if err is illegal else f"{who} raised {type(err).__name__}: {err}; {stopped}"
         raise
 
 

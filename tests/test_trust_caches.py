@@ -277,16 +277,17 @@ GAME = "import gymnasium as gym, generala_env; e = gym.make('Generala-v0'); e.re
 
 def forge_numba_indexes(root: Path, payload: bytes) -> list[Path]:
     """``payload`` as the cache index of every function of ``generala_env/one_game.py`` (a game's
-    compiled calls) and ``generala_env/batched.py`` (the loops over games), where numba looks for
-    it under the cache root ``root``."""
+    compiled calls), ``generala_env/env_loops.py`` (the env's step) and ``generala_env/batched.py``
+    (the loops over games), where numba looks for it under the cache root ``root``."""
     import ast
 
     import generala_env
+    from generala_env.compiling import INLINED_SOURCES
 
     package = Path(generala_env.__file__).resolve().parent
-    inlined = tuple(package / f for f in ("engine.py", "observe.py", "dice.py", "dice_stream.py", "batched.py"))
+    inlined = tuple(package / f for f in INLINED_SOURCES)
     made = []
-    for stem in ("one_game", "batched"):
+    for stem in ("one_game", "env_loops", "batched"):
         source = package / f"{stem}.py"
         folder = loops_folder(root, source, f"generala_env.{stem}", inlined)
         folder.mkdir(parents=True, exist_ok=True)
