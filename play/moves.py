@@ -86,6 +86,13 @@ class Move:
 
 
 # -- reading what people type ------------------------------------------------------------
+
+
+def _digits(text: str) -> bool:
+    """Whether ``text`` is ASCII digits (``str.isdigit`` is true of ``"²"`` too, which ``int`` refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def _phrase(tokens) -> str:
     return " ".join(t for t in tokens if t not in FILLERS)
 
@@ -126,7 +133,7 @@ def _plural_face(tok: str) -> int | None:
 
 
 def _count_word(tok: str) -> int | None:
-    if tok.isdigit() and len(tok) == 1 and 1 <= int(tok) <= 5:
+    if _digits(tok) and len(tok) == 1 and 1 <= int(tok) <= 5:
         return int(tok)
     return FACE_WORDS.index(tok) + 1 if tok in FACE_WORDS[:5] else None
 
@@ -154,7 +161,7 @@ def _dice_phrase(tokens: list[str], game: Game, what: str) -> list[int]:
             if have[f - 1] == 0:
                 raise MoveError(f"you have no {f} to {what} (your dice: {faces_text(dice)})")
             faces += [f] * have[f - 1]
-        elif t.isdigit() and all(c in "123456" for c in t):
+        elif _digits(t) and all(c in "123456" for c in t):
             faces += [int(c) for c in t]
         elif t in FACE_WORDS:
             faces.append(FACE_WORDS.index(t) + 1)
@@ -298,13 +305,13 @@ def parse_move(text: str, game: Game) -> Move | str:
         return move
 
     phrase = _phrase(tokens)
-    if phrase in lines and not (phrase.isdigit() or phrase in FACE_WORDS):
+    if phrase in lines and not (_digits(phrase) or phrase in FACE_WORDS):
         return _write_move(game, lines[phrase], False)
-    if len(tokens) == 1 and (head.isdigit() and len(head) == 1 or head in FACE_WORDS):
-        n = int(head) if head.isdigit() else FACE_WORDS.index(head) + 1
+    if len(tokens) == 1 and (_digits(head) and len(head) == 1 or head in FACE_WORDS):
+        n = int(head) if _digits(head) else FACE_WORDS.index(head) + 1
         if 1 <= n <= 6:
             raise MoveError(f"'{head}' could mean 'keep {n}' or 'write {NUMBER_LINES[n - 1]}': say which")
-    if all(t.isdigit() and set(t) <= set("123456") for t in tokens):
+    if all(_digits(t) and set(t) <= set("123456") for t in tokens):
         return _hold_move(game, _dice_phrase(tokens, game, "keep"), "keep")
     raise MoveError(f"I don't understand {text.strip()!r}. Try 'keep 4 4', 'reroll 1 2', 'roll all', 'write fours', 'cross out ones', or 'help'")
 
@@ -312,11 +319,11 @@ def parse_move(text: str, game: Game) -> Move | str:
 def _hint_words(rest: list[str]) -> tuple[list[str], int | None]:
     """The words of a write as a hint says it: ``12 on fours``, ``35 on full house (served,
     +5)``: the line's words, and the points named first (``None`` if none)."""
-    if rest and rest[-1].isdigit() and len(rest) >= 2 and rest[-2] == "served":
+    if rest and _digits(rest[-1]) and len(rest) >= 2 and rest[-2] == "served":
         rest = rest[:-2]
     elif rest and rest[-1] == "served":
         rest = rest[:-1]
-    if len(rest) >= 2 and rest[0].isdigit() and rest[1] in ("on", "in", "as", "to", "for", "into"):
+    if len(rest) >= 2 and _digits(rest[0]) and rest[1] in ("on", "in", "as", "to", "for", "into"):
         return rest[2:], int(rest[0])
     return rest, None
 

@@ -41,7 +41,7 @@ def _split_host(value: str) -> tuple[str, int | None] | None:
     else:
         name, _, port = value.partition(":") if value.count(":") <= 1 else (value, "", None)
         port = port or None
-    if not name or (port is not None and not (port.isdigit() and len(port) <= 5)):
+    if not name or (port is not None and not (port.isascii() and port.isdigit() and len(port) <= 5)):
         return None
     return name, None if port is None else int(port)
 
@@ -146,7 +146,7 @@ class Guard:
         if len(kind) != 1 or kind[0].split(";", 1)[0].strip().lower() != "application/json":
             return await self.refuse(send, 415, f"a request body is JSON: send Content-Type: application/json, not {shown(kind[0] if kind else None)}")
         length = headers.get("content-length", [])
-        if length and (not length[0].strip().isdigit() or int(length[0]) > self.max_body):
+        if length and (not (length[0].strip().isascii() and length[0].strip().isdigit()) or int(length[0]) > self.max_body):
             return await self.refuse(send, 413, f"a request body is at most {self.max_body:,} bytes")
         chunks, size = [], 0
         while True:

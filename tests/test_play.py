@@ -498,6 +498,15 @@ WORDS = [
 ]
 
 
+def test_a_digit_that_is_no_number_is_explained():
+    """``"²"`` is a digit to ``str.isdigit`` but no number to ``int``: one sentence, no traceback."""
+    g = Game("classic")
+    g.reset(np.random.default_rng(0))
+    for text in ("\u00b2", "keep \u00b2", "write \u00b2 on fours", "\u0663"):
+        with pytest.raises(MoveError):
+            parse_move(text, g)
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     seed=st.integers(0, 2**16),

@@ -123,6 +123,7 @@ def test_the_host_check_of_other_bindings():
     one = HostCheck("192.168.1.7", 8000)
     assert one("192.168.1.7:8000") and not one("192.168.1.8:8000") and not one("localhost:8000")
     assert HostCheck("127.0.0.1", 80)("localhost")  # the default port may be left out
+    assert not every("192.168.1.7:\u00b2") and not every("localhost:\u0663")  # digits to str.isdigit, not a port (int() refuses "²")
 
 
 def test_the_server_is_refused_by_name_on_a_real_socket():
