@@ -1,7 +1,7 @@
 """What one game's refill of 1024 faces costs: numpy's ``Generator.integers(1, 7, size=1024,
 dtype=np.int8)`` called from Python once per game (one generator per game, as a vector env of
 numpy generators would), against :func:`generala_env.dice_stream.faces_into` called inside one
-compiled loop over the games' rows, and :func:`~generala_env.dice_stream.cup_ensure` refilling
+compiled loop over the games' rows, and :func:`~generala_env.dice_stream.cup_fill` refilling
 every game's cup in such a loop (the faces left over moved first, as ``DiceCup.refill`` does);
 and what seeding all the games' streams costs, from Python and in a compiled loop.
 Both draw the same faces (checked before timing). The variants alternate for several rounds, each first in turn;
@@ -45,12 +45,12 @@ def main(argv=None) -> None:
         return 0
 
     @njit(error_model="numpy", _nrt=False)
-    def cup_refill_all(cups, pcg):
+    def cup_refill_all(faces, at, pcg):
         for g in range(pcg.shape[0]):
-            cups[g, ds.IN_BLOCK] = min(cups[g, ds.IN_BLOCK], np.uint64(2))  # two faces left: a throw of five needs a refill
-            ds.cup_ensure(pcg, cups, np.uint64(g), 5)
+            at[g, 0] = max(at[g, 0], at[g, 1] - 2)  # two faces left: a throw of five needs a refill
+            ds.cup_fill(pcg, faces, at, np.uint64(g), 5)
             for _ in range(5):
-                ds.cup_face(cups, np.uint64(g))
+                ds.cup_face(faces, at, np.uint64(g))
         return 0
 
     @njit(error_model="numpy", _nrt=False)
@@ -64,10 +64,10 @@ def main(argv=None) -> None:
     gens = [np.random.Generator(np.random.PCG64(np.random.SeedSequence(s))) for s in seeds]
     pcg = ds.streams_from_seeds(seeds)
     out = np.zeros((n, ds.BLOCK), dtype=np.int8)
-    cups = ds.empty_cups(n)
+    faces, at = ds.empty_cups(n)
     t = time.perf_counter()
     refill_all(pcg, out)  # compiles
-    cup_refill_all(cups, pcg)
+    cup_refill_all(faces, at, pcg)
     reseed_all(pcg[:1].copy(), np.zeros(1, dtype=np.uint64))
     compile_s = time.perf_counter() - t
     pcg = ds.streams_from_seeds(seeds)
@@ -83,7 +83,7 @@ def main(argv=None) -> None:
     runs = {
         "numpy Generator.integers, one call per game": numpy_refills,
         "faces_into in a compiled loop over the games": lambda: refill_all(pcg, out),
-        "cup_ensure refilling each game's cup, compiled loop": lambda: cup_refill_all(cups, pcg),
+        "cup_fill refilling each game's cup, compiled loop": lambda: cup_refill_all(faces, at, pcg),
     }
     times: dict[str, list[float]] = {k: [] for k in runs}
     order = list(runs)

@@ -24,7 +24,7 @@ import numpy as np
 from . import dice, engine, observe
 from .compiling import COMPILE_SECONDS, NUMBA, SOURCES_DIGEST, U, _compiled, announce_compile, cache_root, cached_njit, disk_cached, loop, njit
 from .dice import DICE, EMPTY_KEEP, NUM_MASKS
-from .dice_stream import cup_ensure, cup_face
+from .dice_stream import cup_fill
 from .engine import FIRST_ROLL, OPEN, GameState, Tables
 from .observe import EncodingTables
 
@@ -40,21 +40,13 @@ DIE_KEY = dice.KEY_WEIGHTS  # [face - 1]: what a die showing that face adds to a
 
 @njit(inline="always", error_model="numpy")
 def cup_key(faces, at, g, n):
-    """The face keys of the next ``n`` given faces of game ``g`` (``faces[g]`` from ``at[g, 0]``:
-    :func:`~generala_env.game_dice.given_cups`), summed; the cup moves past them."""
+    """The face keys of the next ``n`` faces of game ``g``'s cup (``faces[g]`` from ``at[g, 0]``:
+    :mod:`generala_env.dice_stream`'s cups, or given faces: :func:`~generala_env.game_dice.given_cups`),
+    summed; the cup moves past them."""
     key, i = 0, U(at[g, 0])
     for d in range(U(n)):
         key += DIE_KEY[faces[g, i + d] - 1]
     at[g, 0] += n
-    return key
-
-
-@njit(inline="always", error_model="numpy")
-def cup_keys(cups, g, n):
-    """The face keys of the next ``n`` faces of game ``g``'s cup (which holds them), summed."""
-    key = 0
-    for _ in range(U(n)):
-        key += DIE_KEY[cup_face(cups, g) - 1]
     return key
 
 
@@ -81,15 +73,13 @@ def new_game(st, g, t, key):
 
 
 @loop
-def new_games(games, faces, at, cups, state, rules):
-    """``Game.reset`` of each game: :func:`new_game` with five dice from the game's cup (which
-    holds them: :func:`generala_env.game_dice.draw_new_games`), or given (``faces``, ``at``)
-    where there are no cups (``cups`` empty)."""
+def new_games(games, faces, at, state, rules):
+    """``Game.reset`` of each game: :func:`new_game` with the next five faces of the game's cup
+    (which holds them: :func:`generala_env.game_dice.draw_new_games`, or given)."""
     st, t = GameState(*state), Tables(*rules)
-    given = len(cups) == 0
     for j in range(U(len(games))):  # unsigned: see U
         g = U(games[j])
-        new_game(st, g, t, cup_key(faces, at, g, DICE) if given else cup_keys(cups, g, DICE))
+        new_game(st, g, t, cup_key(faces, at, g, DICE))
 
 
 @njit(inline="always", error_model="numpy")
@@ -157,13 +147,13 @@ def mask_game(st, g, t, masks, j):
 
 
 @loop
-def apply_actions(games, actions, faces, at, pcg, cups, state, rules, pts, short):
+def apply_actions(games, actions, faces, at, pcg, state, rules, pts, short):
     """Legal ``actions[j]`` in ``games[j]`` (:func:`decide_game`, then :func:`land_game`); the
     points written into ``pts[j]`` (0 for a reroll). The dice come from each game's cup
-    (``cups``), which draws a block from the game's stream (``pcg``) when it holds fewer than
-    the action throws, as ``DiceCup.throw`` does (:mod:`generala_env.dice_stream`); with no
-    streams (``pcg`` empty) they are given (``faces``, ``at``), and a game given fewer than it
-    throws is left as it was, ``short[j]`` true. Returns how many were short."""
+    (``faces``, ``at``), which draws a block from the game's stream (``pcg``) when it holds fewer
+    than the action throws, as ``DiceCup.throw`` does (:mod:`generala_env.dice_stream`); with no
+    streams (``pcg`` empty) they are given, and a game given fewer than it throws is left as it
+    was, ``short[j]`` true. Returns how many were short."""
     st, t = GameState(*state), Tables(*rules)
     given, n_short = len(pcg) == 0, 0
     for j in range(U(len(games))):  # unsigned: see U
@@ -174,10 +164,10 @@ def apply_actions(games, actions, faces, at, pcg, cups, state, rules, pts, short
             n_short += 1
             continue
         if not given:
-            cup_ensure(pcg, cups, g, n)
+            cup_fill(pcg, faces, at, g, n)
         short[j] = False
         pts[j] = decide_game(st, g, t, a)
-        key = cup_key(faces, at, g, n) if given else cup_keys(cups, g, n)  # a write that ends the game throws them all the same, as the single env's
+        key = cup_key(faces, at, g, n)  # a write that ends the game throws them all the same, as the single env's
         if st.throw_keep[g] >= 0:
             land_game(st, g, t, key)
     return n_short
@@ -210,32 +200,6 @@ def encode(games, seat, out, sheet_obs, sheets_seen, state, rules, enc):
             encode_sheets(sheet_obs, g, e, st.sheets, g, me)
         for i in range(own_open, size):
             out[j, i] = sheet_obs[g, i]
-
-
-@loop
-def results(games, seat, state, rules, totals, winner, win_reward):
-    """Final totals, the winner (-1 on a shared win) and the agent's win reward (+1 / 0 / -1) of
-    ended games, by the rules' :func:`~generala_env.engine.is_winner` and
-    :func:`~generala_env.engine.outcome_points`."""
-    st, t = GameState(*state), Tables(*rules)
-    for j in range(U(len(games))):  # unsigned: see U
-        g = U(games[j])
-        best = -1
-        for p in range(t.num_players):
-            total = 0
-            for l in range(t.num_lines):
-                if st.sheets[g, p, l] != OPEN:
-                    total += st.sheets[g, p, l]
-            totals[j, p] = total
-            best = max(best, total)
-        served_winner, n, w = st.winner[g], 0, -1
-        for p in range(t.num_players):
-            if is_winner(served_winner, p, totals[j, p], best):
-                n += 1
-                w = p
-        s = seat[g]
-        winner[j] = w if n == 1 else -1
-        win_reward[j] = 2.0 * outcome_points(is_winner(served_winner, s, totals[j, s], best), n) - 1.0
 
 
 @cached_njit(error_model="numpy")

@@ -41,9 +41,9 @@ and advancing that row as the named numpy call advances its generator:
 * :func:`permutation_into`: ``permutation(n)`` (an exploring start's lines);
 * :func:`seeded_row`: the row of ``np.random.default_rng(seed)`` (an opponent reseeded in a loop).
 
-A cup per game (:func:`empty_cups`, :func:`cup_ensure`, :func:`cup_face`) hands out faces as a
-:class:`~generala_env.dice.DiceCup` does (same blocks from the same stream, same order) in a
-row of 11 numbers: the faces are drawn as they are handed out.
+A cup per game (:func:`empty_cups`, :func:`cup_fill`, :func:`cup_face`) hands out faces as a
+:class:`~generala_env.dice.DiceCup` does (same blocks from the same stream, same order), from a
+row of faces drawn a block at a time.
 
 The arithmetic is numpy's (``pcg64.h``, ``distributions.c``, ``SeedSequence``): PCG64's 128-bit
 LCG in 64-bit halves with XSL-RR output, Lemire's bounded draws with their rejections, the
@@ -82,19 +82,18 @@ ROW = 6  # numbers in a game's row of the streams
 
 BLOCK = 1024  # faces a cup draws at once (DiceCup's block)
 
-# A game's cup, one row of CUP uint64 (empty_cups): the faces a DiceCup holds, each drawn when
-# it is handed out. Columns 0-5: the block's own stream, laid out as a stream's row (a copy of
-# the game's stream taken when the block was drawn); then the byte buffer of the block's draw
-# and its bytes left, the block's faces not handed out, and the spare faces (fewer than a
-# throw, kept from the last block and handed out first: a byte each, the first lowest) with
-# their count. A cup is 88 bytes a game, not the 1,029 faces of a DiceCup.
-BUF, BUF_LEFT, IN_BLOCK, SPARE_COUNT, SPARE = range(ROW, ROW + 5)
-CUP = ROW + 5
+# A game's cup: the faces a DiceCup holds, in a row of ``faces`` ``(N, CUP_FACES)`` int8 with ``at``
+# ``(N, 2)`` int64, the next face and the end of each row. When a throw needs more faces than are
+# left, the faces left move to the row's front and a block of BLOCK faces drawn from the game's
+# stream follows them (DiceCup.refill). A row is 1,032 bytes a game, 4 MB for 4,096 games. Cups
+# of 88 bytes a game that drew each face again, from a copy of the stream, as it was handed out
+# were slower: with them (and the ends of games in Python) the vector env stepped 0.93x as fast at
+# N = 4096 (`benchmarks/engine_ab.py --base c38cf5d`: this code 1.074x [1.041-1.098] that one).
+CUP_FACES = BLOCK + 8  # a block and the faces left from the last one (fewer than a throw), rounded up
 
 # Every constant the compiled functions use is a uint64: numba would make a float of a uint64
 # mixed with an int64, and numpy checks no overflow of uint64 shifts and masks.
 _U0, _U1, _U3 = np.uint64(0), np.uint64(1), np.uint64(3)
-_BLOCK = np.uint64(BLOCK)
 _U8, _U11, _U16, _U32 = np.uint64(8), np.uint64(11), np.uint64(16), np.uint64(32)
 _U58, _U63, _U64 = np.uint64(58), np.uint64(63), np.uint64(64)
 _M8, _M32, _M64 = np.uint64(0xFF), np.uint64(0xFFFF_FFFF), np.uint64(0xFFFF_FFFF_FFFF_FFFF)
@@ -377,50 +376,36 @@ def seeded_row(pcg, g, seed):
 
 
 @njit(inline="always", error_model="numpy")
-def _block_face(cups, g):
-    """The next face of the block in game ``g``'s cup, drawn now from the block's own stream."""
-    face, cups[g, BUF], cups[g, BUF_LEFT] = _face(cups, g, cups[g, BUF], cups[g, BUF_LEFT])
-    cups[g, IN_BLOCK] -= _U1
-    return face
-
-
-@njit(inline="always", error_model="numpy")
-def cup_ensure(pcg, cups, g, n):
+def cup_fill(pcg, faces, at, g, n):
     """What ``DiceCup.throw(n)`` does first: when game ``g``'s cup holds fewer than ``n`` faces
-    (at most :data:`~generala_env.dice.DICE`), the faces it holds stay first (the block's last
-    ones become spare faces) and a block of :data:`BLOCK` follows. The game's stream moves past
-    the block now, as ``DiceCup.refill``'s draw moves it; the block's faces are drawn from a
-    copy of the stream taken before, when they are handed out."""
-    n = np.uint64(n)
-    if cups[g, SPARE_COUNT] + cups[g, IN_BLOCK] >= n:
+    (at most :data:`~generala_env.dice.DICE`), the faces it holds move to the front of its row and
+    a block of :data:`BLOCK` faces drawn from the game's stream now follows them."""
+    i, end = at[g, 0], at[g, 1]
+    if end - i >= n:
         return
-    while cups[g, IN_BLOCK] > _U0:
-        cups[g, SPARE] |= _block_face(cups, g) << (_U8 * cups[g, SPARE_COUNT])
-        cups[g, SPARE_COUNT] += _U1
-    for c in range(ROW):
-        cups[g, c] = pcg[g, c]
-    cups[g, BUF], cups[g, BUF_LEFT], cups[g, IN_BLOCK] = _U0, _U0, _BLOCK
-    buf, left = _U0, _U0
-    for _ in range(BLOCK):
-        _, buf, left = _face(pcg, g, buf, left)
+    k = 0
+    for j in range(i, end):
+        faces[g, k] = faces[g, j]
+        k += 1
+    buf, left = _U0, _U0  # one integers(1, 7, size=BLOCK) call: its own byte buffer
+    for d in range(BLOCK):
+        face, buf, left = _face(pcg, g, buf, left)
+        faces[g, k + d] = face
+    at[g, 0], at[g, 1] = 0, k + BLOCK
 
 
 @njit(inline="always", error_model="numpy")
-def cup_face(cups, g):
-    """The next face game ``g``'s cup hands out (one it holds: :func:`cup_ensure` first): a
-    spare face, else the block's next."""
-    k = cups[g, SPARE_COUNT]
-    if k > _U0:
-        face = cups[g, SPARE] & _M8
-        cups[g, SPARE] >>= _U8
-        cups[g, SPARE_COUNT] = k - _U1
-        return face
-    return _block_face(cups, g)
+def cup_face(faces, at, g):
+    """The next face game ``g``'s cup hands out (one it holds: :func:`cup_fill` first)."""
+    i = at[g, 0]
+    at[g, 0] = i + 1
+    return faces[g, i]
 
 
-def empty_cups(num_games: int) -> np.ndarray:
-    """``(num_games, CUP)`` uint64: cups holding no faces (each a new ``DiceCup``)."""
-    return np.zeros((num_games, CUP), dtype=np.uint64)
+def empty_cups(num_games: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cups holding no faces (each a new ``DiceCup``): ``faces`` ``(num_games, CUP_FACES)`` int8
+    and ``at`` ``(num_games, 2)`` int64."""
+    return np.zeros((num_games, CUP_FACES), dtype=np.int8), np.zeros((num_games, 2), dtype=np.int64)
 
 
 def _seed_value(seed) -> int:
@@ -470,7 +455,7 @@ def generator_from_stream(row) -> np.random.Generator:
 
 __all__ = [
     "BLOCK",
-    "CUP",
+    "CUP_FACES",
     "HAS_UINT32",
     "INC_HI",
     "INC_LO",
@@ -480,8 +465,8 @@ __all__ = [
     "STATE_LO",
     "UINTEGER",
     "below",
-    "cup_ensure",
     "cup_face",
+    "cup_fill",
     "empty_cups",
     "faces_into",
     "generator_from_stream",

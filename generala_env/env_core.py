@@ -34,7 +34,6 @@ from . import env_loops as E
 from . import opponents as opponents_registry
 from .checks import MAX_ILLEGAL_IN_A_ROW, check_arguments, check_finite, check_max_illegal, check_share, is_whole
 from .dice import DICE, DiceCup
-from .dice_stream import CUP
 from .encoding import Encoder
 from .engine import MOVER, OPEN, POINTS, facts_size, new_state, numbers_of, state_of, tables
 from .episode import exploring_start
@@ -47,8 +46,7 @@ NOT_RESET = "reset() has not been called yet: call reset() before step() or rend
 RESET_FAILED = "the last reset() did not complete: call reset() again"
 EVERY_SEAT = "mover"  # agent_seat of the PettingZoo env: the agent is whoever has the move
 
-_NO_STREAMS, _NO_CUPS = np.zeros((0, 6), dtype=np.uint64), np.zeros((0, CUP), dtype=np.uint64)  # given dice: no stream, no cup
-_NO_FACES, _NO_AT = np.zeros((0, 5), dtype=np.int8), np.zeros((0, 2), dtype=np.int64)  # dice from the streams: none given
+_NO_STREAMS = np.zeros((0, 6), dtype=np.uint64)  # given dice: no stream
 
 Move = tuple[int, int, int, int]  # (seat, action, points, roll before the move), as the pictures list them
 
@@ -122,7 +120,8 @@ class EnvCore:
             [self.illegal_penalty, reward == "score", reward == "win", cap, illegal_action == "raise", N == 1, self.mover_is_agent, N == 1 or record_moves],
             dtype=np.float64,
         )
-        self.found = np.zeros(len(E.FOUND), dtype=np.int64)  # what the last step found (E.FOUND)
+        self.found = np.zeros(E.ENDED_AT + N, dtype=np.int64)  # what the last step found (E.FOUND), then the games that ended
+        self._final = np.zeros((N, P + 2), dtype=np.int64)  # where a driver that keeps no ends has them written
         self._sheet_obs = np.zeros((N, self.encoder.size), dtype=np.float32)  # each game's sheet slices, as of writes == _sheets_seen
         self._sheets_seen = np.full(N, -1, dtype=np.int64)
         self._no_rewards = np.zeros(N)  # where a look that ends no step writes no reward
@@ -200,21 +199,18 @@ class EnvCore:
         except BaseException as err:  # the ended games are left as they were: over
             self.halt = f"the dice of new games raised {type(err).__name__}: {err}; call reset()"
             raise
-        self._sheets_seen[games] = -1  # the sheet slices are those of the old games
         for g, sheets in prefilled:  # exploring starts: some turns in
             self.sheets[g] = sheets
             self.writes[g] = int((sheets != OPEN).sum())
-        self.env[E.STREAK, games] = 0
-        self.env[E.ACTION, games] = -1  # no move of the agent yet
         if self._opponent_moves is not None:
             for g in games.tolist():
                 self._opponent_moves[g] = []
-        for opp in self.opponents:
-            opp.games_started(self, games)
         if self.opponents:
+            self.env[E.ACTION, games] = -1  # no move of the agent yet (the opponents' moves are recorded after it)
+            for opp in self.opponents:
+                opp.games_started(self, games)
             play_opponents(self, games)
-        self.env[E.EARLY_END, games] = self.over[games] != 0
-        self._look(games, obs, finish=False)
+        self._look(games, obs, E.STARTED)  # the agent's streak and move cleared, its first look
 
     def _draw_new_games(self, games: np.ndarray) -> list[tuple[int, np.ndarray]]:
         """New games in ``games``, each drawing from its own stream what a single env's ``reset()``
@@ -224,13 +220,13 @@ class EnvCore:
         random_seat, p, P = self.agent_seat_option == "random", self.exploring_starts, self.num_players
         if self.dice_source is None:
             seeds, prefilled = self.dice.draw_new_games(games, self.seat, random_seat, self.rules, P, p, self._reseeded)
-            K.new_games(games, _NO_FACES, _NO_AT, self.dice.cups, self._state, self._tables)
+            K.new_games(games, self.dice.faces, self.dice.at, self._state, self._tables)
         else:
             rng = self.np_random
             if random_seat:  # one draw a game, as a single env draws its seat
                 self.seat[games] = [int(rng.integers(P)) for _ in range(len(games))]
             faces, at = self._given_dice(games)
-            K.new_games(games, faces, at, _NO_CUPS, self._state, self._tables)
+            K.new_games(games, faces, at, self._state, self._tables)
             prefilled, seeds = [], np.full((len(games), P - 1), -1, dtype=np.int64)
             for j, g in enumerate(games.tolist()):
                 sheets = exploring_start(self.rules, P, p, rng)
@@ -274,40 +270,47 @@ class EnvCore:
             K.dice_needed(games, actions, self.roll, self._tables, need)
         return given_cups(np.asarray(self.dice_source(games, need)), games, need, self.num_envs)  # type: ignore[misc]
 
-    def _look(self, games: np.ndarray, obs: np.ndarray, finish: bool, rewards: np.ndarray | None = None) -> None:
-        """:func:`~generala_env.env_loops.observe_games` of ``games`` into ``obs``."""
+    def _look(self, games: np.ndarray, obs: np.ndarray, mode: int, rewards: np.ndarray | None = None, final: np.ndarray | None = None) -> None:
+        """:func:`~generala_env.env_loops.observe_games` of ``games`` into ``obs`` (``mode``: what
+        it does besides looking at them)."""
         E.observe_games(
-            games, finish, self.numbers, self.sheets, self._rules, self.env, self.settings, self.masks, self.facts,
+            games, mode, self.numbers, self.sheets, self._rules, self.env, self.settings, self.masks, self.facts,
             obs, self._sheet_obs, self._sheets_seen, self._ints, self._floats, rewards if rewards is not None else self._no_rewards, self.found,
+            final if final is not None else self._final,
         )  # fmt: skip
         if self.game is not None:
             self.game._made = None
 
-    def step(self, actions: np.ndarray, obs: np.ndarray) -> np.ndarray:
+    def step(self, actions: np.ndarray, obs: np.ndarray, final: np.ndarray | None = None) -> np.ndarray:
         """The agent's ``actions`` (int64, one a game) in every game, the opponents' turns after
         them, and what the agent sees then, into ``obs`` and the masks; the rewards. :attr:`found`
-        and the rows of :attr:`env` say what happened (illegal, terminated, truncated). With
-        ``illegal_action="raise"`` an illegal action raises :class:`IllegalActionError` and
-        changes nothing."""
+        and the rows of :attr:`env` say what happened (illegal, terminated, truncated), and
+        :meth:`ended` which games ended, whose ends go into ``final`` ``(N, players + 2)``: each
+        seat's total, the sole winner + 1 (0: none) and whether a served generala won
+        (:func:`~generala_env.env_loops.end_of_game`; rows of other games are left as they
+        were). With ``illegal_action="raise"`` an illegal action raises
+        :class:`IllegalActionError` and changes nothing."""
+        if final is None:
+            final = self._final
         N = self.num_envs
         rewards = np.empty(N)
-        faces, at, pcg, cups = _NO_FACES, _NO_AT, self.dice.pcg, self.dice.cups
+        faces, at, pcg = self.dice.faces, self.dice.at, self.dice.pcg
         if self.dice_source is not None:
             legal, playing = K.accepted(actions, self.masks), self.env[E.EARLY_END] == 0
             if self.illegal_action == "raise" and (playing & ~legal).any():
                 self._raise_illegal(actions)
             acting = np.flatnonzero(legal & playing)
             faces, at = self._given_dice(acting, actions[acting])
-            pcg, cups = _NO_STREAMS, _NO_CUPS
+            pcg = _NO_STREAMS
         if N == 1:  # one game: the tables packed (numba reads them faster)
             E.env_step(
-                actions, self.numbers, self.sheets, self._rules, faces, at, pcg, cups, self.env, self.settings, self.masks, self.facts,
-                obs, self._sheet_obs, self._sheets_seen, self._ints, self._floats, rewards, self.found,
+                actions, self.numbers, self.sheets, self._rules, faces, at, pcg, self.env, self.settings, self.masks, self.facts,
+                obs, self._sheet_obs, self._sheets_seen, self._ints, self._floats, rewards, self.found, final,
             )  # fmt: skip
         else:  # many: the tables in their own types (lighter on the cache)
             E.env_step_many(
-                actions, self._state, self._tables, self._enc, faces, at, pcg, cups, self.env, self.settings, self.masks, self.facts,
-                obs, self._sheet_obs, self._sheets_seen, rewards, self.found,
+                actions, self._state, self._tables, self._enc, faces, at, pcg, self.env, self.settings, self.masks, self.facts,
+                obs, self._sheet_obs, self._sheets_seen, rewards, self.found, final,
             )  # fmt: skip
         found = self.found
         if self.game is not None:
@@ -320,7 +323,7 @@ class EnvCore:
         if found[E.N_WAITING]:
             waiting = np.flatnonzero(self.env[E.WAITING])
             play_opponents(self, waiting)
-            self._look(waiting, obs, finish=True, rewards=rewards)
+            self._look(waiting, obs, E.FINISH, rewards=rewards, final=final)
         return rewards
 
     def _raise_illegal(self, actions: np.ndarray) -> None:
@@ -359,22 +362,18 @@ class EnvCore:
         before = (self.player[games].tolist(), self.roll[games].tolist()) if self._opponent_moves is not None else None
         if self.dice_source is not None:
             faces, at = self._given_dice(games, actions)
-            K.apply_actions(games, actions, faces, at, _NO_STREAMS, _NO_CUPS, self._state, self._tables, pts, short)
+            K.apply_actions(games, actions, faces, at, _NO_STREAMS, self._state, self._tables, pts, short)
         else:
-            K.apply_actions(games, actions, _NO_FACES, _NO_AT, self.dice.pcg, self.dice.cups, self._state, self._tables, pts, short)
+            K.apply_actions(games, actions, self.dice.faces, self.dice.at, self.dice.pcg, self._state, self._tables, pts, short)
         if before is not None and self._opponent_moves is not None:
             for j, g in enumerate(games.tolist()):
                 self._opponent_moves[g].append((before[0][j], int(actions[j]), int(pts[j]), before[1][j]))
         return pts
 
     # -- reading -------------------------------------------------------------------------
-    def results(self, games: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Totals ``(n, players)``, winner (``-1`` on a shared win) and the agent's win reward of ended games."""
-        totals = np.empty((len(games), self.num_players), dtype=np.int64)
-        winner = np.empty(len(games), dtype=np.int64)
-        win_reward = np.empty(len(games))
-        K.results(games, self.seat, self._state, self._tables, totals, winner, win_reward)
-        return totals, winner, win_reward
+    def ended(self) -> np.ndarray:
+        """The games that ended at the last step (terminated or truncated), in the order found (a new array)."""
+        return self.found[E.ENDED_AT : E.ENDED_AT + self.found[E.N_ENDED]].copy()
 
     def game_view(self, i: int) -> Game:
         """A copy of game ``i`` as a :class:`Game` (for per-game agents, rendering and messages)."""

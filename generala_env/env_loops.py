@@ -28,7 +28,6 @@ from __future__ import annotations
 from .batched import (
     U,
     cup_key,
-    cup_keys,
     decide_game,
     dice_thrown,
     encode_sheets,
@@ -41,7 +40,7 @@ from .batched import (
     outcome_points,
     pending_in_game,
 )
-from .dice_stream import cup_ensure
+from .dice_stream import cup_fill
 from .engine import FIRST_ROLL, MOVER, OPEN, PENDING, POINTS, SERVED, TOTALS, WON, GameState, Tables
 from .observe import EncodingTables
 from .one_game import state_of, unpack_encoding, unpack_tables
@@ -53,8 +52,11 @@ SEAT, STREAK, EARLY_END, ILLEGAL, TERMINATED, TRUNCATED, WAITING, ACTION, ROLL_B
 # opponents); facts: keep each game's facts (a Game reads them; a vector env's step need not)
 SETTINGS = ("penalty", "score", "win", "cap", "raise", "every_sheet", "mover", "facts")
 PENALTY, SCORE, WIN, CAP, RAISE, EVERY_SHEET, MOVER_SEAT, KEEP_FACTS = range(len(SETTINGS))
-FOUND = ("illegal", "ended", "waiting", "first_illegal")  # counts, then the first illegal game (-1: none)
+# counts, the first illegal game (-1: none), then from ENDED_AT the games that ended, in the order found
+FOUND = ("illegal", "ended", "waiting", "first_illegal")
 N_ILLEGAL, N_ENDED, N_WAITING, FIRST_ILLEGAL = range(len(FOUND))
+ENDED_AT = len(FOUND)
+LOOK, FINISH, STARTED = range(3)  # what observe_games does besides looking at each game
 
 
 @njit(inline="always", error_model="numpy")
@@ -69,33 +71,44 @@ def seat_total(st, g, t, p):
 
 
 @njit(inline="always", error_model="numpy")
-def win_reward(st, g, t, seat):
-    """The reward of ``reward="win"`` for ``seat`` of ended game ``g``: +1 sole win, 0 shared, -1 loss."""
+def end_of_game(st, g, t, seat, final, over):
+    """Ended game ``g`` (``over``; else truncated) into row ``g`` of ``final``: every seat's total,
+    then its sole winner + 1 (0: a shared win, or a truncated game), then 1 if a served generala
+    won it. Returns ``seat``'s reward under ``reward="win"``: +1 sole win, 0 shared, -1 loss."""
+    P = t.num_players
     best = -1
-    for p in range(t.num_players):
-        best = max(best, seat_total(st, g, t, p))
-    n, mine = 0, False
-    for p in range(t.num_players):
-        if is_winner(st.winner[g], p, seat_total(st, g, t, p), best):
+    for p in range(P):
+        total = seat_total(st, g, t, p)
+        final[g, p] = total
+        best = max(best, total)
+    if not over:
+        final[g, P], final[g, P + 1] = 0, 0
+        return 0.0
+    n, w, mine = 0, -1, False
+    for p in range(P):
+        if is_winner(st.winner[g], p, final[g, p], best):
             n += 1
+            w = p
             mine = mine or p == seat
+    final[g, P] = w + 1 if n == 1 else 0
+    final[g, P + 1] = st.winner[g] >= 0
     return 2.0 * outcome_points(mine, n) - 1.0
 
 
 @njit(inline="always", error_model="numpy")
-def agent_move(st, t, g, a, faces, at, pcg, cups, facts, keep_facts):
-    """Legal action ``a`` in game ``g``, its dice from the game's cup (or given: ``pcg`` empty);
-    the move's facts into ``facts[g]`` (with ``keep_facts``); the points written."""
+def agent_move(st, t, g, a, faces, at, pcg, facts, keep_facts):
+    """Legal action ``a`` in game ``g``, its dice from the game's cup (``faces``, ``at``), refilled
+    from its stream (``pcg``; empty: the faces are given); the move's facts into ``facts[g]``
+    (with ``keep_facts``); the points written."""
     n = dice_thrown(t, st.roll[g], a)
-    given = len(pcg) == 0
-    if not given:
-        cup_ensure(pcg, cups, g, n)
+    if len(pcg):
+        cup_fill(pcg, faces, at, g, n)
     if keep_facts:
         facts[g, MOVER], facts[g, SERVED] = st.player[g], st.rolls_left[g] == FIRST_ROLL
     p = decide_game(st, g, t, a)
     if keep_facts:
         facts[g, POINTS], facts[g, WON] = p, st.winner[g] >= 0
-    key = cup_key(faces, at, g, n) if given else cup_keys(cups, g, n)  # a write that ends the game throws them all the same
+    key = cup_key(faces, at, g, n)  # a write that ends the game throws them all the same
     if st.throw_keep[g] >= 0:
         land_game(st, g, t, key)
     return p
@@ -135,22 +148,25 @@ def look_game(st, t, e, g, seat, facts, obs, sheet_obs, sheets_seen, every_sheet
 
 # many parameters: the state, tables and arrays of the games, each its own array (numba reads a few arrays fast)
 @njit(inline="always", error_model="numpy")
-def finish_game(st, t, e, g, env, win, rewards, found, facts, obs, sheet_obs, sheets_seen, every_sheet, keep_facts):
-    """The end of game ``g``'s step: ``terminated`` and the win reward if it is over, counted with
-    the truncated ones in ``found``; then :func:`look_game` from the agent's seat."""
-    if st.over[g] != 0:
-        env[TERMINATED, g], env[TRUNCATED, g] = 1, 0
+def finish_game(st, t, e, g, env, win, rewards, found, final, facts, obs, sheet_obs, sheets_seen, every_sheet, keep_facts):
+    """The end of game ``g``'s step: ``terminated`` and the win reward if it is over; an ended game
+    (over or truncated) listed in ``found`` and its end written into ``final``
+    (:func:`end_of_game`); then :func:`look_game` from the agent's seat."""
+    over = st.over[g] != 0
+    if over or env[TRUNCATED, g] != 0:
+        if over:
+            env[TERMINATED, g], env[TRUNCATED, g] = 1, 0
+        found[ENDED_AT + found[N_ENDED]] = g
         found[N_ENDED] += 1
-        if win:
-            rewards[g] = win_reward(st, g, t, env[SEAT, g])
-    elif env[TRUNCATED, g] != 0:
-        found[N_ENDED] += 1
+        reward = end_of_game(st, g, t, env[SEAT, g], final, over)
+        if over and win:
+            rewards[g] = reward
     look_game(st, t, e, g, env[SEAT, g], facts, obs, sheet_obs, sheets_seen, every_sheet, keep_facts)
 
 
 # many parameters: the state, tables and arrays of the games, each its own array (numba reads a few arrays fast)
 @njit(inline="always", error_model="numpy")
-def step_games(st, t, e, actions, faces, at, pcg, cups, env, settings, masks, facts, obs, sheet_obs, sheets_seen, rewards, found):
+def step_games(st, t, e, actions, faces, at, pcg, env, settings, masks, facts, obs, sheet_obs, sheets_seen, rewards, found, final):
     """One step of every game (see the module docstring): ``actions[g]`` in game ``g``, the reward
     into ``rewards[g]``, the rows of ``env`` and the summary ``found`` set. With the ``raise``
     setting, an illegal action anywhere changes nothing: ``found`` names the first such game.
@@ -159,7 +175,7 @@ def step_games(st, t, e, actions, faces, at, pcg, cups, env, settings, masks, fa
     ``benchmarks/engine_ab.py``)."""
     penalty, score, win, cap, every_sheet = settings[PENALTY], settings[SCORE] != 0, settings[WIN] != 0, settings[CAP], settings[EVERY_SHEET] != 0
     num_actions, mover, keep_facts = masks.shape[1], settings[MOVER_SEAT] != 0, settings[KEEP_FACTS] != 0
-    for k in range(len(found)):
+    for k in range(ENDED_AT):
         found[k] = 0
     found[FIRST_ILLEGAL] = -1
     if settings[RAISE] != 0:
@@ -180,7 +196,7 @@ def step_games(st, t, e, actions, faces, at, pcg, cups, env, settings, masks, fa
             env[STREAK, g] = 0
             if keep_facts:
                 env[ACTION, g], env[ROLL_BEFORE, g] = a, st.roll[g]
-            p = agent_move(st, t, g, a, faces, at, pcg, cups, facts, keep_facts)
+            p = agent_move(st, t, g, a, faces, at, pcg, facts, keep_facts)
             if score:
                 rewards[g] = p
         else:
@@ -199,7 +215,7 @@ def step_games(st, t, e, actions, faces, at, pcg, cups, env, settings, masks, fa
             found[N_WAITING] += 1
     for g in range(U(len(actions))):
         if env[WAITING, g] == 0:
-            finish_game(st, t, e, g, env, win, rewards, found, facts, obs, sheet_obs, sheets_seen, every_sheet, keep_facts)
+            finish_game(st, t, e, g, env, win, rewards, found, final, facts, obs, sheet_obs, sheets_seen, every_sheet, keep_facts)
     for g in range(U(len(actions))):
         if env[WAITING, g] == 0:
             mask_game(st, g, t, masks, g)
@@ -207,16 +223,16 @@ def step_games(st, t, e, actions, faces, at, pcg, cups, env, settings, masks, fa
 
 # many parameters: the state, tables and arrays of the games, each its own array (numba reads a few arrays fast)
 @loop
-def env_step(actions, numbers, sheets, rules, faces, at, pcg, cups, env, settings, masks, facts, obs, sheet_obs, sheets_seen, ints, floats, rewards, found):
+def env_step(actions, numbers, sheets, rules, faces, at, pcg, env, settings, masks, facts, obs, sheet_obs, sheets_seen, ints, floats, rewards, found, final):
     """:func:`step_games` with the tables packed (:mod:`generala_env.one_game`): what one game's
     step takes, since numba reads one packed array faster than a tuple of many."""
     st, t, e = state_of(numbers, sheets), unpack_tables(rules), unpack_encoding(ints, floats)
-    step_games(st, t, e, actions, faces, at, pcg, cups, env, settings, masks, facts, obs, sheet_obs, sheets_seen, rewards, found)
+    step_games(st, t, e, actions, faces, at, pcg, env, settings, masks, facts, obs, sheet_obs, sheets_seen, rewards, found, final)
 
 
 # many parameters: the state, tables and arrays of the games, each its own array (numba reads a few arrays fast)
 @loop
-def env_step_many(actions, state, rules, enc, faces, at, pcg, cups, env, settings, masks, facts, obs, sheet_obs, sheets_seen, rewards, found):
+def env_step_many(actions, state, rules, enc, faces, at, pcg, env, settings, masks, facts, obs, sheet_obs, sheets_seen, rewards, found, final):
     """:func:`step_games` with the state and tables as tuples of their own arrays, as the loops of
     :mod:`generala_env.batched` take them: what many games' step takes (the tables in their own
     narrow types are lighter on the cache than packed)."""
@@ -228,7 +244,6 @@ def env_step_many(actions, state, rules, enc, faces, at, pcg, cups, env, setting
         faces,
         at,
         pcg,
-        cups,
         env,
         settings,
         masks,
@@ -238,24 +253,40 @@ def env_step_many(actions, state, rules, enc, faces, at, pcg, cups, env, setting
         sheets_seen,
         rewards,
         found,
+        final,
     )
 
 
 # many parameters: the state, tables and arrays of the games, each its own array (numba reads a few arrays fast)
 @loop
-def observe_games(games, finish, numbers, sheets, rules, env, settings, masks, facts, obs, sheet_obs, sheets_seen, ints, floats, rewards, found):
-    """For each of ``games``: :func:`finish_game` (``finish``: the end of a step whose opponents
-    have moved; ``found`` counts on) or :func:`look_game` alone (a game just started); then its
-    legal mask into ``masks[g]``."""
+def observe_games(games, mode, numbers, sheets, rules, env, settings, masks, facts, obs, sheet_obs, sheets_seen, ints, floats, rewards, found, final):
+    """For each of ``games``, by ``mode``: :data:`FINISH` (the end of a step whose opponents have
+    moved: :func:`finish_game`, ``found`` counts on), :data:`STARTED` (a game just started: its
+    streak and last move cleared, ``early_end`` if it is already over, its sheets seen anew, then
+    :func:`look_game`) or :data:`LOOK` (:func:`look_game` alone); then its legal mask into
+    ``masks[g]``."""
     st, t, e = state_of(numbers, sheets), unpack_tables(rules), unpack_encoding(ints, floats)
     win, every_sheet, keep_facts = settings[WIN] != 0, settings[EVERY_SHEET] != 0, settings[KEEP_FACTS] != 0
     for j in range(U(len(games))):  # unsigned: see U
         g = U(games[j])
-        if finish:
-            finish_game(st, t, e, g, env, win, rewards, found, facts, obs, sheet_obs, sheets_seen, every_sheet, keep_facts)
+        if mode == FINISH:
+            finish_game(st, t, e, g, env, win, rewards, found, final, facts, obs, sheet_obs, sheets_seen, every_sheet, keep_facts)
         else:
+            if mode == STARTED:
+                env[STREAK, g], env[ACTION, g], env[EARLY_END, g] = 0, -1, st.over[g] != 0
+                sheets_seen[g] = -1
             look_game(st, t, e, g, env[SEAT, g], facts, obs, sheet_obs, sheets_seen, every_sheet, keep_facts)
         mask_game(st, g, t, masks, g)
 
 
-__all__ = ["ENV_ROWS", "FOUND", "SETTINGS", "env_step", "env_step_many", "observe_games"]
+@loop
+def results(games, seat, state, rules, final, rewards):
+    """:func:`end_of_game` of each of ``games``, over: its row of ``final`` and the win reward of
+    ``seat[g]`` into ``rewards[j]`` (the outcome rules over ended games, for tests and tables)."""
+    st, t = GameState(*state), Tables(*rules)
+    for j in range(U(len(games))):
+        g = U(games[j])
+        rewards[j] = end_of_game(st, g, t, seat[g], final, True)
+
+
+__all__ = ["ENDED_AT", "ENV_ROWS", "FOUND", "SETTINGS", "env_step", "env_step_many", "observe_games", "results"]

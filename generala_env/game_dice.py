@@ -11,11 +11,9 @@ and draws from it what that single env draws, in the same order:
   the single env reseeds (an agent with ``act`` and ``reset``);
 * the dice: a cup per game, as :class:`~generala_env.dice.DiceCup` holds them: when a throw
   needs more faces than are left, the faces left stay first and a block of
-  :data:`~generala_env.dice_stream.BLOCK` new ones follows. The compiled steps refill a cup
-  where they find it short (:func:`generala_env.batched.apply_actions`). A cup keeps no faces:
-  the game's stream moves past a block when it is drawn, and the block's faces are drawn from
-  a copy of the stream as they are handed out (:func:`~generala_env.dice_stream.cup_ensure`),
-  so that 4,096 games' cups take 360 KB, not 4 MB.
+  :data:`~generala_env.dice_stream.BLOCK` new ones follows (:func:`~generala_env.dice_stream.cup_fill`).
+  The compiled steps refill a cup where they find it short (:func:`generala_env.env_loops.env_step`,
+  :func:`generala_env.batched.apply_actions`).
 
 So the same seed plays the same game in both envs, episode after episode
 (``tests/test_same_games.py``). An exploring start that fires is drawn in Python, through a
@@ -32,7 +30,7 @@ from .batched import U, cached_njit
 from .checks import is_whole
 from .dice import DICE, FACES
 from .dice_stream import BLOCK as BLOCK
-from .dice_stream import ROW, below, cup_ensure, empty_cups, generator_from_stream, seed63, seeded_row, stream_from_generator, streams_from_seeds, uniform
+from .dice_stream import ROW, below, cup_fill, empty_cups, generator_from_stream, seed63, seeded_row, stream_from_generator, streams_from_seeds, uniform
 
 
 @cached_njit(error_model="numpy", _nrt=False)
@@ -43,7 +41,7 @@ def _seed_rows(pcg, seeds):
 
 
 @cached_njit(error_model="numpy", _nrt=False)
-def draw_new_games(games, pcg, cups, seat, random_seat, num_players, explore, reseeded, fired, seeds):
+def draw_new_games(games, pcg, faces, at, seat, random_seat, num_players, explore, reseeded, fired, seeds):
     """A single env's ``reset()`` draws for each of ``games``, in its order: the seat (with
     ``random_seat``), the first roll's faces (a refill of a short cup), the exploring start (a
     ``random()`` below ``explore`` fires it: ``fired[j]``, and the game's draws stop there, the
@@ -53,7 +51,7 @@ def draw_new_games(games, pcg, cups, seat, random_seat, num_players, explore, re
         g = U(games[j])
         if random_seat:
             seat[g] = below(pcg, g, num_players)
-        cup_ensure(pcg, cups, g, DICE)  # the first roll's faces (DiceCup.throw's refill)
+        cup_fill(pcg, faces, at, g, DICE)  # the first roll's faces (DiceCup.throw's refill)
         fired[j] = False
         for k in range(seeds.shape[1]):
             seeds[j, k] = -1
@@ -67,12 +65,13 @@ def draw_new_games(games, pcg, cups, seat, random_seat, num_players, explore, re
 
 class GameDice:
     """The streams and cups of ``num_games`` games (see the module docstring): ``pcg`` ``(N, 6)``
-    and ``cups`` ``(N, 11)``, uint64 (:mod:`generala_env.dice_stream`)."""
+    uint64, and the cups' ``faces`` ``(N, CUP_FACES)`` int8 and ``at`` ``(N, 2)`` int64
+    (:mod:`generala_env.dice_stream`)."""
 
     def __init__(self, num_games: int):
         self.num_games = num_games
         self.pcg = np.zeros((num_games, ROW), dtype=np.uint64)
-        self.cups = empty_cups(num_games)
+        self.faces, self.at = empty_cups(num_games)
         self.seeded = False
 
     def seed(self, seed: int | Sequence[int] | None) -> None:
@@ -94,7 +93,7 @@ class GameDice:
             _seed_rows(self.pcg, np.array(seeds, dtype=np.int64))
         else:
             self.pcg[:] = streams_from_seeds(seeds)
-        self.cups[:] = 0
+        self.at[:] = 0
         self.seeded = True
 
     def draw_new_games(self, games, seat, random_seat: bool, rules, num_players: int, explore: float, reseeded) -> tuple[np.ndarray, list]:
@@ -108,7 +107,7 @@ class GameDice:
             self.seed(None)
         n = len(games)
         fired, seeds = np.zeros(n, dtype=bool), np.full((n, num_players - 1), -1, dtype=np.int64)
-        draw_new_games(games, self.pcg, self.cups, seat, random_seat, num_players, float(explore), reseeded, fired, seeds)
+        draw_new_games(games, self.pcg, self.faces, self.at, seat, random_seat, num_players, float(explore), reseeded, fired, seeds)
         prefilled = []
         for j in np.flatnonzero(fired).tolist():
             g = int(games[j])

@@ -252,7 +252,7 @@ class GeneralaVectorEnv(VectorEnv):
         core.start(games, obs)
         if len(games) < self.num_envs:  # the other games are seen as they are
             rest = np.flatnonzero(~np.isin(self._all, games))
-            core._look(rest, obs, finish=False)
+            core._look(rest, obs, E.LOOK)
         # a partial reset leaves the other games as they were: still unstarted, or stopped by a failure
         over = self.over != 0
         stuck = (over & ~self.ended_before_move) | (~over & (self.player != self.seat))
@@ -271,13 +271,14 @@ class GeneralaVectorEnv(VectorEnv):
             raise ValueError(f"actions must be integers from 0 to {self.num_actions - 1}, got dtype {a.dtype}")
         a = a.astype(np.int64, copy=False)
         obs = np.empty((self.num_envs, self.encoder.size), dtype=np.float32)
-        rewards = core.step(a, obs)
+        ends = np.zeros((self.num_envs, self.num_players + 2), dtype=np.int64)  # the ended games' totals, winner + 1, served win
+        rewards = core.step(a, obs, ends)
         env = core.env
         terminated, truncated = env[E.TERMINATED] != 0, env[E.TRUNCATED] != 0
         illegal = env[E.ILLEGAL] != 0
         final = None
         if core.found[E.N_ENDED]:
-            final = self._final(terminated, truncated, obs)
+            final = self._final(terminated, truncated, obs, ends)
         self._masks = self._agent_masks()
         info = self._info(illegal)
         if final is not None:
@@ -285,21 +286,19 @@ class GeneralaVectorEnv(VectorEnv):
             info["_final_obs"] = info["_final_info"] = terminated | truncated
         return self._observation(obs), rewards, terminated, truncated, info
 
-    def _final(self, terminated: np.ndarray, truncated: np.ndarray, obs: np.ndarray) -> tuple[np.ndarray, dict]:
-        """The ending observations and info of the games that ended, which start anew (autoreset)."""
+    def _final(self, terminated: np.ndarray, truncated: np.ndarray, obs: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, dict]:
+        """The ending observations and info of the games that ended, which start anew (autoreset);
+        ``ends``: what the core's step wrote of them."""
         done = terminated | truncated
-        ended = np.flatnonzero(done)
-        over = terminated[ended]
-        totals, winner, _ = self.core.results(ended)
+        ended = self.core.ended()
         final_obs = np.empty(self.num_envs, dtype=object)  # None where the game goes on
-        for i, row, ended_now in zip(ended.tolist(), obs[ended], over.tolist(), strict=True):  # rows of one copy
+        for i, row in zip(ended.tolist(), obs[ended], strict=True):  # rows of one copy
             if self._dict_obs:  # a game that is over marks every action, as the single env's does
-                mask = final_mask(self.num_actions, np.int8) if ended_now else self.core.masks[i].astype(np.int8)
+                mask = final_mask(self.num_actions, np.int8) if terminated[i] else self.core.masks[i].astype(np.int8)
                 row = {"observation": row, "action_mask": mask}
             final_obs[i] = row
-        final_info = {"totals": np.zeros((self.num_envs, self.num_players), dtype=np.int64), "winner": np.full(self.num_envs, -1)}
-        final_info["totals"][ended], final_info["winner"][ended] = totals, np.where(over, winner, -1)
-        final_info["served_generala_win"] = terminated & (self.served_generala_winner >= 0)
+        P = self.num_players
+        final_info = {"totals": ends[:, :P], "winner": ends[:, P] - 1, "served_generala_win": ends[:, P + 1] != 0}
         for k in list(final_info):
             final_info["_" + k] = done
         self.core.start(ended, obs)

@@ -236,9 +236,9 @@ def test_seeded_row_is_default_rng(ds):
     assert [legal[ds.below(pcg, 1, 4)] for _ in range(20)] == [legal[opp.integers(len(legal))] for _ in range(20)]
 
 
-def held(ds, cups, g) -> int:
-    """The faces cup ``g`` holds: its spare faces and what is left of its block."""
-    return int(cups[g, ds.SPARE_COUNT]) + int(cups[g, ds.IN_BLOCK])
+def held(at, g) -> int:
+    """The faces cup ``g`` holds: what is left of its row."""
+    return int(at[g, 1]) - int(at[g, 0])
 
 
 @pytest.mark.parametrize("ds", MODES)
@@ -250,19 +250,19 @@ def test_cup_deals_what_a_dice_cup_deals(ds):
     throws = 2500 if ds.NUMBA else 700  # several refills of 1024 faces (about 340 throws each)
     plan = np.random.default_rng(11)
     pcg = ds.streams_from_seeds(seeds)
-    cups = ds.empty_cups(len(seeds))
-    assert cups.shape == (len(seeds), 11) and cups.dtype == np.uint64
+    faces, at = ds.empty_cups(len(seeds))
+    assert faces.shape == (len(seeds), ds.CUP_FACES) and faces.dtype == np.int8 and at.shape == (len(seeds), 2)
     dice_cups = [DiceCup(generator(s)) for s in seeds]
     refills = spares = 0
     for _ in range(throws):
         for g in plan.permutation(len(seeds)):
             n = int(plan.integers(1, 6))
-            before = held(ds, cups, g)
-            ds.cup_ensure(pcg, cups, int(g), n)
-            refills += held(ds, cups, g) != before
+            before = held(at, g)
+            ds.cup_fill(pcg, faces, at, int(g), n)
+            refills += held(at, g) != before
             spares += 0 < before < n
-            assert [int(ds.cup_face(cups, int(g))) for _ in range(n)] == dice_cups[g].throw(n)
-            assert held(ds, cups, g) == len(dice_cups[g].faces) - int(dice_cups[g].at[0])
+            assert [int(ds.cup_face(faces, at, int(g))) for _ in range(n)] == dice_cups[g].throw(n)
+            assert held(at, g) == len(dice_cups[g].faces) - int(dice_cups[g].at[0])
             assert row_state(pcg[g]) == state_of(dice_cups[g].rng)
     assert refills >= 2 * len(seeds) and spares >= 1  # blocks drawn, and faces of an old block dealt before a new one's
 
@@ -272,13 +272,13 @@ def test_a_cup_then_other_draws_as_a_dice_cup_then_its_generator(ds):
     """A refill moves the game's stream past the whole block at once: draws after it (a seat,
     an opponent's seed) are what the DiceCup's generator gives after its refill, and the
     block's faces handed out later are unchanged by them."""
-    pcg, cups = ds.streams_from_seeds([5]), ds.empty_cups(1)
+    pcg, (faces, at) = ds.streams_from_seeds([5]), ds.empty_cups(1)
     cup = DiceCup(generator(5))
-    ds.cup_ensure(pcg, cups, 0, 5)
+    ds.cup_fill(pcg, faces, at, 0, 5)
     first = cup.throw(5)  # the DiceCup draws its block here
     assert (ds.below(pcg, 0, 6), ds.seed63(pcg, 0)) == (cup.rng.integers(6), cup.rng.integers(2**63))
-    assert [int(ds.cup_face(cups, 0)) for _ in range(5)] == first
-    assert [int(ds.cup_face(cups, 0)) for _ in range(3)] == cup.throw(3)
+    assert [int(ds.cup_face(faces, at, 0)) for _ in range(5)] == first
+    assert [int(ds.cup_face(faces, at, 0)) for _ in range(3)] == cup.throw(3)
 
 
 def test_cup_in_a_compiled_loop_without_reference_counts():
@@ -291,13 +291,13 @@ def test_cup_in_a_compiled_loop_without_reference_counts():
     ds = dice_stream
 
     @njit(error_model="numpy", _nrt=False)
-    def play(cups, pcg, needs, out, seeds):
+    def play(faces, at, pcg, needs, out, seeds):
         for g in range(pcg.shape[0]):
             k = 0
             for t in range(needs.shape[0]):
-                ds.cup_ensure(pcg, cups, np.uint64(g), needs[t])
+                ds.cup_fill(pcg, faces, at, np.uint64(g), needs[t])
                 for d in range(needs[t]):
-                    out[g, k + d] = ds.cup_face(cups, np.uint64(g))
+                    out[g, k + d] = ds.cup_face(faces, at, np.uint64(g))
                 k += needs[t]
             seeds[g] = ds.seed63(pcg, np.uint64(g))
             ds.seeded_row(pcg, np.uint64(g), seeds[g])
@@ -305,9 +305,9 @@ def test_cup_in_a_compiled_loop_without_reference_counts():
 
     needs = np.random.default_rng(3).integers(1, 6, size=700)
     pcg = ds.streams_from_seeds([10, 11])
-    cups = ds.empty_cups(2)
+    faces, at = ds.empty_cups(2)
     out, seeds = np.zeros((2, int(needs.sum())), dtype=np.int8), np.zeros(2, dtype=np.int64)
-    play(cups, pcg, needs, out, seeds)
+    play(faces, at, pcg, needs, out, seeds)
     for g, s in enumerate([10, 11]):
         cup = DiceCup(generator(s))
         assert out[g].tolist() == [f for n in needs for f in cup.throw(int(n))]

@@ -319,9 +319,10 @@ def test_same_game_without_numba():
 
 @pytest.mark.parametrize("players", [2, 3])
 def test_the_results_kernel_mirrors_winners_and_win_reward(players):
-    """``batched.results`` (the outcome rules compiled over ended games) gives ``Game.winners``
-    and ``env.win_reward``, on ties and served generalas too."""
-    from generala_env import batched as K
+    """``env_loops.results`` (the outcome rules compiled over ended games, as the env core's
+    step ends a game) gives ``Game.winners`` and ``env.win_reward``, on ties and served
+    generalas too."""
+    from generala_env import env_loops
     from generala_env.engine import new_state, tables
     from generala_env.env import win_reward
     from generala_env.game import Game
@@ -348,15 +349,16 @@ def test_the_results_kernel_mirrors_winners_and_win_reward(players):
             served[i] = i % players
     seat = rng.integers(players, size=n)
     games = np.arange(n)
-    totals = np.empty((n, players), dtype=np.int64)
-    winner, reward = np.empty(n, dtype=np.int64), np.empty(n)
+    final, reward = np.full((n, players + 2), -7, dtype=np.int64), np.empty(n)
     state = new_state(n, players, rules.num_lines)._replace(sheets=sheets, winner=served)
-    K.results(games, seat, tuple(state), tuple(tables(rules, players)), totals, winner, reward)
+    env_loops.results(games, seat, tuple(state), tuple(tables(rules, players)), final, reward)
+    totals, winner, served_win = final[:, :players], final[:, players] - 1, final[:, players + 1]
     game = Game(rules, players)
     for i in range(n):
         game.set_state(sheets=sheets[i], served_generala_winner=None if served[i] < 0 else int(served[i]))
         w = game.winners()
         assert totals[i].tolist() == game.totals().tolist()
         assert winner[i] == (w[0] if len(w) == 1 else -1)
+        assert served_win[i] == (served[i] >= 0)
         assert reward[i] == win_reward(w, int(seat[i]))
     assert {-1.0, 0.0, 1.0} <= set(reward.tolist())  # every outcome came up
