@@ -15,6 +15,13 @@ change being measured on a shared machine; two spells a second apart do not.
 
 (040cac6 is the last commit before the one-engine change.) The base's numba kernels are
 compiled at every run, into the temporary folder (seconds).
+
+One process's figure can be luck: at N = 4096 the same commit's best spell has come out at 8.1M
+decisions/s in one process and 10.8M in the next (where its arrays land in memory, presumably).
+``--processes K`` runs the comparison in K processes one after another and reports each one's
+median and the median of the K medians:
+
+    python benchmarks/engine_ab.py --base f408a44 --processes 5 --rounds 12
 """
 
 from __future__ import annotations
@@ -63,6 +70,21 @@ def rate(run, seconds: float) -> float:
     return decisions / elapsed
 
 
+def in_processes(args, argv: list[str]) -> None:
+    """The comparison run in ``args.processes`` processes in turn: each one's lines, then the
+    median of their medians."""
+    rest = [a for i, a in enumerate(argv) if a != "--processes" and not a.startswith("--processes=") and (i == 0 or argv[i - 1] != "--processes")]
+    medians = []
+    for k in range(args.processes):
+        out = subprocess.run([sys.executable, __file__, *rest], capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            sys.exit(f"engine_ab: process {k + 1} failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+        lines = [line for line in out.stdout.splitlines() if line.strip()]
+        print(f"process {k + 1}: " + " | ".join(lines[1:]) if k else "\n".join([lines[0], "process 1: " + " | ".join(lines[1:])]))
+        medians.append(float(lines[1].split("median ")[1].split()[0]))
+    print(f"median of the {args.processes} processes' medians: {np.median(medians):.3f} (lowest {min(medians):.3f}, highest {max(medians):.3f})")
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--base", required=True, help="git revision to compare against (e.g. main, HEAD~3)")
@@ -73,7 +95,10 @@ def main(argv=None) -> None:
     p.add_argument("--seconds", type=float, default=None, help="seconds a spell (default 0.3, quick 0.1)")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--processes", type=int, default=1, help="run the comparison in this many processes, one after another")
     args = p.parse_args(argv)
+    if args.processes > 1:
+        return in_processes(args, argv if argv is not None else sys.argv[1:])
     rounds = args.rounds or (3 if args.quick else 24)
     seconds = args.seconds or (0.1 if args.quick else 0.3)
     warnings.filterwarnings("ignore", module="gymnasium")  # both versions register Generala-v0
