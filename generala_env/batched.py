@@ -146,6 +146,21 @@ def mask_game(st, g, t, masks, j):
         masks[j, NUM_MASKS + l] = legal(t, over, pending, rolls_left, roll, locked, NUM_MASKS + l, st.sheets[g, me, l] == OPEN)
 
 
+@njit(inline="always", error_model="numpy")
+def apply_game(st, g, t, a, n, faces, at, pcg):
+    """Legal action ``a`` in game ``g`` (:func:`decide_game`, then :func:`land_game`), throwing
+    ``n`` dice (:func:`~generala_env.engine.dice_thrown`) from the game's cup (``faces``, ``at``),
+    which first draws a block from the game's stream when it holds fewer (``pcg``; empty: the
+    faces were given); the points written (0 for a reroll)."""
+    if len(pcg):
+        cup_fill(pcg, faces, at, g, n)
+    p = decide_game(st, g, t, a)
+    key = cup_key(faces, at, g, n)  # a write that ends the game throws them all the same, as the single env's
+    if st.throw_keep[g] >= 0:
+        land_game(st, g, t, key)
+    return p
+
+
 @loop
 def apply_actions(games, actions, faces, at, pcg, state, rules, pts, short):
     """Legal ``actions[j]`` in ``games[j]`` (:func:`decide_game`, then :func:`land_game`); the
@@ -163,13 +178,8 @@ def apply_actions(games, actions, faces, at, pcg, state, rules, pts, short):
             short[j] = True
             n_short += 1
             continue
-        if not given:
-            cup_fill(pcg, faces, at, g, n)
         short[j] = False
-        pts[j] = decide_game(st, g, t, a)
-        key = cup_key(faces, at, g, n)  # a write that ends the game throws them all the same, as the single env's
-        if st.throw_keep[g] >= 0:
-            land_game(st, g, t, key)
+        pts[j] = apply_game(st, g, t, a, n, faces, at, pcg)
     return n_short
 
 

@@ -186,8 +186,6 @@ class GeneralaEnv(gym.Env):
         self.render_scale = check_scale(render_scale)
         self.num_players = self.game.num_players
         self.obs_type = check_obs_type(obs_type)
-        if agent_seat == "mover":
-            raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {self.num_players - 1}, got 'mover'")
         check_arguments(self.num_players, reward, agent_seat, None, (), illegal_action, illegal_penalty)  # before the opponents are made
         self._opponent_agents = self._resolve_opponents(opponents, opponent_trust or opponents_registry.Trust.PROGRAM)
         # what the env calls for each opponent seat, in play order after the agent

@@ -11,14 +11,15 @@ facts of every game. Its calls are what an env does:
 * :meth:`EnvCore.step`: the agent's actions (an illegal one changes nothing, gives the penalty and
   counts toward the streak that truncates), the opponents' turns, the end of a game and its
   reward, and what the agent sees then (:func:`generala_env.env_loops.env_step`, one compiled
-  pass);
-* :meth:`EnvCore.results`, :meth:`EnvCore.game_view`, :meth:`EnvCore.render`: the end of a game,
-  one game as a :class:`~generala_env.game.Game`, and its picture or text.
+  call);
+* :meth:`EnvCore.ended`, :meth:`EnvCore.moves`, :meth:`EnvCore.game_view`, :meth:`EnvCore.render`:
+  the games that ended, the moves shown, one game as a :class:`~generala_env.game.Game`, and its
+  picture or text.
 
 :class:`generala_env.vector.GeneralaVectorEnv` is the core at N games with autoreset;
 :class:`generala_env.env.GeneralaEnv` is the core at N = 1, whose one game is the env's
 :class:`~generala_env.game.Game` (the core holds that game's own arrays); the PettingZoo env
-(:mod:`generala_env.multiagent`) drives it with every seat an agent (``agent_seat="mover"``: the
+(:mod:`generala_env.multiagent`) drives it with every seat an agent (``every_seat=True``: the
 agent is whoever has the move, and no opponents).
 """
 
@@ -44,7 +45,6 @@ from .vector_opponents import BatchedOpponent, play_opponents, seat_opponents
 
 NOT_RESET = "reset() has not been called yet: call reset() before step() or render()"
 RESET_FAILED = "the last reset() did not complete: call reset() again"
-EVERY_SEAT = "mover"  # agent_seat of the PettingZoo env: the agent is whoever has the move
 
 _NO_STREAMS = np.zeros((0, 6), dtype=np.uint64)  # given dice: no stream
 
@@ -56,7 +56,8 @@ class EnvCore:
 
     The arguments are the single env's (:class:`generala_env.env.GeneralaEnv`), checked here, plus
     ``opponent_mix`` and ``dice_source`` (:class:`generala_env.vector.GeneralaVectorEnv`'s),
-    ``game`` (N = 1: the :class:`Game` whose arrays the core holds), ``record_moves`` (keep each
+    ``game`` (N = 1: the :class:`Game` whose arrays the core holds), ``every_seat`` (every seat an
+    agent, the one with the move: the PettingZoo env; no opponents), ``record_moves`` (keep each
     game's moves since the agent's last decision: :meth:`moves`) and ``render_modes`` (those the
     driver offers). ``np_random`` is the driver's generator: games given their dice by a source
     draw their seats, exploring starts and opponents' seeds from it.
@@ -80,6 +81,7 @@ class EnvCore:
         opponent_mix: Sequence[Any] | None = None,
         dice_source: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
         game: Game | None = None,
+        every_seat: bool = False,
         record_moves: bool = False,
         render_modes: Sequence[str] = (),
     ):
@@ -96,8 +98,8 @@ class EnvCore:
         self.num_players = P = game.num_players
         self.num_lines = L = rules.num_lines
         self.num_actions = game.num_actions
-        self.mover_is_agent = agent_seat == EVERY_SEAT
-        self.render_mode = check_arguments(P, reward, 0 if self.mover_is_agent else agent_seat, render_mode, render_modes, illegal_action, illegal_penalty)
+        self.mover_is_agent = bool(every_seat)
+        self.render_mode = check_arguments(P, reward, agent_seat, render_mode, render_modes, illegal_action, illegal_penalty)
         self.reward_mode, self.agent_seat_option, self.illegal_action = reward, agent_seat, illegal_action
         self.illegal_penalty = check_finite("illegal_penalty", illegal_penalty)
         self.exploring_starts = check_share("exploring_starts", exploring_starts)
@@ -114,7 +116,7 @@ class EnvCore:
             self.masks, self.facts = np.zeros((N, self.num_actions), dtype=bool), np.zeros((N, facts_size(P)), dtype=np.int64)
         self.env = np.zeros((len(E.ENV_ROWS), N), dtype=np.int64)  # the env's own numbers, rows of E.ENV_ROWS
         self._views()
-        self.seat[:] = 0 if agent_seat in ("random", EVERY_SEAT) else int(agent_seat)
+        self.seat[:] = 0 if agent_seat == "random" else int(agent_seat)
         cap = -1 if self.max_illegal_in_a_row is None else self.max_illegal_in_a_row
         self.settings = np.array(
             [self.illegal_penalty, reward == "score", reward == "win", cap, illegal_action == "raise", N == 1, self.mover_is_agent, N == 1 or record_moves],
@@ -129,6 +131,7 @@ class EnvCore:
         self.dice = GameDice(N)  # each game's stream and cup
         self.dice_source = dice_source
         self.np_random: Any = None  # set by the driver
+        self._drawing_from: Any = None  # a generator set by hand that the games draw from (draw_from)
         self.halt: str | None = NOT_RESET  # why step() cannot go on; None while it can
         # each game's opponents' moves since the agent's last move, when moves are recorded (moves())
         self._opponent_moves: list[list[Move]] | None = [[] for _ in range(N)] if record_moves else None
@@ -177,10 +180,6 @@ class EnvCore:
     def ended_before_move(self) -> np.ndarray:
         """Where an opponent's served generala ended a game before the agent's first move (bool, a new array)."""
         return self.env[E.EARLY_END] != 0
-
-    def flags(self, row: int) -> np.ndarray:
-        """Row ``row`` of :data:`~generala_env.env_loops.ENV_ROWS` as bool (a new array)."""
-        return self.env[row] != 0
 
     # -- the games -----------------------------------------------------------------------
     def seed(self, seed) -> None:
@@ -261,7 +260,7 @@ class EnvCore:
     @property
     def drawing_from(self):
         """The generator set by hand that the games draw from (:meth:`draw_from`), or ``None``."""
-        return getattr(self, "_drawing_from", None)
+        return self._drawing_from
 
     def _given_dice(self, games: np.ndarray, actions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Cups holding the throw ``dice_source`` gives each of ``games`` (:func:`~generala_env.game_dice.given_cups`)."""
@@ -403,4 +402,4 @@ class EnvCore:
         return render_text(game, seat=seat)
 
 
-__all__ = ["EVERY_SEAT", "NOT_RESET", "RESET_FAILED", "BatchedOpponent", "EnvCore"]
+__all__ = ["NOT_RESET", "RESET_FAILED", "BatchedOpponent", "EnvCore"]

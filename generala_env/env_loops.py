@@ -19,28 +19,26 @@ seat, its streak of illegal actions, whether an opponent's served generala ended
 the agent's first move (``early_end``), what the last step found (``illegal``, ``terminated``,
 ``truncated``, ``waiting``) and, with the facts, the agent's last move played (``action`` and the
 roll it was played on). The step's settings are a float64 array
-(:data:`SETTINGS`), its summary an int64 array (:data:`FOUND`). The state, rules and encoding
-are packed as :mod:`generala_env.one_game` takes them.
+(:data:`SETTINGS`), its summary an int64 array (:data:`FOUND`). One game's step
+(:func:`env_step`) takes the state, rules and encoding packed as :mod:`generala_env.one_game`
+takes them; many games' (:func:`env_step_many`) as tuples, as :mod:`generala_env.batched` does.
 """
 
 from __future__ import annotations
 
 from .batched import (
     U,
-    cup_key,
-    decide_game,
+    apply_game,
     dice_thrown,
     encode_sheets,
     encode_turn,
     is_winner,
-    land_game,
     loop,
     mask_game,
     njit,
     outcome_points,
     pending_in_game,
 )
-from .dice_stream import cup_fill
 from .engine import FIRST_ROLL, MOVER, OPEN, PENDING, POINTS, SERVED, TOTALS, WON, GameState, Tables
 from .observe import EncodingTables
 from .one_game import state_of, unpack_encoding, unpack_tables
@@ -97,20 +95,13 @@ def end_of_game(st, g, t, seat, final, over):
 
 @njit(inline="always", error_model="numpy")
 def agent_move(st, t, g, a, faces, at, pcg, facts, keep_facts):
-    """Legal action ``a`` in game ``g``, its dice from the game's cup (``faces``, ``at``), refilled
-    from its stream (``pcg``; empty: the faces are given); the move's facts into ``facts[g]``
-    (with ``keep_facts``); the points written."""
-    n = dice_thrown(t, st.roll[g], a)
-    if len(pcg):
-        cup_fill(pcg, faces, at, g, n)
+    """Legal action ``a`` in game ``g`` (:func:`~generala_env.batched.apply_game`, its dice from
+    the game's cup); the move's facts into ``facts[g]`` (with ``keep_facts``); the points written."""
     if keep_facts:
         facts[g, MOVER], facts[g, SERVED] = st.player[g], st.rolls_left[g] == FIRST_ROLL
-    p = decide_game(st, g, t, a)
+    p = apply_game(st, g, t, a, dice_thrown(t, st.roll[g], a), faces, at, pcg)
     if keep_facts:
         facts[g, POINTS], facts[g, WON] = p, st.winner[g] >= 0
-    key = cup_key(faces, at, g, n)  # a write that ends the game throws them all the same
-    if st.throw_keep[g] >= 0:
-        land_game(st, g, t, key)
     return p
 
 

@@ -31,7 +31,7 @@ from .checks import check_finite, check_render_mode, check_reward, is_whole
 from .dice import NUM_MASKS
 from .encoding import LAYOUT_VERSION, observation_layout
 from .env import observation_space
-from .env_core import EVERY_SEAT, NOT_RESET, EnvCore
+from .env_core import NOT_RESET, EnvCore
 from .game import MAX_PLAYERS, Game, IllegalActionError
 from .info import make_info, win_reward
 from .picture import MOVES_SHOWN
@@ -174,7 +174,7 @@ class raw_env(AECEnv, EzPickle):
         # the core at N = 1 with every seat an agent: the agents' actions are checked here (an
         # illegal one raises, or ends the game under env()'s wrapper), the rewards given here
         self.core = EnvCore(
-            1, self.rules, self.num_players, agent_seat=EVERY_SEAT, illegal_action="raise", game=self.game, record_moves=True,
+            1, self.rules, self.num_players, every_seat=True, illegal_action="raise", game=self.game, record_moves=True,
             render_mode=self.render_mode, render_modes=cast(list, self.metadata["render_modes"]),
         )  # fmt: skip
         self.encoder = self.core.encoder
@@ -215,7 +215,7 @@ class raw_env(AECEnv, EzPickle):
             core._views()
         else:  # a pickle from before the core: one made now, the game as it stood and its generator going on
             self.core = EnvCore(
-                1, self.rules, self.num_players, agent_seat=EVERY_SEAT, illegal_action="raise", game=self.game, record_moves=True,
+                1, self.rules, self.num_players, every_seat=True, illegal_action="raise", game=self.game, record_moves=True,
                 render_mode=self.render_mode, render_modes=cast(list, self.metadata["render_modes"]),
             )  # fmt: skip
             self._actions = np.zeros(1, dtype=np.int64)
@@ -231,7 +231,9 @@ class raw_env(AECEnv, EzPickle):
 
     @property
     def np_random(self) -> np.random.Generator:
-        """The env's one generator: every die is drawn from it."""
+        """The env's generator, seeded by ``reset(seed=s)``; the game then draws from its own
+        stream the same dice as ``seeding.np_random(s)`` would (as ``Generala-v0``), so a
+        generator set here by hand is what gives the dice."""
         if self._np_random is None:
             self._np_random, self._np_random_seed = seeding.np_random()
         return self._np_random
@@ -257,8 +259,6 @@ class raw_env(AECEnv, EzPickle):
             self._np_random, self._np_random_seed = seeding.np_random(seed)
             core.draw_from_streams(self._np_random)
             core.seed(seed)
-        elif core.drawing_from is None and not core.dice.seeded:  # a first reset without a seed: the generator's draws
-            core.draw_from(self.np_random)
         core.start(core._all, np.empty((1, self.encoder.size), dtype=np.float32))
         core.halt = None
         self._started = True

@@ -151,8 +151,6 @@ class GeneralaVectorEnv(VectorEnv):
         opponent_trust: opponents_registry.Trust | None = None,
     ):
         self.rules = load_rules(rules)
-        if agent_seat == "mover":
-            raise ValueError(f"agent_seat must be 'random' or a seat from 0 to {num_players - 1}, got 'mover'")
         self.core = core = EnvCore(
             num_envs, self.rules, num_players, opponents, reward, agent_seat, render_mode, illegal_action, illegal_penalty,
             exploring_starts, max_illegal_in_a_row, opponent_trust, opponent_mix, dice_source,
@@ -278,18 +276,18 @@ class GeneralaVectorEnv(VectorEnv):
         illegal = env[E.ILLEGAL] != 0
         final = None
         if core.found[E.N_ENDED]:
-            final = self._final(terminated, truncated, obs, ends)
+            done = terminated | truncated
+            final = self._final(terminated, done, obs, ends)
         self._masks = self._agent_masks()
         info = self._info(illegal)
         if final is not None:
             info["final_obs"], info["final_info"] = final
-            info["_final_obs"] = info["_final_info"] = terminated | truncated
+            info["_final_obs"] = info["_final_info"] = done
         return self._observation(obs), rewards, terminated, truncated, info
 
-    def _final(self, terminated: np.ndarray, truncated: np.ndarray, obs: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, dict]:
-        """The ending observations and info of the games that ended, which start anew (autoreset);
-        ``ends``: what the core's step wrote of them."""
-        done = terminated | truncated
+    def _final(self, terminated: np.ndarray, done: np.ndarray, obs: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, dict]:
+        """The ending observations and info of the games that ended (``done``), which start anew
+        (autoreset); ``ends``: what the core's step wrote of them."""
         ended = self.core.ended()
         final_obs = np.empty(self.num_envs, dtype=object)  # None where the game goes on
         for i, row in zip(ended.tolist(), obs[ended], strict=True):  # rows of one copy

@@ -181,7 +181,7 @@ def play_opponents(venv: EnvCore, games: np.ndarray) -> None:
                 where = "" if one else f" of game {int(g[j])}"
                 illegal = IllegalActionError(f"opponent in seat {view.player}{where} played illegal action {int(actions[j])}: {why}")
                 raise illegal
-            who = f"the dice of {who}'s move"
+            who = f"the dice of {who}'s move" if one else "the dice of the opponents' moves"
             venv._apply(g, actions)
             g = g[(venv.over[g] == 0) & (venv.player[g] != venv.seat[g])]
     except BaseException as err:
