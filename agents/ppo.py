@@ -16,10 +16,10 @@ players or another observation layout, or whose weights do not fit its metadata,
 with an :class:`AgentError` when it is loaded. The policy plays its most likely legal action,
 computed in NumPy (no torch needed to play).
 
-SB3's own ``model.zip`` files are pickles: loading one runs whatever code it holds. They are
-used only for what needs the optimizer state (``generala train --resume``, ``init_from``, the
-self-play pool of a run's own ``step_N.zip`` files), never by :func:`agents.load` on a
-checkpoint folder; a pool opens them only where it is trusted to (``trust_zip``).
+SB3's own ``.zip`` files are pickles: loading one runs whatever code it holds. A training run
+saves each beside a twin of tensors and text (:mod:`generala_agents.sb3_tensors`), which is
+what the project reads back (a resume, an export, the self-play pool); a zip is opened only
+with ``trust_zip`` (``--trust-zip``), never by :func:`agents.load` on a checkpoint folder.
 """
 
 from __future__ import annotations
@@ -173,14 +173,18 @@ class PolicyAgent(Agent):
                 f"{self.name} plays {self.num_players}-player {self.rules.name!r} games (observation size "
                 f"{self.obs_size}); got an observation of shape {obs.shape}"
             )
-        mask = self.legal_mask(info)
-        if not mask.any():
-            raise AgentError(f"{self.name}: the action mask is all zeros: no legal action to play")
-        logits = np.where(mask, self.net.logits(obs), -np.inf)
-        logits[~np.isfinite(logits)] = -np.inf
-        if not np.isfinite(logits).any():
-            raise AgentError(f"{self.name}: no legal action has a finite logit (the weights give -inf or NaN); the checkpoint is broken")
-        return int(np.argmax(logits))
+        return greedy_action(self.net, obs, self.legal_mask(info), self.name)
+
+
+def greedy_action(net: PolicyNet, obs: np.ndarray, mask: np.ndarray, name: str) -> int:
+    """The legal action of ``mask`` with the highest logit of ``net`` on ``obs``."""
+    if not mask.any():
+        raise AgentError(f"{name}: the action mask is all zeros: no legal action to play")
+    logits = np.where(mask, net.logits(obs), -np.inf)
+    logits[~np.isfinite(logits)] = -np.inf
+    if not np.isfinite(logits).any():
+        raise AgentError(f"{name}: no legal action has a finite logit (the weights give -inf or NaN); the checkpoint is broken")
+    return int(np.argmax(logits))
 
 
 class PPOAgent(PolicyAgent):
@@ -221,47 +225,61 @@ class PPOAgent(PolicyAgent):
         self.path, self.metadata = path, m
 
 
-_STEP_FILE = re.compile(r"step_(\d+)\.zip")
+_STEP_FILE = re.compile(r"step_(\d+)\.(zip|safetensors)")
 
 
 class PoolAgent(Agent):
     """Self-play opponent: each game, one of the newest saved policies of this training run.
 
-    Built from ``"pool:DIR"`` (a run's ``checkpoints/`` folder of ``step_N.zip`` files; other
-    files there are ignored). At each reset it picks one of the ``newest`` checkpoints at
-    random (its own generator, seeded by ``reset(seed=...)``); while the folder holds none it
-    plays ``fallback``, and says so with a warning when the folder does not exist yet. The
-    ``step_N.zip`` files are SB3 pickles, and unpickling one runs any code it holds: a pool is
-    built only with ``trust_zip=True`` (``--trust-zip``; ``generala train`` trusts its own
-    run's folder), else refused in one line.
+    Built from ``"pool:DIR"`` (a run's ``checkpoints/`` folder of ``step_N.zip`` files and their
+    twins ``step_N.safetensors``; other files there are ignored). At each reset it picks one of
+    the ``newest`` saved steps at random (its own generator, seeded by ``reset(seed=...)``); while
+    the folder holds none it plays ``fallback``, and says so with a warning when the folder does
+    not exist yet. A step plays from its twin (tensors and text, in NumPy: nothing unpickled,
+    :mod:`generala_agents.sb3_tensors`). A step saved with a zip alone (a run from before twins)
+    counts only with ``trust_zip=True`` (``--trust-zip``): unpickling a zip runs any code it holds.
     """
 
     name = "pool"
 
     def __init__(self, pool_dir, rules="classic", seed: int | None = None, newest: int = 5, fallback: str = "rules-of-thumb", *, trust_zip: bool = False):
         super().__init__(rules, seed)
-        if not trust_zip:
-            raise AgentError(
-                f"pool {pool_dir} plays the step_N.zip files of a training run, and loading one unpickles it, which runs any code inside it: "
-                "pass --trust-zip (Python: trust_zip=True) if you trust the run that wrote them"
-            )
         self.pool_dir = Path(pool_dir)
+        self.trust_zip = bool(trust_zip)
         if self.pool_dir.exists() and not self.pool_dir.is_dir():
             raise AgentError(f"pool {self.pool_dir} is not a folder")
         if not self.pool_dir.exists():
-            warnings.warn(f"self-play pool {self.pool_dir} does not exist yet: playing {fallback!r} until it holds step_N.zip files", stacklevel=2)
+            warnings.warn(f"self-play pool {self.pool_dir} does not exist yet: playing {fallback!r} until it holds saved steps", stacklevel=2)
         if not is_whole(newest) or newest < 1:
             raise AgentError(f"pool: 'newest' must be a whole number of at least 1, got {newest!r}")
         self.newest = newest
         self.rng = np.random.default_rng(seed)
         self.fallback = load(fallback, rules=self.rules)
-        self._models: dict[Path, object] = {}
-        self.current: Any = None  # an SB3 policy (torch), or None: the fallback plays
+        self._models: dict[Path, Any] = {}
+        self.current: Any = None  # a PolicyNet (a twin), an SB3 policy (a trusted zip), or None: the fallback plays
+        if self.pool_dir.is_dir():
+            self.pool_files()  # a step saved as a zip alone, untrusted, is refused now, not at the first game
 
     def pool_files(self) -> list[Path]:
-        """The ``newest`` ``step_N.zip`` files of the pool, oldest first."""
-        found = [(int(m.group(1)), p) for p in self.pool_dir.glob("step_*.zip") if (m := _STEP_FILE.fullmatch(p.name))]
-        return [p for _, p in sorted(found)][-self.newest :]
+        """The ``newest`` saved steps of the pool, oldest first: each step's twin, else (with
+        ``trust_zip``) its zip. A step with only a zip, untrusted, is refused in one line."""
+        steps: dict[int, dict[str, Path]] = {}
+        for p in self.pool_dir.glob("step_*"):
+            if m := _STEP_FILE.fullmatch(p.name):
+                steps.setdefault(int(m.group(1)), {})[m.group(2)] = p
+        files = []
+        for n in sorted(steps)[-self.newest :]:
+            kinds = steps[n]
+            if "safetensors" in kinds:
+                files.append(kinds["safetensors"])
+            elif self.trust_zip:
+                files.append(kinds["zip"])
+            else:
+                raise AgentError(
+                    f"pool {self.pool_dir}: step_{n}.zip has no step_{n}.safetensors beside it (a run saved before twins were written), "
+                    "and loading a zip unpickles it, which runs any code inside it: pass --trust-zip (Python: trust_zip=True) if you trust the run"
+                )
+        return files
 
     def reset(self, seed: int | None = None) -> None:
         if seed is not None:
@@ -272,27 +290,40 @@ class PoolAgent(Agent):
             return
         pick = files[int(self.rng.integers(len(files)))]
         if pick not in self._models:
-            try:
-                from sb3_contrib import MaskablePPO
-            except ImportError as e:
-                raise AgentError(
-                    f"pool {self.pool_dir}: its step_N.zip files are SB3 models, which need the training extra: pip install 'generala-rl[train]' ({e})"
-                ) from None
-
             self._models = {k: v for k, v in self._models.items() if k in files}
-            try:
-                self._models[pick] = MaskablePPO.load(pick, device="cpu").policy
-            except Exception as e:  # a cut or foreign zip fails in many ways inside SB3
-                raise AgentError(
-                    f"pool {self.pool_dir}: {pick.name} cannot be loaded ({type(e).__name__}: {short_repr(str(e), 200)}); delete it to go on"
-                ) from None
+            self._models[pick] = self._twin_net(pick) if pick.suffix == ".safetensors" else self._zip_policy(pick)
         self.current = self._models[pick]
+
+    def _twin_net(self, path: Path) -> PolicyNet:
+        from .sb3_tensors import network_of_twin, policy_arrays, read_twin
+
+        try:
+            arrays, header = read_twin(path)
+            return PolicyNet(network_of_twin(header, path), policy_arrays(arrays), f"pool {self.pool_dir}: {path.name}")
+        except AgentError as e:  # a torn or foreign twin
+            raise AgentError(f"pool {self.pool_dir}: {path.name} cannot be loaded ({short_repr(str(e), 300)}); delete it to go on") from None
+
+    def _zip_policy(self, path: Path):
+        try:
+            from sb3_contrib import MaskablePPO
+        except ImportError as e:
+            raise AgentError(f"pool {self.pool_dir}: its step_N.zip files are SB3 models, which need the training extra ({e})") from None
+        try:
+            return MaskablePPO.load(path, device="cpu").policy
+        except Exception as e:  # a cut or foreign zip fails in many ways inside SB3
+            raise AgentError(
+                f"pool {self.pool_dir}: {path.name} cannot be loaded ({type(e).__name__}: {short_repr(str(e), 200)}); delete it to go on"
+            ) from None
 
     def act(self, observation, info) -> int:
         if self.current is None:
             return self.fallback.act(observation, info)
         mask = self.legal_mask(info)
         obs = np.asarray(observation, np.float32)
+        if isinstance(self.current, PolicyNet):
+            if obs.shape != (self.current.obs_size,):
+                raise AgentError(f"pool {self.pool_dir}: its checkpoints take observations of size {self.current.obs_size}, this game gives {obs.shape}")
+            return greedy_action(self.current, obs, mask, f"pool {self.pool_dir}")
         size = self.current.observation_space.shape
         if obs.shape != size:
             raise AgentError(f"pool {self.pool_dir}: its checkpoints take observations of shape {size}, this game gives {obs.shape}")

@@ -65,8 +65,7 @@ def zip_refused(spec: str) -> AgentError:
 
 def require_trusted_zip(path, trust: Trust) -> None:
     """Refuse, in one line naming ``--trust-zip``, to unpickle the SB3 zip ``path`` unless
-    ``trust`` allows the zips of its folder (what every route that opens a zip asks first;
-    ``Trust(zip=flag, zip_folders=(a run's own folder,))`` for a program's own zips)."""
+    ``trust`` allows zips (``--trust-zip`` at this use): what every route that opens a zip asks first."""
     if not os.path.isfile(path):
         raise AgentError(f"agent {os.fspath(path)!r}: there is no file {os.fspath(path)}")
     if not trust.trusts_zips_in(os.path.dirname(os.path.abspath(path))):

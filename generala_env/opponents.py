@@ -26,7 +26,6 @@ prefix (``"pool:DIR"``) or a resolver.
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -50,10 +49,10 @@ class Trust:
       ``file.py:attr``), and consult the prefixes and resolvers other packages registered;
     - ``paths``: read an agent from a file or folder the spec names (a checkpoint folder,
       td-search values, ``pool:DIR``);
-    - ``zip``: unpickle SB3 ``.zip`` files (a bare one, those of ``pool:DIR``): unpickling runs
-      any code the file holds, so this is asked for at each use (``--trust-zip``), never remembered;
-    - ``zip_folders``: folders whose ``.zip`` files this program wrote itself (a training run's
-      ``checkpoints/``, its self-play pool): loaded without ``zip``.
+    - ``zip``: unpickle SB3 ``.zip`` files (a bare one, a run folder's, those of ``pool:DIR``
+      without twins): unpickling runs any code the file holds, so this is asked for at each use
+      (``--trust-zip``), never remembered. No folder is trusted for having been written by this
+      program: a run's saves are read back from their twins of tensors (``NAME.safetensors``).
 
     Registered names (``generala agents`` lists them) need none of these.
     ``Trust.PROGRAM``: a command line or a Python caller (code and paths, no zip).
@@ -63,7 +62,6 @@ class Trust:
     code: bool = True
     paths: bool = True
     zip: bool = False
-    zip_folders: tuple[str, ...] = ()
 
     PROGRAM: ClassVar[Trust]
     WEB: ClassVar[Trust]
@@ -73,13 +71,9 @@ class Trust:
         return replace(self, zip=True) if allowed and not self.zip else self
 
     def trusts_zips_in(self, folder) -> bool:
-        """Whether the ``.zip`` files in ``folder`` may be unpickled."""
-        if not self.paths:
-            return False
-        if self.zip:
-            return True
-        here = os.path.realpath(os.fspath(folder))
-        return any(here == os.path.realpath(f) for f in self.zip_folders)
+        """Whether the ``.zip`` files in ``folder`` may be unpickled: only where zips were asked
+        for at this use, whatever the folder."""
+        return self.paths and self.zip
 
 
 Trust.PROGRAM = Trust()

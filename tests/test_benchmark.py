@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from helpers import forged_zip
 
 pytest.importorskip("sb3_contrib")
 pytest.importorskip("rliable")
@@ -180,8 +181,12 @@ def test_a_cut_run_resumes_as_if_it_had_never_stopped(algo, configs, tmp_path):
     with pytest.raises(Cut):
         run_one(cut, report=stop)
     mid = json.loads((Path(cut.folder) / "state.json").read_text())
-    assert not mid["done"] and 0 < mid["steps"] < STEPS and (Path(cut.folder) / mid["checkpoint"] / "model.zip").is_file()
+    ck = Path(cut.folder) / mid["checkpoint"]
+    assert not mid["done"] and 0 < mid["steps"] < STEPS and (ck / "model.zip").is_file() and (ck / "model.safetensors").is_file()
+    marker = tmp_path / "unpickled"
+    forged_zip(ck / "model.zip", marker)  # the run goes on from the checkpoint's tensors: its zip is never unpickled
     b = run_one(cut)
+    assert not marker.exists()
     drop = lambda s: [{k: v for k, v in e.items() if k != "train_seconds"} for e in s["evaluations"]] + [s["final"]]  # noqa: E731
     assert drop(a) == drop(b)
     pa, pb = _params(Path(whole.folder) / "final_model.zip", algo), _params(Path(cut.folder) / "final_model.zip", algo)

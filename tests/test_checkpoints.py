@@ -156,11 +156,25 @@ def test_pool_ignores_files_that_are_not_step_n(tiny_run, tmp_path):
     step = sorted((tiny_run / "checkpoints").glob("step_*.zip"))[0]
     shutil.copyfile(step, pool / "step_256.zip")
     shutil.copyfile(step, pool / "step_final.zip")
+    shutil.copyfile(step.with_suffix(".safetensors"), pool / "step_512.safetensors")
     (pool / "notes.txt").write_text("x")
     agent = agents.load(f"pool:{pool}", rules="classic", seed=0, trust_zip=True)
-    assert [p.name for p in agent.pool_files()] == ["step_256.zip"]
-    agent.reset(seed=1)
-    assert agent.current is not None
+    assert [p.name for p in agent.pool_files()] == ["step_256.zip", "step_512.safetensors"]
+    # a step plays its policy, from the zip (trusted) or the twin alike: the saved model's greedy actions
+    from sb3_contrib import MaskablePPO
+
+    from generala_agents.policy_net import masked_argmax_actions
+
+    policy = MaskablePPO.load(step, device="cpu").policy
+    env = gym.make("Generala-v0")
+    obs, info = env.reset(seed=0)
+    for seed in (1, 2, 3, 4):  # picks among the two steps
+        agent.reset(seed=seed)
+        for _ in range(20):
+            assert agent.act(obs, info) == int(masked_argmax_actions(policy, obs[None], info["action_mask"][None])[0])
+            obs, _, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+            if done:
+                obs, info = env.reset()
 
 
 def test_a_missing_pool_folder_is_said_and_a_file_refused(tmp_path):
@@ -194,12 +208,12 @@ def test_export_writes_tensors_that_play_like_the_model_and_replaces_atomically(
 def test_export_of_a_broken_model_leaves_the_old_checkpoint_untouched(tiny_run, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run)
-    (run / "best_model.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    (run / "best_model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00not really tensors")  # what export reads
     dest = tmp_path / "cks"
     shutil.copytree(SHIPPED / "ppo-classic", dest / "ppo-classic")
     before = _tree(dest)
     assert export_main([str(run), "--name", "ppo-classic", "--games", "4", "--dest", str(dest), "--force"]) == 2
-    assert "does not load as a MaskablePPO model" in capsys.readouterr().err
+    assert "is not a safetensors file" in capsys.readouterr().err
     assert _tree(dest) == before
 
 

@@ -347,7 +347,7 @@ def test_train_callback_logs_the_agents_total_in_random_seats(tmp_path):
     class NoEvaluations:
         optimum = 1.0
 
-    cb = tt._callback(cfg, tmp_path, {"train_seconds": 0.0, "evaluations": []}, 512, NoEvaluations())
+    cb = tt.make_callback(cfg, tmp_path, {"train_seconds": 0.0, "evaluations": []}, 512, NoEvaluations())
     logged, returns = [], []
     on_step, on_rollout_end = cb._on_step, cb._on_rollout_end
 

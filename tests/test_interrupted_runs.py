@@ -107,7 +107,7 @@ def test_a_torn_self_play_checkpoint_stops_resume_with_one_line(tmp_path, capsys
     ]
     assert train_main(args) == 0
     run = tmp_path / "sp"
-    for f in (run / "checkpoints").glob("step_*.zip"):
+    for f in (run / "checkpoints").glob("step_*.safetensors"):  # what the pool plays
         f.write_bytes(f.read_bytes()[:300])  # what a kill -9 during a non-atomic save left
     capsys.readouterr()
     assert train_main(["--resume", str(run), "total_timesteps=512"]) == 2

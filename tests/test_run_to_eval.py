@@ -134,7 +134,7 @@ def test_a_run_folder_is_no_way_around_the_zip_opt_in(tiny_run, tmp_path):
     with pytest.raises(AgentError, match="unknown agent"):
         agents.load(str(run), trust=Trust.WEB, trust_zip=True)  # a web page names no folder
     with pytest.raises(AgentError, match="--trust-zip"):
-        agents.load(str(run), trust=Trust(zip_folders=(str(tmp_path / "elsewhere"),)))  # a program's own folder is another one
+        agents.load(str(run), trust=Trust(zip=False))  # no folder is trusted for being a run's
     assert not marker.exists()
     # a model file that is a link to a zip elsewhere is refused even with the opt-in
     (run / "best_model.zip").unlink()

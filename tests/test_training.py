@@ -100,7 +100,7 @@ def test_ctrl_c_saves_before_exiting(tmp_path, monkeypatch):
     import generala_training.train as tt
 
     calls = {"n": 0}
-    real = tt._callback
+    real = tt.make_callback
 
     def interrupting(*a, **k):
         cb = real(*a, **k)
@@ -115,7 +115,7 @@ def test_ctrl_c_saves_before_exiting(tmp_path, monkeypatch):
         cb._on_step = step
         return cb
 
-    monkeypatch.setattr(tt, "_callback", interrupting)
+    monkeypatch.setattr(tt, "make_callback", interrupting)
     with pytest.raises(SystemExit) as e:
         train_main(["--config", TINY, f"run_dir={tmp_path}", "--run-name", "cut"])
     assert e.value.code == 130

@@ -143,7 +143,9 @@ def test_a_pool_of_a_real_run_plays_with_the_opt_in(tiny_run, tmp_path):
         agents.load(f"pool:{pool}", rules="classic")
     agent = agents.load(f"pool:{pool}", rules="classic", seed=0, trust_zip=True)
     agent.reset(seed=1)
-    assert agent.current is not None
+    assert [p.name for p in agent.pool_files()] == ["step_256.zip"] and agent.current is not None  # the zip's policy, not the fallback
+    obs, info = gym.make("Generala-v0").reset(seed=0)
+    assert info["action_mask"][agent.act(obs, info)]
     with pytest.raises(AgentError, match="--trust-zip"):  # not remembered
         agents.load(f"pool:{pool}", rules="classic")
 
@@ -169,21 +171,17 @@ def test_the_envs_opponents_refuse_zips_unless_the_caller_trusts_them(pool_of_fo
     assert marker.exists()
 
 
-def test_zips_in_the_programs_own_folder_are_trusted_and_no_other(tmp_path):
-    own, other = tmp_path / "run" / "checkpoints", tmp_path / "elsewhere"
+def test_no_folder_is_trusted_for_being_the_programs_own(tmp_path):
+    own = tmp_path / "run" / "checkpoints"
     own.mkdir(parents=True)
-    other.mkdir()
-    trust = Trust(zip_folders=(str(own),))
-    assert trust.trusts_zips_in(own) and trust.trusts_zips_in(tmp_path / "run" / "." / "checkpoints")
-    assert not trust.trusts_zips_in(other) and not trust.trusts_zips_in(tmp_path / "run")
-    (other / "link").symlink_to(own)
-    assert trust.trusts_zips_in(other / "link")  # the same folder by another path
+    assert not Trust().trusts_zips_in(own) and not Trust.PROGRAM.trusts_zips_in(own)
+    assert Trust(zip=True).trusts_zips_in(own) and not Trust.WEB.with_zip().trusts_zips_in(own)
     marker = tmp_path / "unpickled"
-    forged_zip(other / "step_1.zip", marker)
+    forged_zip(own / "step_1.zip", marker)  # a run's own checkpoints folder, a zip without its twin
     with pytest.raises(AgentError, match="--trust-zip"):
-        gym.make("Generala-v0", num_players=2, opponents=f"pool:{other}", opponent_trust=trust)
+        gym.make("Generala-v0", num_players=2, opponents=f"pool:{own}")
     with pytest.raises(AgentError, match="--trust-zip"):
-        agents.load(str(other / "step_1.zip"), trust=trust)
+        agents.load(str(own / "step_1.zip"))
     assert not marker.exists()
 
 
@@ -199,8 +197,12 @@ def test_a_configs_pool_opponent_is_refused_and_self_play_is_the_runs_own(tmp_pa
     assert not marker.exists()
     cfg = load_config(TINY_CONFIG, [f"run_dir={tmp_path}", "env.num_players=2", "env.opponents=self-play"])
     (tmp_path / "run" / "checkpoints").mkdir(parents=True)
-    venv = training_envs(cfg, tmp_path / "run")  # the run's own checkpoints: no flag
+    venv = training_envs(cfg, tmp_path / "run")  # the run's own checkpoints, played from their twins: no flag
     venv.close()
+    forged_zip(tmp_path / "run" / "checkpoints" / "step_64.zip", marker)  # a step without its twin: even the run's own pool refuses it
+    with pytest.raises(AgentError, match="--trust-zip"):
+        training_envs(cfg, tmp_path / "run")
+    assert not marker.exists()
 
 
 def test_programs_refuse_a_pool_of_zips_without_the_flag(pool_of_forged_zips, tmp_path, capsys):

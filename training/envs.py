@@ -157,18 +157,15 @@ def _with_self_play(env_cfg: EnvConfig, run: Path | None) -> EnvConfig:
     return dataclasses.replace(env_cfg, opponents=opp)
 
 
-def _own_pool_trust(run: Path | None):
-    """The opponents' trust: the zips of this run's own ``checkpoints/`` (its self-play pool) are its own."""
-    from generala_env.opponents import Trust
-
-    return None if run is None else Trust(zip_folders=(str(run / "checkpoints"),))
-
-
-def training_envs(cfg: Config, run: Path | None = None, rules: RuleSet | None = None) -> VecEnv:
+def training_envs(cfg: Config, run: Path | None = None, rules: RuleSet | None = None, trust_zip: bool = False) -> VecEnv:
     """The training games of a ``generala train`` config (:func:`make_envs`): ``env:`` and
     ``vec_env:``, seeded with ``seed``, their rewards normalized where ``algo.normalize_reward``
     asks (the evaluations play their own, unscaled games). ``self-play`` opponents are the
-    checkpoints of the run folder ``run``. ``rules``: the run's rule set (``None``: ``env.rules``)."""
+    checkpoints of the run folder ``run``, played from their twins (``step_N.safetensors``);
+    ``trust_zip`` lets the opponents load SB3 zips (a run saved before twins were written).
+    ``rules``: the run's rule set (``None``: ``env.rules``)."""
+    from generala_env.opponents import Trust
+
     game = dataclasses.asdict(_with_self_play(cfg.env, run))
     reward_scale = game.pop("reward_scale")
     if rules is not None:
@@ -180,6 +177,6 @@ def training_envs(cfg: Config, run: Path | None = None, rules: RuleSet | None = 
         reward_scale=reward_scale,
         normalize_reward=cfg.algo.normalize_reward,
         gamma=cfg.algo.gamma,
-        opponent_trust=_own_pool_trust(run),
+        opponent_trust=Trust.PROGRAM.with_zip(trust_zip),
         **game,
     )

@@ -3,8 +3,11 @@
     generala export runs/ppo_classic_bc --name my-agent --games 10000   # writes ./exports/my-agent
     generala evaluate --agents exports/my-agent,greedy                  # a checkpoint folder is an agent spec
 
-Reads the run's model (``best_model.zip`` by default; an SB3 pickle, so export only runs you
-made) and writes ``DEST/NAME/policy.safetensors`` (the weights as plain tensors) and
+Reads the run's model (``best_model.zip`` by default) from its twin, ``best_model.safetensors``,
+which ``generala train`` writes beside every zip: tensors and text, built into a model of the
+run's config, so nothing is unpickled and exporting needs no opt-in. A run saved before twins
+were written has the zip alone, an SB3 pickle that runs any code inside it when loaded: export
+reads it only with ``--trust-zip`` (``--other-seed`` likewise). It writes ``DEST/NAME/policy.safetensors`` (the weights as plain tensors) and
 ``metadata.json``: rules, players, reward, observation layout version and size, the network,
 training steps and time, the resolved config, and the evaluation figures measured here on
 ``--games`` seeded games (one player: mean score and share of the optimal expected score;
@@ -99,7 +102,7 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
         for lineup, r in zip(lineups, recs, strict=True):
             points = outcome_points(r.winners, lineup.index(str(dest)))
             wins += points == 1.0
-            draws += points == 0.5
+            draws += 0.0 < points < 1.0  # a shared win: 1/k
         n = len(recs)
         wr = wilson(wins, n)
         evaluation[f"vs_{opp}"] = {
@@ -254,7 +257,11 @@ def _check_pretrain_record(state: dict, path: Path) -> None:
         raise ExportError(f"{path}: 'pretrain.teacher' must be text, got {short_repr(pretrain['teacher'])}")
 
 
-def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
+def _read_run(run: Path, model_name: str, trust_zip: bool) -> tuple[dict, dict, Path]:
+    """A run's config, state and the file its model is read from: the twin of ``model_name``
+    (``NAME.safetensors``, tensors and text), else, with ``trust_zip`` only, the zip itself."""
+    from generala_agents.sb3_tensors import twin
+
     from .runs import read_state
 
     if not run.is_dir():
@@ -263,20 +270,21 @@ def _read_run(run: Path, model_name: str) -> tuple[dict, dict, Path]:
     _check_run_config(cfg, run / "config.yaml")
     state = read_state(run / "state.json", ExportError, "export needs a run's state.json as train wrote it", required=False) or {}
     _check_pretrain_record(state, run / "state.json")
-    if Path(model_name).name != model_name:
-        raise ExportError(f"--model names a file of the run folder, got {model_name!r}")
+    if Path(model_name).name != model_name or not model_name.endswith(".zip"):
+        raise ExportError(f"--model names a model file of the run folder (best_model.zip, latest.zip, final_model.zip), got {model_name!r}")
     model = run / model_name
+    for source in (twin(model), model):
+        if os.path.lexists(source) and (source.is_symlink() or not source.is_file()):
+            raise ExportError(f"{source} is a symbolic link or not a regular file: export reads only the run's own model files")
+    if twin(model).is_file():
+        return cfg, state, twin(model)
     if not model.is_file():
         raise ExportError(f"{model} does not exist")
-    if model.is_symlink():
-        raise ExportError(f"{model} is a symbolic link: export unpickles only the run's own model file, never what a link points to")
-    from generala_agents import AgentError, Trust
-    from generala_agents.specs import require_trusted_zip
-
-    try:  # the run's own zip, which export reads as the run wrote it (the loader's trust policy says so)
-        require_trusted_zip(model, Trust(zip_folders=(str(run),)))
-    except AgentError as e:
-        raise ExportError(str(e)) from None
+    if not trust_zip:
+        raise ExportError(
+            f"{model} is an SB3 zip, which runs any code inside it when loaded, and the run has no {twin(model).name} beside it "
+            "(a run saved before tensors were written beside its zips): pass --trust-zip if you made the run"
+        )
     return cfg, state, model
 
 
@@ -294,9 +302,9 @@ def _recipe(cfg: dict) -> dict:
     return flat
 
 
-def _sibling(run: Path, model_name: str, cfg: dict) -> tuple[Path, dict, dict, Path]:
+def _sibling(run: Path, model_name: str, cfg: dict, trust_zip: bool) -> tuple[Path, dict, dict, Path]:
     """Another seed's run of the recipe of ``cfg``: its folder, config, state and model file."""
-    other, state, model_file = _read_run(run, model_name)
+    other, state, model_file = _read_run(run, model_name, trust_zip)
     a, b = _recipe(cfg), _recipe(other)
     differ = sorted(".".join(k) for k in set(a) | set(b) if a.get(k) != b.get(k))
     if differ:
@@ -315,7 +323,7 @@ def _seed_record(cfg: dict, meta: dict, run: str) -> dict:
 def _measure_sibling(sibling, args, rules, players: int, opponents: list[str], where: Path) -> dict:
     """Another seed's model, made into a checkpoint in a temporary folder and measured like the exported one."""
     run, cfg, state, model_file = sibling
-    model = _load_model(model_file, rules, players)
+    model = _load_model(model_file, rules, players, run)
     tmp = Path(tempfile.mkdtemp(prefix=_temp_name(args.name, "seed"), dir=where))
     try:
         write_policy(model, tmp)
@@ -329,16 +337,21 @@ def _measure_sibling(sibling, args, rules, players: int, opponents: list[str], w
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _load_model(model_file: Path, rules, players: int):
-    """The run's model, refused unless it takes the observations of the run's games."""
-    from sb3_contrib import MaskablePPO
-
+def _load_model(model_file: Path, rules, players: int, run: Path):
+    """The run's model, refused unless it takes the observations of the run's games: built from
+    the run's config and filled from the twin ``model_file`` (nothing unpickled), or, for a
+    ``.zip`` (``--trust-zip``), loaded by SB3."""
     from generala_env.encoding import observation_size
 
-    try:
-        model = MaskablePPO.load(model_file, device="cpu")
-    except Exception as e:  # a broken zip fails in many ways inside SB3
-        raise ExportError(f"{model_file} does not load as a MaskablePPO model: {type(e).__name__}: {e}") from None
+    if model_file.suffix == ".zip":
+        from sb3_contrib import MaskablePPO
+
+        try:
+            model = MaskablePPO.load(model_file, device="cpu")
+        except Exception as e:  # a broken zip fails in many ways inside SB3
+            raise ExportError(f"{model_file} does not load as a MaskablePPO model: {type(e).__name__}: {e}") from None
+    else:
+        model = _model_from_twin(model_file, rules, players, run)
     shape = model.observation_space.shape
     assert shape is not None  # a MaskablePPO model's observation space is a Box
     obs_size, want = int(shape[0]), observation_size(rules, players)
@@ -347,11 +360,39 @@ def _load_model(model_file: Path, rules, players: int):
     return model
 
 
+def _model_from_twin(twin_file: Path, rules, players: int, run: Path):
+    """A model of the run's config (its network), on one game of the run's rules, holding the twin's weights and step count."""
+    import dataclasses
+
+    from generala_agents.sb3_tensors import TensorsError
+
+    from .config import ConfigError, load_config
+    from .envs import make_envs
+    from .model_tensors import load_twin
+    from .models import model_from_config
+
+    try:
+        cfg = load_config(run / "config.yaml")
+        venv = make_envs(1, 0, monitor=False, rules=rules, num_players=players, opponents="random" if players > 1 else None)
+        try:
+            model = model_from_config(dataclasses.replace(cfg, init_from=None), venv, run / "tb", rules=rules)
+        finally:
+            venv.close()
+        load_twin(model, twin_file, optimizer=False)
+    except (ConfigError, TensorsError) as e:
+        raise ExportError(f"{twin_file} cannot be read into the run's model: {e}") from None
+    return model
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(allow_abbrev=False, prog="generala export", description=__doc__.split("\n\n")[0])
     p.add_argument("run", help="a run folder made by generala train")
     p.add_argument("--name", required=True, help="checkpoint name, e.g. ppo-classic (letters, digits, '.', '_', '-')")
-    p.add_argument("--model", default="best_model.zip", help="which model file of the run (best_model.zip, latest.zip, final_model.zip)")
+    p.add_argument(
+        "--model",
+        default="best_model.zip",
+        help="which model of the run (best_model.zip, latest.zip, final_model.zip; default best_model.zip): read from its twin NAME.safetensors",
+    )
     p.add_argument("--games", type=positive_int, default=10000, help="evaluation games (at least 1)")
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--opponents", default="rules-of-thumb,optimal,greedy", help="for several players: whom to measure against")
@@ -367,6 +408,12 @@ def main(argv=None) -> int:
         default=[],
         metavar="RUN",
         help="a run of the same recipe with another seed (repeatable): its --model is measured on the same games, and the metadata lists every seed's figures",
+    )
+    p.add_argument(
+        "--trust-zip",
+        action="store_true",
+        help="read a run's SB3 .zip where it has no .safetensors twin (a run saved before twins were written): "
+        "loading a zip unpickles it, which runs any code inside it; asked for at every use, never remembered",
     )
     args = p.parse_args(argv)
     from .harness import Interrupted, signals_interrupt
@@ -409,7 +456,7 @@ def _export(args) -> int:
     from generala_env.rules import RulesError, load_rules
 
     root = _check_name_and_dest(args, is_plain_name)
-    cfg, state, model_file = _read_run(Path(args.run), args.model)
+    cfg, state, model_file = _read_run(Path(args.run), args.model, args.trust_zip)
     try:
         rules = load_rules(cfg["env"]["rules"])
     except (RulesError, KeyError) as e:
@@ -418,8 +465,8 @@ def _export(args) -> int:
     opponents = [o for o in args.opponents.split(",") if o]
     if players > 1 and not opponents:
         raise ExportError("--opponents is empty: a several-player checkpoint is measured against them")
-    model = _load_model(model_file, rules, players)
-    siblings = [_sibling(Path(r), args.model, cfg) for r in args.other_seed]
+    model = _load_model(model_file, rules, players, Path(args.run))
+    siblings = [_sibling(Path(r), args.model, cfg, args.trust_zip) for r in args.other_seed]
 
     # everything is made in a temporary folder beside DEST/NAME, which takes its place at the end
     root.mkdir(parents=True, exist_ok=True)

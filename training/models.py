@@ -3,7 +3,8 @@
 :func:`algo_config` makes the run's algorithm (:class:`generala_training.algos.AlgoConfig`,
 MaskablePPO) from the config; :func:`model_from_config` builds it fresh on the run's envs, or
 starts it from ``init_from`` (a checkpoint folder, or an SB3 ``.zip`` with the zip opt-in);
-:func:`load_latest` loads a run's own ``latest.zip`` to resume it.
+:func:`load_latest` builds a run's model again from its config and its ``latest.safetensors`` to
+resume it (the twin of ``latest.zip``: nothing unpickled).
 """
 
 from __future__ import annotations
@@ -42,25 +43,22 @@ def algo_config(cfg: Config, rules: RuleSet | None) -> AlgoConfig:
 
 TRUST_ZIP_HELP = (
     "load the SB3 .zip that config key init_from names: an SB3 zip is a pickle, which runs code when loaded, "
-    "so pass this only for a zip you made (asked at every use, never remembered; a run's own latest.zip needs no flag)"
+    "so pass this only for a zip you made (asked at every use, never remembered). --resume reads the run's latest.safetensors "
+    "and needs it only for a run saved before those were written"
 )
 
 
-def load_sb3_zip(path: Path, why: str, *, trusted: bool, own_run: Path | None = None, **kwargs):
+def load_sb3_zip(path: Path, why: str, *, trusted: bool, **kwargs):
     """``MaskablePPO.load`` (train's algorithm, :data:`generala_training.algos.TRAIN_ALGO`) of the SB3
     zip ``path``: the one way a training run unpickles a model.
 
     An SB3 zip runs code when it is loaded, so it is loaded only where the user asked at this
-    call (``trusted``: ``--trust-zip``), or where it is the run's own file (``own_run``: a
-    regular file, not a link, directly in that run folder, which the run wrote). Anything else
-    is a :class:`ConfigError` naming ``why`` (what asked for it), the flag and the safe route: a
-    checkpoint folder (``generala export``), which holds weights only. The file is read through
-    a descriptor opened without following links.
+    call (``trusted``: ``--trust-zip``). Anything else is a :class:`ConfigError` naming ``why``
+    (what asked for it), the flag and the safe route: a checkpoint folder (``generala export``),
+    which holds weights only. The file is read through a descriptor opened without following links.
     """
-    from generala_agents import Trust
-
     path = Path(path)
-    if not Trust(zip=trusted, zip_folders=(str(own_run),) if own_run is not None else ()).trusts_zips_in(path.parent):
+    if not trusted:
         raise ConfigError(
             f"{why}: {path} is an SB3 zip, which runs code when loaded: pass --trust-zip if you made it, "
             "or start from a checkpoint folder (generala export RUN --name NAME makes one from a run; it holds weights only)"
@@ -171,11 +169,33 @@ def _policy(cfg: Config, rules: RuleSet) -> tuple[type[MaskableActorCriticPolicy
     return policy_class, policy_kwargs
 
 
-def load_latest(cfg: Config, run: Path, venv):
-    """The run's ``latest.zip`` on ``venv``, with the hyperparameters of ``cfg.algo`` (so overrides
-    apply): the run's own file, which needs no ``--trust-zip`` (:func:`load_sb3_zip`)."""
+def load_latest(cfg: Config, run: Path, venv, trust_zip: bool = False, rules: RuleSet | None = None):
+    """The run's latest save on ``venv``, to resume it, with the hyperparameters of ``cfg.algo``
+    (so overrides apply): a model built from ``cfg`` and filled from ``latest.safetensors`` (the
+    weights, the optimizer's state and the counts: tensors and text, nothing unpickled). A run
+    saved before twins were written has only ``latest.zip``, loaded only with ``trust_zip``
+    (:func:`load_sb3_zip`)."""
+    import dataclasses
+
+    from generala_agents.sb3_tensors import TensorsError, twin
+
+    from .model_tensors import load_twin
+
+    latest = run / "latest.zip"
+    if lstat_or_none(twin(latest)) is not None:
+        model = model_from_config(dataclasses.replace(cfg, init_from=None), venv, run / "tb", rules=rules)
+        try:
+            load_twin(model, twin(latest), optimizer=True)
+        except TensorsError as e:
+            raise ConfigError(f"--resume: {e}") from None
+        return model
+    if not trust_zip:
+        raise ConfigError(
+            f"--resume: {run} has no latest.safetensors, only {latest.name}, an SB3 zip, which runs code when loaded "
+            "(a run saved before tensors were written beside its zips): pass --trust-zip if you made the run"
+        )
     kwargs = algo_config(cfg, None).constructor_kwargs()
-    return load_sb3_zip(run / "latest.zip", "--resume", trusted=False, own_run=run, env=venv, device=cfg.device, tensorboard_log=str(run / "tb"), **kwargs)
+    return load_sb3_zip(latest, "--resume", trusted=True, env=venv, device=cfg.device, tensorboard_log=str(run / "tb"), **kwargs)
 
 
 # -- evaluation during training ---------------------------------------------------------

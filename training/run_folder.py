@@ -34,16 +34,18 @@ def append_evaluation(path: Path, line: dict) -> None:
     append_line(path, ",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in line.values()))
 
 
-def save_model(model, path: Path) -> None:
-    """``model.save`` into a fresh hidden temporary file beside ``path``, renamed over it
-    (:func:`generala_env.files.write_atomic`): a cut save leaves the old file whole (or none),
-    never a torn zip that a resume or a self-play pool would load; a failed save (a full disk)
-    removes the temporary file and is one line naming ``path``; a link at ``path`` is refused."""
-    write_atomic(path, model.save)  # SB3 writes a zip to a binary file it is given and leaves it open
+def save_model(model, path: Path, *, optimizer: bool = False) -> None:
+    """``model.save`` into ``path`` and its tensors beside it (:func:`generala_training.model_tensors.save_model`):
+    each through a fresh hidden temporary file renamed over its name, so a cut save leaves the old
+    files whole (or none), never a torn zip; a failed save (a full disk) is one line naming the
+    file; a link at either name is refused. ``optimizer``: the tensors hold its state too."""
+    from .model_tensors import save_model as save_with_twin
+
+    save_with_twin(model, path, optimizer=optimizer)
 
 
 def save_latest(model, run: Path, state: dict, t_start: float) -> None:
-    save_model(model, run / "latest.zip")
+    save_model(model, run / "latest.zip", optimizer=True)  # resumed from its twin, latest.safetensors
     s = dict(state)
     s["num_timesteps"] = int(model.num_timesteps)
     s["train_seconds"] = state["train_seconds"] + (time.time() - t_start)
@@ -104,8 +106,11 @@ def read_state(run: Path) -> dict:
 # -- runs cut short -------------------------------------------------------------------------
 # what a run writes before its first state.json; a folder holding only these (and the
 # temporary files of their saves) and no state.json is a start that was cut short, and starts again
-_START_FILES = {"config.yaml", "command.txt", "pretrained.zip", "latest.zip", "latest.safetensors", "best_model.zip", "evaluations.csv", ".lock"}
-_RUN_FILES = ("config.yaml", "state.json", "evaluations.csv", "latest.zip", "latest.safetensors", "best_model.zip", "final_model.zip", "pretrained.zip")
+_MODELS = ("latest", "best_model", "final_model", "pretrained")  # a run's SB3 saves, each a .zip with its .safetensors twin
+_START_FILES = {"config.yaml", "command.txt", "evaluations.csv", ".lock"} | {
+    f"{m}.{x}" for m in ("pretrained", "latest", "best_model") for x in ("zip", "safetensors")
+}
+_RUN_FILES = ("config.yaml", "state.json", "evaluations.csv", *(f"{m}.{x}" for m in _MODELS for x in ("zip", "safetensors")))
 # a save's temporary file: files.write_atomic's ".NAME.XXXXXXXX.tmp", or an older version's ".NAME.tmp" / "NAME.tmp"
 _TEMPORARY = re.compile(r"\.?(?P<name>[A-Za-z0-9_.]+?)(\.[a-z0-9_]{8})?\.tmp")
 
@@ -118,7 +123,7 @@ def _temporary_of(name: str, files: tuple[str, ...] | re.Pattern) -> bool:
     return m.group("name") in files if isinstance(files, tuple) else bool(files.fullmatch(m.group("name")))
 
 
-_STEP = re.compile(r"step_\d+\.zip")
+_STEP = re.compile(r"step_\d+\.(zip|safetensors)")
 
 
 def sweep_temporaries(run: Path) -> list[str]:
@@ -176,7 +181,15 @@ def clear_unfinished(run: Path) -> None:
 
 
 def _model_steps(path: Path) -> int | None:
-    """The step count saved in an SB3 model zip (its ``data`` entry), without loading the model."""
+    """The step count saved with an SB3 model zip: its twin's (``NAME.safetensors``), else the
+    zip's ``data`` entry read as JSON (nothing in it unpickled), without loading the model."""
+    from generala_agents.sb3_tensors import TensorsError, counts_of, read_twin, twin
+
+    if twin(path).is_file():
+        try:
+            return counts_of(read_twin(twin(path))[1])["num_timesteps"]
+        except TensorsError:
+            return None
     try:
         with zipfile.ZipFile(path) as z:
             steps = json.loads(z.read("data")).get("num_timesteps")

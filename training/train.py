@@ -9,7 +9,10 @@ Each run writes to its own folder: ``config.yaml`` (the resolved config), ``comm
 ``tb/`` (TensorBoard: episode score, share of the optimal expected score, win rate
 against the evaluation opponent, losses, entropy), ``checkpoints/step_N.zip``,
 ``latest.zip`` with ``state.json`` (what ``--resume`` continues from, optimizer state and
-step count included), ``best_model.zip`` and ``evaluations.csv``; a run trains whole rollouts
+step count included), ``best_model.zip`` and ``evaluations.csv``. Each ``NAME.zip`` has a
+twin, ``NAME.safetensors``, of tensors and text (:mod:`generala_agents.sb3_tensors`): the zip
+is for SB3 users, the twin is what this project reads back (``--resume``, ``generala export``,
+the self-play pool), so nothing of the run is unpickled. A run trains whole rollouts
 (``algo.n_steps`` x ``vec_env.n_envs`` steps each) up to ``total_timesteps`` rounded down to
 whole rollouts (at least one), and says so when it starts; every model file is written
 through a temporary file, so a kill never leaves a torn one. Ctrl-C or SIGTERM saves
@@ -21,7 +24,8 @@ the same folder is refused with one line and touches nothing. ``evaluations.csv`
 ``command.txt`` grow by whole-line appends; a save that fails (a full disk) is one line naming
 the file, and leaves the previous file whole and no temporary file. ``init_from`` is a
 checkpoint folder (``generala export``), or an SB3 ``.zip`` with ``--trust-zip`` (a pickle:
-it runs code when loaded); a run's own ``latest.zip`` needs no flag.
+it runs code when loaded); ``--resume`` reads ``latest.safetensors`` and needs the flag only for
+a run saved before twins were written, which has ``latest.zip`` alone.
 
 Overrides on ``--resume`` may change ``total_timesteps``, ``device``, ``threads``,
 ``checkpoint_every``, ``algo.*`` and ``eval.*``; the others made the saved model and its envs,
@@ -37,6 +41,7 @@ import shlex
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,9 +109,10 @@ class TrainCallback(BaseCallback):
     :param evaluator: the run's evaluation games (:func:`make_evaluator`)
     """
 
-    def __init__(self, cfg: Config, run: Path, state: dict, total: int, evaluator: Evaluator):
+    def __init__(self, cfg: Config, run: Path, state: dict, total: int, evaluator: Evaluator, on_evaluation: Callable[[dict], None] | None = None):
         super().__init__()
         self.cfg, self.run, self.state, self.total, self.evaluator = cfg, run, state, total, evaluator
+        self.on_evaluation = on_evaluation
 
     def _on_training_start(self) -> None:
         from tqdm import tqdm
@@ -158,27 +164,34 @@ class TrainCallback(BaseCallback):
             save_model(self.model, run / "best_model.zip")
         self.bar.set_postfix(score=f"{res['mean_score']:.1f}", opt=f"{res['share_of_optimal']:.1%}", win=f"{res['win_rate']:.1%}")
         self.logger.dump(self.num_timesteps)
+        if self.on_evaluation is not None:
+            self.on_evaluation(line)
 
     def _on_training_end(self) -> None:
         self.bar.close()
 
 
-def _callback(cfg: Config, run: Path, state: dict, total: int, evaluator: Evaluator | None = None) -> TrainCallback:
-    """The run's :class:`TrainCallback` (tests replace this to wrap it)."""
-    return TrainCallback(cfg, run, state, total, evaluator or make_evaluator(cfg))
+def make_callback(
+    cfg: Config, run: Path, state: dict, total: int, evaluator: Evaluator | None = None, on_evaluation: Callable[[dict], None] | None = None
+) -> TrainCallback:
+    """The run's :class:`TrainCallback`; ``on_evaluation`` is called with each evaluation's row
+    once it is recorded (a hyperparameter search reports and prunes there)."""
+    return TrainCallback(cfg, run, state, total, evaluator or make_evaluator(cfg), on_evaluation)
 
 
 # -- the program ----------------------------------------------------------------------------
-def _build_envs(cfg: Config, run: Path, rules: RuleSet):
+def _build_envs(cfg: Config, run: Path, rules: RuleSet, trust_zip: bool):
     try:
-        return training_envs(cfg, run, rules)
+        return training_envs(cfg, run, rules, trust_zip)
     except ConfigError:
         raise
     except (ValueError, TypeError, OSError, EOFError) as e:  # AgentError is a ValueError
         raise ConfigError(f"cannot build the training envs from config keys 'env' and 'vec_env': {e}") from None
 
 
-def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust_zip: bool = False) -> Path:
+def train(
+    cfg: Config, run: Path, resume: bool = False, command: str = "", trust_zip: bool = False, on_evaluation: Callable[[dict], None] | None = None
+) -> Path:
     """Train a fresh run in folder ``run``, or (``resume``) continue the one there.
 
     Nothing is written until the envs, the model (resuming: ``latest.zip`` loaded) and the
@@ -187,7 +200,9 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust
     unless it is a start cut short before its first ``state.json`` that holds nothing but what a
     run writes (:func:`unfinished_start`), which is started again. The folder is locked
     (:func:`lock_run`) for as long as the run uses it: resuming, from before its files are read.
-    ``trust_zip``: ``init_from`` may name an SB3 zip (:func:`load_sb3_zip`).
+    ``on_evaluation``: called with each evaluation's row (:func:`make_callback`).
+    ``trust_zip``: ``init_from`` may name an SB3 zip, and a resumed run without
+    ``latest.safetensors`` may load its ``latest.zip`` (:func:`load_sb3_zip`).
     """
     import torch
 
@@ -200,9 +215,9 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust
             print(f"{run} was started but never saved (no state.json: stopped during pretraining or before its first checkpoint); starting it again")
         torch.set_num_threads(cfg.threads)
         rules = run_rules(cfg)
-        venv = _build_envs(cfg, run, rules)
+        venv = _build_envs(cfg, run, rules, trust_zip)
         try:
-            model = load_latest(cfg, run, venv) if resume else model_from_config(cfg, venv, run / "tb", trust_zip, rules)
+            model = load_latest(cfg, run, venv, trust_zip, rules) if resume else model_from_config(cfg, venv, run / "tb", trust_zip, rules)
             evaluator = make_evaluator(cfg, rules)
             if resume:
                 reconcile_best(run, state, "mean_score" if cfg.env.num_players == 1 else "win_rate")
@@ -216,7 +231,7 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "", trust
             raise
         old = signal.signal(signal.SIGTERM, _term)
         try:
-            _train_in(cfg, run, resume, state, model, venv, evaluator, rules)
+            _train_in(cfg, run, resume, state, model, venv, evaluator, rules, on_evaluation)
         finally:
             signal.signal(signal.SIGTERM, old)
     return run
@@ -235,7 +250,7 @@ def _term(signum, frame):  # SIGTERM saves like Ctrl-C
     raise KeyboardInterrupt
 
 
-def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, evaluator: Evaluator, rules: RuleSet) -> Path:
+def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, evaluator: Evaluator, rules: RuleSet, on_evaluation=None) -> Path:
     """The part of :func:`train` that runs in the run folder, SIGTERM raising KeyboardInterrupt."""
     if resume:
         print(f"resuming {run} at step {model.num_timesteps:,}")
@@ -260,7 +275,7 @@ def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, ev
     remaining = rollouts * rollout
     end = model.num_timesteps + remaining
     print(f"training {remaining:,} steps: {rollouts:,} rollouts of {rollout:,} (algo.n_steps x vec_env.n_envs)" + _rounding_note(cfg, end))
-    cb = _callback(cfg, run, state, end, evaluator)
+    cb = make_callback(cfg, run, state, end, evaluator, on_evaluation)
     t0 = time.time()
     try:
         model.learn(total_timesteps=remaining, callback=cb, reset_num_timesteps=False, tb_log_name="ppo")
@@ -308,7 +323,7 @@ def main(argv=None) -> int:
                 print(f"{run} was cut short before its first save (no state.json): starting it again from its config.yaml")
                 train(load_config(run / "config.yaml", args.overrides), run, command=command, trust_zip=args.trust_zip)
                 return 0
-            train(resume_config(run, args.overrides), run, resume=True, command=command)
+            train(resume_config(run, args.overrides), run, resume=True, command=command, trust_zip=args.trust_zip)
             return 0
         cfg = load_config(args.config, args.overrides)
         name = check_run_name(args.run_name) if args.run_name is not None else f"{cfg.name}__seed{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"

@@ -67,29 +67,15 @@ def objective(trial, base: str, steps: int, run_dir: Path, eval_games: int) -> f
         cfg = load_config(base, overrides)
     except ConfigError as e:  # a combination the config refuses (e.g. a one-sample minibatch)
         raise optuna.TrialPruned(f"config refused: {e}") from None
-    real = tt._callback
     best = {"share": 0.0}
 
-    def reporting(*a, **k):
-        cb = real(*a, **k)
-        evaluate = cb.evaluate
+    def report(last: dict) -> None:
+        best["share"] = max(best["share"], float(last["share_of_optimal"]))
+        trial.report(float(last["share_of_optimal"]), int(last["step"]))
+        if trial.should_prune():
+            raise optuna.TrialPruned(f"pruned at step {last['step']} with {last['share_of_optimal']:.3f}")
 
-        def report():
-            evaluate()
-            last = cb.state["evaluations"][-1]
-            best["share"] = max(best["share"], float(last["share_of_optimal"]))
-            trial.report(float(last["share_of_optimal"]), int(last["step"]))
-            if trial.should_prune():
-                raise optuna.TrialPruned(f"pruned at step {last['step']} with {last['share_of_optimal']:.3f}")
-
-        cb.evaluate = report
-        return cb
-
-    tt._callback = reporting
-    try:
-        tt.train(cfg, run_dir / f"trial_{trial.number:04d}", command=f"generala_training.tune trial {trial.number}: {' '.join(overrides)}")
-    finally:
-        tt._callback = real
+    tt.train(cfg, run_dir / f"trial_{trial.number:04d}", command=f"generala_training.tune trial {trial.number}: {' '.join(overrides)}", on_evaluation=report)
     return best["share"]
 
 

@@ -1,7 +1,8 @@
 """One benchmark run: an algorithm trained on a task from a seed, evaluated along the way.
 
 A run trains in chunks, one per evaluation point. Every chunk starts from the run's saved
-checkpoint (``model.zip``, and the replay buffer of DQN and QR-DQN), on freshly made games,
+checkpoint (``model.safetensors``, the twin of ``model.zip`` that holds the model's tensors
+and counts, and the replay buffer of DQN and QR-DQN as arrays; nothing is unpickled), on freshly made games,
 with every random generator seeded from ``(seed, chunk)``; the chunk ends at the next
 evaluation point, where the run evaluates the policy and saves its checkpoint and
 ``state.json``. An interrupted run therefore resumes at its last evaluation point and goes
@@ -9,7 +10,8 @@ on exactly as an uninterrupted one: both start each chunk from the same file and
 
 A run folder holds ``spec.json`` (what decides its results), ``state.json`` (steps,
 evaluations, times; ``done`` once finished), ``curve.csv`` (the learning curve), the current
-checkpoint in ``ckpt_STEPS/`` while it trains, and ``final_model.zip`` once done. A folder is
+checkpoint in ``ckpt_STEPS/`` while it trains, and ``final_model.zip`` (with its twin
+``final_model.safetensors``) once done. A folder is
 a run's when its ``spec.json`` is the run's spec; every file is written into it atomically and
 never through a link (:mod:`generala_env.files`), and its spec and state are read only from
 regular files (a link, a FIFO or a folder of that name is refused).
@@ -34,7 +36,7 @@ from ..envs import make_envs
 from ..runs import Evaluator, Played, read_state
 from .suite import BenchmarkError, RunSpec, Task, task_rules
 
-SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL = "spec.json", "state.json", "curve.csv", "final_model.zip"
+SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL, FINAL_TENSORS = "spec.json", "state.json", "curve.csv", "final_model.zip", "final_model.safetensors"
 
 
 # -- the games -------------------------------------------------------------------------------
@@ -60,30 +62,15 @@ def task_optimum(task: Task, rules=None) -> float:
     return float(load_or_solve(task_rules(task) if rules is None else rules)[0].expected_score)
 
 
-def win_share(winners: tuple[int, ...], seat: int) -> float:
-    """``seat``'s share of a finished game's one point, from its winners
-    (:meth:`generala_env.game.Game.winners`): 1 for a sole win, ``1/k`` for a win shared by ``k``
-    players, 0 for a loss. Every game hands out exactly one point, so a task's fair share is
-    ``1/players``; at two players this is the win rate with a shared win counting half."""
-    return 1.0 / len(winners) if seat in winners else 0.0
-
-
 class TaskEvaluator(Evaluator):
     """The suite's evaluation games (:class:`generala_training.runs.Evaluator`), each game's
-    points its :func:`win_share`: a win shared by ``k`` players counts ``1/k`` at any table
-    (the shared harness counts every shared win 1/2, which is the same thing at two players)."""
-
-    def _figures(self, games, seats, stopped) -> dict:
-        if self.players == 1:
-            return super()._figures(games, seats, stopped)
-        totals = np.array([g.totals()[s] for g, s in zip(games, seats, strict=True)], dtype=float)
-        points = np.array([0.0 if stop else win_share(g.winners(), s) for g, s, stop in zip(games, seats, stopped, strict=True)], dtype=float)
-        return self.figures(self, Played(totals, points, stopped))
+    points :func:`generala_env.game.outcome_points`: a win shared by ``k`` players counts ``1/k``
+    at any table, so every game hands out one point and a task's fair share is ``1/players``."""
 
 
 def _figures(evaluator: Evaluator, played: Played) -> dict:
     """The suite's figures: the mean total, the normalised score (one player: of the optimum;
-    with opponents: the share of the points, :func:`win_share`, also ``score`` and ``win_rate``,
+    with opponents: the share of the points, :func:`generala_env.game.outcome_points`, also ``score`` and ``win_rate``,
     its name at two players) and the share of games an illegal action ended."""
     out = {"score": float(played.totals.mean()), "mean_total": float(played.totals.mean()), "illegal_stops": float(np.mean(played.stopped))}
     if played.points is None:
@@ -244,10 +231,9 @@ def _remove_checkpoint(path: Path) -> None:
 
 def _own_checkpoint(folder: Path, name) -> Path:
     """The run's checkpoint folder ``name`` (``ckpt_STEPS``, as :func:`_save_checkpoint` names
-    it, a real folder of the run), its ``model.zip`` allowed through the loader's trust policy
-    as the run's own zip: a ``state.json`` naming anything else is refused, never unpickled."""
-    from generala_agents import Trust
-    from generala_agents.specs import require_trusted_zip
+    it, a real folder of the run) holding ``model.safetensors``, the tensors the run goes on
+    from: a ``state.json`` naming anything else is refused, and no zip is ever unpickled."""
+    from generala_agents.sb3_tensors import twin
 
     if not isinstance(name, str) or not re.fullmatch(r"ckpt_\d+", name):
         raise BenchmarkError(f"{folder / STATE_FILE}: checkpoint {name!r} is not a checkpoint folder of the run (ckpt_STEPS)")
@@ -255,18 +241,42 @@ def _own_checkpoint(folder: Path, name) -> Path:
     st = lstat_or_none(ck)
     if st is None or not stat.S_ISDIR(st.st_mode):
         raise BenchmarkError(f"{ck} is not a checkpoint folder of the run (a link, a file, or missing): nothing is loaded from it")
-    require_trusted_zip(ck / "model.zip", Trust(zip_folders=(str(ck),)))
+    st = lstat_or_none(twin(ck / "model.zip"))
+    if st is None or not stat.S_ISREG(st.st_mode):
+        raise BenchmarkError(
+            f"{ck} holds no model.safetensors (a run saved before tensors were written beside its zips, or a link): "
+            "its model.zip is never unpickled; run it again in a new --out folder"
+        )
     return ck
 
 
+def _from_checkpoint(ck: Path, algo: str, cfg: AlgoConfig, venv, seed: int, steps: int, off_policy: bool):
+    """A model of ``algo`` built from ``cfg`` on ``venv`` and filled from the checkpoint ``ck``:
+    its weights, optimizer state and counts, and (off-policy) its replay buffer, all tensors."""
+    from generala_agents.sb3_tensors import TensorsError, twin
+
+    from ..model_tensors import REPLAY_FILE, load_replay, load_twin
+
+    model = new_model(algo, cfg, venv, seed, steps)
+    try:
+        load_twin(model, twin(ck / "model.zip"), optimizer=True)
+        if off_policy:
+            load_replay(model, ck / REPLAY_FILE)
+    except TensorsError as e:
+        raise BenchmarkError(str(e)) from None
+    return model
+
+
 def _save_checkpoint(model, folder: Path, off_policy: bool) -> str:
+    from ..model_tensors import REPLAY_FILE, save_model, save_replay
+
     name = f"ckpt_{model.num_timesteps}"
     ck = folder / name
     _remove_checkpoint(ck)  # one a cut save left behind
     ck.mkdir()
-    write_atomic(ck / "model.zip", model.save)  # SB3 saves into an open file as into a path
+    save_model(model, ck / "model.zip", optimizer=True)  # the zip for SB3 users, its twin for the run
     if off_policy:
-        write_atomic(ck / "replay_buffer.pkl", model.save_replay_buffer)
+        save_replay(model, ck / REPLAY_FILE)
     return name
 
 
@@ -314,7 +324,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
     rules = task_rules(task)  # once for the run: its games of every chunk and its evaluations
     evaluator = task_evaluator(task, ev["seed"], ev["games"], rules)
     folder.mkdir(parents=True, exist_ok=True)
-    remove_temporaries(folder, (SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL))  # what a killed run was writing
+    remove_temporaries(folder, (SPEC_FILE, STATE_FILE, CURVE_FILE, FINAL_MODEL, FINAL_TENSORS))  # what a killed run was writing
     state = run_state(folder) if status == "partial" else None
     if state is None:  # a new run: the untrained policy is the curve's first point
         write_json(folder / SPEC_FILE, spec.identity())
@@ -336,7 +346,6 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
         if report:
             report(first)
     _drop_checkpoints(folder, state["checkpoint"])  # one a cut save left behind
-    cls = budgeted_class(spec.algo)
     for target in _targets(spec.steps, ev["points"]):
         if state["steps"] >= target:
             continue
@@ -344,10 +353,7 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
         seed = _chunk_seed(spec.seed, chunk)
         venv = make_venv(task, cfg, seed=seed, rules=rules)
         ck = _own_checkpoint(folder, state["checkpoint"])
-        model = silent(cls.load(ck / "model.zip", env=venv, device="cpu"))
-        model.budget_steps = spec.steps
-        if algo.off_policy:
-            model.load_replay_buffer(ck / "replay_buffer.pkl")
+        model = _from_checkpoint(ck, spec.algo, cfg, venv, spec.seed, spec.steps, algo.off_policy)
         model.set_random_seed(seed)  # numpy, torch, random, the action space, and the games' next reset
         model._last_obs = None  # the saved model's last observation belongs to games that are gone: start new ones
         t0 = time.perf_counter()
@@ -367,11 +373,14 @@ def run_one(spec: RunSpec, report: Callable[[dict], None] | None = None, threads
             report(point)
     # the run's score: the final policy on the evaluation's longer set of games
     ck = _own_checkpoint(folder, state["checkpoint"])
-    model = cls.load(ck / "model.zip", device="cpu")
+    venv = make_venv(task, cfg, seed=spec.seed, rules=rules)
+    model = _from_checkpoint(ck, spec.algo, cfg, venv, spec.seed, spec.steps, off_policy=False)
+    venv.close()
     t0 = time.perf_counter()
     state["final"] = {"step": state["steps"], **task_evaluator(task, ev["seed"], ev["final_games"], rules)(policy_actions(model, algo.masked))}
     state["eval_seconds"] += time.perf_counter() - t0
     write_atomic(folder / FINAL_MODEL, _copy_into(ck / "model.zip"))
+    write_atomic(folder / FINAL_TENSORS, _copy_into(ck / "model.safetensors"))
     state["done"], state["checkpoint"] = True, None
     write_json(folder / STATE_FILE, state)
     _drop_checkpoints(folder, None)
