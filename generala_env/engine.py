@@ -252,10 +252,12 @@ def is_winner(served_winner: int, seat: int, total: int, best: int) -> bool:
 
 
 def outcome_points(won: bool, num_winners: int) -> float:
-    """A seat's result as points: 1 for a sole win, 0.5 for a shared win, 0 for a loss."""
+    """A seat's result as points: 1 for a sole win, ``1/k`` for a win shared by ``k`` players,
+    0 for a loss. Every finished game hands out exactly one point, so the fair share of a table
+    of ``n`` is ``1/n``; at two players a shared win counts half."""
     if not won:
         return 0.0
-    return 1.0 if num_winners == 1 else 0.5
+    return 1.0 / num_winners
 
 
 # what generala_env.batched compiles (the functions above, which call only one another)

@@ -21,8 +21,9 @@ _PENDING, _TOTALS = engine.PENDING, engine.TOTALS  # in a game's facts: then eac
 
 
 def win_reward(winners: tuple[int, ...], seat: int) -> float:
-    """The reward of ``reward="win"`` at the end of a game: +1 for a sole win, 0 for a shared
-    win, -1 for a loss (:func:`~generala_env.game.outcome_points` mapped onto -1 … 1)."""
+    """The reward of ``reward="win"`` at the end of a game: +1 for a sole win, ``2/k - 1`` for a
+    win shared by ``k`` players (0 at two), -1 for a loss (:func:`~generala_env.game.outcome_points`
+    mapped onto -1 … 1)."""
     return 2.0 * outcome_points(winners, seat) - 1.0
 
 

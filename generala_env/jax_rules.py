@@ -179,7 +179,7 @@ def is_winner(served_winner, seat, total, best):
 
 def outcome_points(won, num_winners):
     """:func:`generala_env.engine.outcome_points`."""
-    return jnp.where(won, jnp.where(num_winners == 1, 1.0, 0.5), 0.0).astype(jnp.float32)
+    return jnp.where(won, 1.0 / jnp.maximum(num_winners, 1), 0.0).astype(jnp.float32)
 
 
 def throw_code(key):

@@ -31,6 +31,7 @@ except ImportError as e:  # pragma: no cover - depends on the extra
 from .dice import DICE, KEEP_COUNTS, NUM_MASKS, NUM_ROLLS, ROLLS
 from .encoding import Encoder, observation_layout, observation_size
 from .game import MAX_PLAYERS, OPEN, ROLLS_PER_TURN, Game
+from .info import win_reward
 from .model import Model, ModelState
 from .rules import RulesError, load_rules
 from .scoring import points_table
@@ -197,8 +198,8 @@ class GeneralaState(pyspiel.State):
 
 
 def _win_points(winners: tuple[int, ...], players: int) -> list[float]:
-    """The env's ``reward="win"``: +1 for a sole win, 0 for a shared one, -1 for a loss."""
-    return [(1.0 if len(winners) == 1 else 0.0) if p in winners else -1.0 for p in range(players)]
+    """The env's ``reward="win"`` of every seat (:func:`generala_env.info.win_reward`)."""
+    return [win_reward(winners, p) for p in range(players)]
 
 
 class GeneralaObserver:

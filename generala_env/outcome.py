@@ -13,7 +13,7 @@ MAX_PLAYERS = 6
 
 def outcome_points(winners: tuple[int, ...], seat: int) -> float:
     """A seat's result of a finished game from its :meth:`Game.winners`: 1 for a sole win,
-    0.5 for a shared win, 0 for a loss (the points of a win rate; :func:`~generala_env.engine.outcome_points`)."""
+    ``1/k`` for a win shared by ``k`` players, 0 for a loss (:func:`~generala_env.engine.outcome_points`)."""
     return _outcome_points(seat in winners, len(winners))
 
 

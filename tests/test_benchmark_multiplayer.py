@@ -12,10 +12,12 @@ import yaml
 pytest.importorskip("stable_baselines3")
 
 import generala_agents as agents  # noqa: E402
+from generala_env.game import outcome_points  # noqa: E402
+from generala_env.info import win_reward  # noqa: E402
 from generala_training.algos import AlgoConfig  # noqa: E402
 from generala_training.benchmark import BenchmarkError  # noqa: E402
 from generala_training.benchmark.report import task_measure  # noqa: E402
-from generala_training.benchmark.run import make_venv, task_evaluator, win_share  # noqa: E402
+from generala_training.benchmark.run import make_venv, task_evaluator  # noqa: E402
 from generala_training.benchmark.suite import Task, load_suite  # noqa: E402
 from generala_training.harness import game_seed, play_game  # noqa: E402
 
@@ -52,10 +54,11 @@ def test_the_tasks_of_versions_1_and_2_are_as_their_results_recorded_them():
 
 
 def test_a_win_shared_by_k_players_counts_1_over_k():
-    assert win_share((1,), 1) == 1.0 and win_share((1,), 0) == 0.0
-    assert win_share((0, 2), 2) == 0.5 and win_share((0, 2), 1) == 0.0
-    assert win_share((0, 1, 2), 1) == pytest.approx(1 / 3)
-    assert win_share((0, 1, 2, 3), 3) == 0.25
+    assert outcome_points((1,), 1) == 1.0 and outcome_points((1,), 0) == 0.0
+    assert outcome_points((0, 2), 2) == 0.5 and outcome_points((0, 2), 1) == 0.0
+    assert outcome_points((0, 1, 2), 1) == pytest.approx(1 / 3)
+    assert outcome_points((0, 1, 2, 3), 3) == 0.25
+    assert win_reward((0, 1, 2), 0) == pytest.approx(-1 / 3) and win_reward((0, 2), 2) == 0.0 and win_reward((1,), 0) == -1.0
 
 
 def test_an_agent_against_copies_of_itself_takes_exactly_the_fair_share_through_a_three_way_tie():
@@ -90,7 +93,7 @@ def test_every_seat_is_played_on_the_same_dice_as_the_harness_plays_it():
             lineup = [greedy, greedy, greedy]
             lineup[seat] = FirstLegal()
             rec = play_game(lineup, "classic", game_seed(3, i))
-            points.append(win_share(rec.winners, seat))
+            points.append(outcome_points(rec.winners, seat))
             totals.append(rec.totals[seat])
     assert played["normalized_score"] == pytest.approx(np.mean(points)) and played["mean_total"] == pytest.approx(np.mean(totals))
     assert len(set(totals)) > 3  # the seats' games differ: each seat its own dice
