@@ -29,7 +29,7 @@ import numpy as np
 
 from generala_env.dice import FIVE_ALIKE, FULL_ROLL_PROB, KEEP_ROLL_PROB, NUM_KEEPS, NUM_ROLLS, ROLL_PROPER_KEEPS
 
-from .solver import Solver, _locked_pairs
+from .solver import Solver, locked_pairs
 
 # the most float64 cells (sheets x bins) a table may hold: 128 MiB
 MAX_CELLS = 1 << 24
@@ -80,7 +80,7 @@ def turn_writes(solver: Solver, W: np.ndarray, served_win: np.ndarray | None = N
     kept1 = _mass_by_keep(np.where(write1, 0.0, first), keep1)
     line3 = W[..., 0].argmax(axis=1)  # the write after any later roll
     if solver.locked:
-        pair_roll, pair_keeps, pair_weights, _ = _locked_pairs()
+        pair_roll, pair_keeps, pair_weights, _ = locked_pairs()
         second = kept1 @ pair_weights.T  # (S, pairs): mass of each (first keep, roll)
         keep_value, keep2 = _gather_argmax(t["K2"], pair_keeps)
         write2 = t["E3"][:, pair_roll] >= keep_value

@@ -49,6 +49,7 @@ from generala_env.dice import (
     ROLL_PROPER_KEEPS,
 )
 from generala_env.files import FileProblem, lstat_or_none, read_regular, write_atomic
+from generala_env.planner import sheet_index
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import generala_scored, points_table
 
@@ -64,7 +65,7 @@ def _gather_max(values: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=1)
-def _locked_pairs():
+def locked_pairs():
     """(first keep, roll) pairs with the roll containing the keep, for locked holds."""
     keep_of_pair, roll_of_pair = np.nonzero(ROLL_CONTAINS_KEEP.T)  # (k1, r)
     roll_as_keep = np.array([int(np.flatnonzero((ROLL_COUNTS[r] == KEEP_COUNTS).all(1))[0]) for r in range(NUM_ROLLS)])
@@ -100,8 +101,8 @@ class Solver:
 
     # -- state indexing ---------------------------------------------------------
     def state(self, filled_mask: int, generala_scored: bool) -> int:
-        g = bool(generala_scored) and self.dbl >= 0
-        return filled_mask * 2 + int(g)
+        """The index of a sheet in :attr:`V` (:func:`generala_env.planner.sheet_index`)."""
+        return sheet_index(self.rules, filled_mask, generala_scored)
 
     # -- one turn, for a batch of states ------------------------------------------
     def write_values(self, masks: np.ndarray, flags: np.ndarray, V: np.ndarray) -> np.ndarray:
@@ -127,7 +128,7 @@ class Solver:
         K2 = E3 @ _KRP_T  # (S, 462)
         out = {"E3": E3, "K2": K2}
         if self.locked:
-            pair_roll, pair_keeps, pair_weights, _ = _locked_pairs()
+            pair_roll, pair_keeps, pair_weights, _ = locked_pairs()
             E2p = np.maximum(E3[:, pair_roll], _gather_max(K2, pair_keeps))
             K1 = E2p @ pair_weights
         else:
@@ -198,11 +199,11 @@ class Solver:
 
 
 # -- disk cache ---------------------------------------------------------------------
-def _cache_path(rules: RuleSet) -> Path:
+def cache_path(rules: RuleSet) -> Path:
     return cache_dir() / f"solve-{rules.fingerprint()}-v{SOLVER_VERSION}.npz"
 
 
-def _checksum(a: np.ndarray) -> str:
+def checksum(a: np.ndarray) -> str:
     """The SHA-256 of the array's bytes, read a slice at a time (a memory-mapped table is
     never copied whole)."""
     flat = np.ascontiguousarray(a).reshape(-1)
@@ -213,30 +214,16 @@ def _checksum(a: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def write_whole(path: Path, write) -> None:
-    """Write ``path`` whole or not at all (:func:`generala_env.files.write_atomic`: ``write(f)``
-    into a fresh temporary file beside it, renamed over it; never through a link). Its folder
-    is made if missing."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, write)
-
-
 def cache_meta(rules: RuleSet, version: int, V: np.ndarray, solve_seconds: float, **extra) -> dict:
     """What a cache file of solved values records: the rule set, the solver version and a checksum."""
     return {
         "fingerprint": rules.fingerprint(),
         "solver_version": version,
-        "checksum": _checksum(V),
+        "checksum": checksum(V),
         "rules": rules.settings(),
         "solve_seconds": solve_seconds,
         **extra,
     }
-
-
-def cache_matches(meta: dict, rules: RuleSet, version: int, V: np.ndarray) -> bool:
-    """Whether cached values belong to this rule set and solver version, unaltered."""
-    return meta_problem(meta, rules, version, V) is None
 
 
 def meta_problem(meta, rules: RuleSet, version: int, V: np.ndarray) -> str | None:
@@ -248,7 +235,7 @@ def meta_problem(meta, rules: RuleSet, version: int, V: np.ndarray) -> str | Non
         return f"it holds the values of other rules (fingerprint {str(meta.get('fingerprint'))[:32]!r})"
     if meta.get("solver_version") != version:
         return f"it was written by solver version {str(meta.get('solver_version'))[:16]!r}, not {version}"
-    if meta.get("checksum") != _checksum(V):
+    if meta.get("checksum") != checksum(V):
         return "its values do not match their checksum (damaged)"
     return None
 
@@ -389,7 +376,7 @@ def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
     and no temp file is left.
     """
     rules = load_rules(rules)
-    path = _cache_path(rules)
+    path = cache_path(rules)
     folder = private_cache() if use_cache else None
     replace = True
     if folder is not None:

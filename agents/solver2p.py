@@ -36,13 +36,13 @@ from generala_env.rules import RuleSet, load_rules
 
 from .solver import cache_dir, cache_meta, meta_problem, replaceable
 from .solver2p_layout import Layout
-from .solver2p_solve import DEFAULT_MAX_MEMORY, TILE, Progress, SolveTooBigError, TwoPlayerSolver, _turn_arrays
+from .solver2p_solve import DEFAULT_MAX_MEMORY, TILE, Progress, SolveTooBigError, TwoPlayerSolver, turn_arrays
 
 SOLVER2P_VERSION = 2
 
 
 # -- disk cache ---------------------------------------------------------------------------------
-def _cache_path(rules: RuleSet) -> Path:
+def cache_path(rules: RuleSet) -> Path:
     return cache_dir() / f"solve2p-{rules.fingerprint()}-v{SOLVER2P_VERSION}.npy"
 
 
@@ -52,7 +52,7 @@ def _solve_to_cache(solver: TwoPlayerSolver, path: Path, progress: Progress | No
     solver's values are then mapped from ``path``."""
     written: list[str] = []
     write_atomic(path, lambda f: written.append(solver.solve_into(f, progress)[0]))
-    solver.V = _open_table(path, solver._index().num_values)
+    solver.V = _open_table(path, solver.sheet_layout().num_values)
     # the checksum of the values as they were written: reading them back would bring the whole table into memory
     meta = cache_meta(solver.rules, SOLVER2P_VERSION, np.zeros(0, np.float32), solver.solve_seconds, first_player_value=solver.first_player_value)
     meta["checksum"] = written[0]
@@ -77,13 +77,13 @@ def values_problem_2p(solver: TwoPlayerSolver, samples: int = 8) -> str | None:
             return "it holds values that are not finite numbers"
         if part.min() < -1e-6 or part.max() > 1 + 1e-6:
             return f"it holds values outside 0 to 1 (from {part.min():.4f} to {part.max():.4f}), and a chance to win is neither"
-    lay = solver._index()
+    lay = solver.sheet_layout()
     rng = np.random.default_rng()
     states = [(0, 0, 0)]
     for p in rng.integers(0, lay.num_pairs, size=samples):
         states.append((int(lay.pair_a[p]), int(lay.pair_b[p]), int(lay.lo[p] + rng.integers(0, lay.size[p]))))
     for a, b, d in states:
-        stored, again = solver.value(a, b, d), float(_turn_arrays(solver.rules, solver.write_values(a, b, d))["value"])
+        stored, again = solver.value(a, b, d), float(turn_arrays(solver.rules, solver.write_values(a, b, d))["value"])
         if abs(stored - again) > 1e-5:
             return f"its values do not follow from one another (sheets {a}, {b}, difference {d}: {stored:.6f} stored, {again:.6f} computed from the states after it)"
     return None
@@ -129,7 +129,7 @@ def _read_cache(path: Path, rules: RuleSet) -> tuple[TwoPlayerSolver | None, str
                 return None, f"{file.name}: {why}"
         meta = read_json(side, 1 << 20, "the record")
         solver = TwoPlayerSolver(rules)
-        solver.V = _open_table(path, solver._index().num_values)
+        solver.V = _open_table(path, solver.sheet_layout().num_values)
     except FileProblem as e:
         return None, str(e)
     except (OSError, ValueError) as e:  # a header that is not one
@@ -156,13 +156,13 @@ def _shared(rules: RuleSet) -> tuple[TwoPlayerSolver | None, bool]:
     """The shared table of ``rules`` (loading it from the cache at the first call), or
     ``None``; and whether the files there may be replaced (not when a link, a FIFO, a folder
     or another user's file lies at the table's or its record's name)."""
-    key = str(_cache_path(rules))
+    key = str(cache_path(rules))
     with _tables_lock:
         if key in _tables:
             return _tables[key], True
         if private_cache(make=False) is None:
             return None, True
-        path = _cache_path(rules)
+        path = cache_path(rules)
         solver, why = _read_cache(path, rules)
         if solver is not None:
             _tables[key] = solver
@@ -197,11 +197,11 @@ def is_cached(rules) -> bool:
     process, or in the cache (a private folder) with a record of these rules and this solver
     version. Never solves, and reads only the record (:func:`shared_table` checks the values)."""
     rules = load_rules(rules)
-    if str(_cache_path(rules)) in _tables:
+    if str(cache_path(rules)) in _tables:
         return True
     if private_cache(make=False) is None:
         return False
-    path = _cache_path(rules)
+    path = cache_path(rules)
     side = path.with_suffix(".json")
     try:
         if cache_file_problem(path) is not None or cache_file_problem(side) is not None:
@@ -310,7 +310,7 @@ def load_or_solve_2p(
     if s is not None:
         return s, "cache"
     solver.check_memory(max_memory)
-    path = _cache_path(rules)
+    path = cache_path(rules)
     writable = replace and private_cache() is not None
     report = SolveReport(rules, path if writable else None) if progress is None else None
     try:

@@ -36,10 +36,11 @@ from generala_env.dice import (
     NUM_ROLLS,
     ROLL_COUNTS,
 )
+from generala_env.planner import sheet_id
 from generala_env.rules import RuleSet, load_rules
-from generala_env.scoring import generala_scored, points_table
+from generala_env.scoring import points_table
 
-from .solver import NEG, _locked_pairs
+from .solver import NEG, locked_pairs
 from .solver2p_layout import Layout
 
 DEFAULT_MAX_MEMORY = 2 * 2**30  # bytes a solve may allocate unless told otherwise
@@ -124,8 +125,8 @@ def _locked_lists():
     keeps in the kernel's numbering."""
     from generala_env.dice import KEEP_ROLL_PROB, ROLL_CONTAINS_KEEP
 
-    roll_of_pair, idx, _, _ = _locked_pairs()
-    keep_of_pair, rolls = np.nonzero(ROLL_CONTAINS_KEEP.T)  # the order _locked_pairs uses
+    roll_of_pair, idx, _, _ = locked_pairs()
+    keep_of_pair, rolls = np.nonzero(ROLL_CONTAINS_KEEP.T)  # the order locked_pairs uses
     assert (rolls == roll_of_pair).all()
     prob = KEEP_ROLL_PROB[keep_of_pair, roll_of_pair]
     number, _ = _kernel_keeps()
@@ -170,11 +171,11 @@ class TwoPlayerSolver:
         self.V: np.ndarray = np.zeros(0, dtype=np.float32) if values is None else values  # empty until solve()
         self.solve_seconds = 0.0
         if values is not None:
-            n = self._index().num_values
+            n = self.sheet_layout().num_values
             if values.shape != (n,):
                 raise ValueError(f"a two-player table for {self.rules.name!r} holds {n} values, got {values.shape}")
 
-    def _index(self) -> Layout:
+    def sheet_layout(self) -> Layout:
         if self.layout is None:
             self.layout = Layout(self.rules)
             self.layout.index_pairs()
@@ -205,7 +206,7 @@ class TwoPlayerSolver:
         with f:
             offset = self.solve_into(f, progress, threads=threads, lanes=lanes)[1]
             f.flush()
-            self.V = np.memmap(f, dtype=np.float32, mode="r", offset=offset, shape=(self._index().num_values,))
+            self.V = np.memmap(f, dtype=np.float32, mode="r", offset=offset, shape=(self.sheet_layout().num_values,))
         return self
 
     # long: the tables the kernel reads, then the layers in order, each written as it is done
@@ -219,7 +220,7 @@ class TwoPlayerSolver:
         t0 = time.perf_counter()
         if lanes < 8 or lanes % 8:
             raise ValueError(f"lanes must be a positive multiple of 8, not {lanes}")
-        lay = self._index()
+        lay = self.sheet_layout()
         code_pts, codes, zero_code = _line_codes(self.rules)
         add, sub_start, sub_list, NS = _dice_tables()
         lp = (
@@ -295,18 +296,12 @@ class TwoPlayerSolver:
         return digest.hexdigest(), offset
 
     # -- reading the table ------------------------------------------------------------------------
-    @staticmethod
-    def sheet_id(rules: RuleSet, sheet) -> int:
-        """A seat's sheet (line values, ``OPEN`` = -1 for open lines) as the solver's sheet id."""
-        sheet = np.asarray(sheet)
-        mask = int(sum(1 << i for i, v in enumerate(sheet.tolist()) if v >= 0))
-        flag = int(rules.double_generala_line >= 0 and bool(generala_scored(rules, sheet)))
-        return 2 * mask + flag
+    sheet_id = staticmethod(sheet_id)  # a seat's sheet as the solvers index it (generala_env.planner)
 
     def value(self, a: int, b: int, d: int) -> float:
         """``V(a, b, d)`` for sheet ids ``a`` (mover) and ``b``; a finished game's result when
         both sheets are full."""
-        lay = self._index()
+        lay = self.sheet_layout()
         if (a >> 1) == lay.full and (b >> 1) == lay.full:
             return 1.0 if d > 0 else (0.5 if d == 0 else 0.0)
         p = lay.pair_of[a, b]
@@ -323,7 +318,7 @@ class TwoPlayerSolver:
     def write_values(self, a: int, b: int, d: int) -> np.ndarray:
         """``W[l, r, served]``: the mover's value after writing roll ``r`` on line ``l`` (``-inf``
         for a filled line); a served generala that wins is worth 1, and is the only write."""
-        lay = self._index()
+        lay = self.sheet_layout()
         L = self.L
         P = points_table(self.rules).astype(np.int64)
         mask, flag = a >> 1, a & 1
@@ -367,7 +362,7 @@ class TwoPlayerSolver:
         got = cache.get(key)
         if got is None:  # a shared table's agents may ask from several threads: no step here may fail on another's
             W = self.write_values(a, b, d)
-            got = (W, _turn_arrays(self.rules, W))
+            got = (W, turn_arrays(self.rules, W))
             if len(cache) >= 64:
                 with contextlib.suppress(KeyError, RuntimeError, StopIteration):
                     cache.pop(next(iter(cache)))
@@ -375,7 +370,7 @@ class TwoPlayerSolver:
         return got
 
 
-def _turn_arrays(rules: RuleSet, W: np.ndarray) -> dict[str, np.ndarray]:
+def turn_arrays(rules: RuleSet, W: np.ndarray) -> dict[str, np.ndarray]:
     """:meth:`generala_agents.solver.Solver.turn` for one state: it needs only the locked-holds setting."""
     from .solver import Solver
 

@@ -34,6 +34,7 @@ import numpy as np
 from generala_env import planner
 from generala_env.dice import FIVE_ALIKE, FULL_ROLL_PROB, NUM_MASKS, NUM_ROLLS
 from generala_env.game import OPEN, Game
+from generala_env.planner import sheet_id
 from generala_env.rules import RuleSet, load_rules
 from generala_env.safe_yaml import short_repr
 from generala_env.scoring import blocked_line, generala_scored, points_table
@@ -65,10 +66,9 @@ def optimistic_values(rules: RuleSet) -> np.ndarray:
 
 
 def sheet_state(rules: RuleSet, sheet) -> tuple[int, int]:
-    """(filled mask, generala-scored flag) of one seat's sheet, as the solver indexes them."""
-    mask = sum(1 << i for i, v in enumerate(sheet) if v != OPEN)
-    flag = int(bool(generala_scored(rules, np.asarray(sheet))) and rules.double_generala_line >= 0)
-    return int(mask), flag
+    """(filled mask, generala-scored flag) of one seat's sheet, as the solver indexes them
+    (:func:`generala_env.planner.sheet_id`)."""
+    return divmod(sheet_id(rules, sheet), 2)
 
 
 class OnePlayerLearner:

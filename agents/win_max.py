@@ -38,12 +38,13 @@ from generala_env.cache import cache_dir, private_cache
 from generala_env.dice import FIVE_ALIKE, NUM_ROLLS
 from generala_env.files import FileProblem, write_atomic
 from generala_env.game import OPEN
+from generala_env.planner import sheet_id
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import generala_scored
 
 from .base import Agent, AgentError, best_legal
 from .distributions import RemainingPoints, bin_width, build_all, layer_sheets
-from .solver import Solver, _checksum, cache_meta, load_or_solve, meta_problem, read_cached_arrays, read_or_replace
+from .solver import Solver, cache_meta, checksum, load_or_solve, meta_problem, read_cached_arrays, read_or_replace
 
 TABLE_VERSION = 1
 # the risk of each table (see RemainingPoints) per 150 points of the one-player expected
@@ -132,7 +133,7 @@ def _read_tables(path: Path, solver: Solver, served_wins: bool, risks: tuple[flo
         return None, "it lacks one of its tables"
     meta, dist, served, utility = arrays["meta"], arrays["V"], arrays["served"], arrays["utility"]
     why = meta_problem(meta, solver.rules, TABLE_VERSION, dist)
-    if why is None and (meta.get("served_checksum") != _checksum(served) or meta.get("utility_checksum") != _checksum(utility)):
+    if why is None and (meta.get("served_checksum") != checksum(served) or meta.get("utility_checksum") != checksum(utility)):
         why = "its served-generala chances or utilities do not match their checksum (damaged)"
     if why is None and (meta.get("served_wins") is not served_wins or meta.get("risks") != list(risks)):
         why = "it holds the tables of other risks or of another table size"
@@ -183,8 +184,8 @@ def load_or_build(rules, served_wins: bool, use_cache: bool = True, solver: Solv
             tables[0].build_seconds,
             served_wins=served_wins,
             risks=list(risks),
-            served_checksum=_checksum(served),
-            utility_checksum=_checksum(utility),
+            served_checksum=checksum(served),
+            utility_checksum=checksum(utility),
             built_from="the one-player solver's values (generala_agents.solver): a planner, nothing learned",
         )
         try:
@@ -235,9 +236,8 @@ class WinMaxAgent(Agent):
         return self._sheets[index]
 
     def index(self, sheet: np.ndarray) -> int:
-        """A sheet's index in the tables (``mask * 2 + flag``, as ``Solver.V``)."""
-        mask = int(sum(1 << i for i, v in enumerate(sheet) if v != OPEN))
-        return self.solver.state(mask, bool(generala_scored(self.rules, sheet)))
+        """A sheet's index in the tables (:func:`generala_env.planner.sheet_id`, as ``Solver.V``)."""
+        return sheet_id(self.rules, sheet)
 
     def win_share(self, sheets: np.ndarray, seat: int) -> np.ndarray:
         """``H[y]``: this seat's share of the win (1 alone on top, ``1/k`` among ``k`` best)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dice import HOLD_KEEP, NUM_MASKS
-from .engine import FIRST_ROLL
+from .engine import FIRST_ROLL, OPEN
 from .rules import RuleSet
 from .scoring import blocked_line, generala_scored, points_table
 
@@ -47,6 +47,25 @@ def write_points(rules: RuleSet, scored) -> np.ndarray:
         if line >= 0:
             pts[scored == flag, line] = 0.0
     return pts
+
+
+def sheet_index(rules: RuleSet, filled_mask, generala_is_scored):
+    """The solvers' index of a sheet (an int, or an array for arrays): ``2 * filled_mask + flag``,
+    ``flag`` being whether the generala line holds points where a double generala line exists
+    (the one fact of a sheet beyond which lines are filled that changes what is left to score),
+    else 0. Every table of a seat's sheet (the one- and two-player solvers, td-search, win-max)
+    is indexed so."""
+    flag = np.asarray(generala_is_scored, dtype=bool) & (rules.double_generala_line >= 0)
+    index = np.asarray(filled_mask, dtype=np.int64) * 2 + flag
+    return int(index) if index.ndim == 0 else index
+
+
+def sheet_id(rules: RuleSet, sheet) -> int:
+    """The solvers' index (:func:`sheet_index`) of one seat's sheet: its line values, open lines
+    :data:`~generala_env.engine.OPEN`."""
+    sheet = np.asarray(sheet)
+    mask = int(((sheet != OPEN) << np.arange(len(sheet))).sum())
+    return sheet_index(rules, mask, bool(generala_scored(rules, sheet)))
 
 
 def turn_action_values(write: np.ndarray, K1: np.ndarray, K2: np.ndarray, roll: int, rolls_left: int, worst: float = -np.inf) -> np.ndarray:

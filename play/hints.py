@@ -27,7 +27,7 @@ def two_player_table(rules, solve: bool = False):
     """``optimal-2p`` for ``rules`` if its table is cached (or ``solve``), else a sentence why not.
     Without ``solve`` nothing here can start a solve: the table comes from the cache or not at all."""
     from generala_agents.optimal import OptimalTwoPlayerAgent
-    from generala_agents.solver2p import _cache_path, shared_table
+    from generala_agents.solver2p import cache_path, shared_table
 
     if solve:
         return OptimalTwoPlayerAgent(rules)
@@ -35,7 +35,7 @@ def two_player_table(rules, solve: bool = False):
     if table is None:
         return (
             f"the two-player table of the {rules.name!r} rules is not in the cache "
-            f"({_cache_path(rules)}); 'generala solve --players 2 --rules {rules.name}' makes it once (minutes for the presets)"
+            f"({cache_path(rules)}); 'generala solve --players 2 --rules {rules.name}' makes it once (minutes for the presets)"
         )
     return OptimalTwoPlayerAgent(rules, table=table)
 

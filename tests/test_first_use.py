@@ -235,7 +235,7 @@ def test_a_long_solve_is_announced_with_a_bar_and_a_cached_one_is_not(tmp_path, 
     rules = {"lines": ["ones", "fives", "generala"]}
     _, source = solver_mod.load_or_solve(rules)
     err = capsys.readouterr().err.splitlines()
-    path = solver_mod._cache_path(solver_mod.load_rules(rules))
+    path = solver_mod.cache_path(solver_mod.load_rules(rules))
     assert source == "solved"
     assert err[0].startswith("generala: solving the one-player game of rules ") and err[0].endswith(f"; cached in {path} afterwards)")
     assert err[-1] == "solving: 7 of 7 sheets"

@@ -473,16 +473,16 @@ def test_an_empty_cache_variable_means_the_default_folder(tmp_path, monkeypatch)
 
 
 def test_a_cache_that_cannot_be_written_warns_and_leaves_no_temp_file(tmp_path, monkeypatch):
-    from generala_agents.solver import _cache_path, load_or_solve
+    from generala_agents.solver import cache_path, load_or_solve
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules({"lines": ["twos", "generala"]})
-    _cache_path(rules).mkdir()  # the file the cache wants to write is a directory
+    cache_path(rules).mkdir()  # the file the cache wants to write is a directory
     with pytest.warns(RuntimeWarning, match="solver cache"):
         s, src = load_or_solve(rules)
     assert src == "solved" and s.expected_score > 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == [_cache_path(rules).name]
-    assert list(_cache_path(rules).iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [cache_path(rules).name]
+    assert list(cache_path(rules).iterdir()) == []
 
 
 def test_a_cache_folder_that_cannot_be_made_warns(tmp_path, monkeypatch):

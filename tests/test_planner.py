@@ -50,3 +50,19 @@ def test_turn_action_values_reads_writes_and_the_keep_each_hold_makes():
     assert second[0b00011] == K2[keep_index([1, 2])] and second[NUM_MASKS + 4] == write[4, roll, 0]
     last = planner.turn_action_values(write, K1, K2, roll, 0, worst=-7.0)
     assert (last[:NUM_MASKS] == -7.0).all() and last[NUM_MASKS] == write[0, roll, 0]
+
+
+def test_a_sheet_is_indexed_by_its_filled_lines_and_the_scored_generala_where_a_double_line_exists():
+    classic, double = load_rules("classic"), load_rules("double")
+    sheet = np.full(double.num_lines, OPEN)
+    assert planner.sheet_id(double, sheet) == 0
+    sheet[0], sheet[2] = 3, 0  # ones and threes written: lines 0 and 2
+    assert planner.sheet_id(double, sheet) == 2 * 0b101
+    sheet[9] = 50  # the generala line, scored: the flag
+    assert planner.sheet_id(double, sheet) == 2 * (0b101 + 2**9) + 1
+    sheet[9] = 0  # crossed out: no flag
+    assert planner.sheet_id(double, sheet) == 2 * (0b101 + 2**9)
+    one = np.full(classic.num_lines, OPEN)
+    one[9] = 50  # no double generala line in classic: a scored generala changes nothing to come
+    assert planner.sheet_id(classic, one) == 2 * 2**9
+    assert planner.sheet_index(double, np.array([1, 3]), np.array([True, False])).tolist() == [3, 6]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import generala_agents as agents
-from generala_agents.solver import SOLVER_VERSION, Solver, _cache_path, load_or_solve
+from generala_agents.solver import SOLVER_VERSION, Solver, cache_path, load_or_solve
 from generala_env.cache import CacheWarning
 from generala_env.rules import load_rules
 from generala_training.harness import game_seed, play_many
@@ -86,7 +86,7 @@ def test_cache_is_used_and_corruption_or_staleness_is_rebuilt(tmp_path, monkeypa
     s2, src2 = load_or_solve(rules)
     assert (src1, src2) == ("solved", "cache")
     assert np.array_equal(s1.V, s2.V)
-    path = _cache_path(rules)
+    path = cache_path(rules)
 
     # tampered values: the checksum no longer matches, so the cache is not trusted
     with np.load(path) as z:
@@ -129,7 +129,7 @@ def test_a_cache_of_complex_values_with_a_matching_checksum_is_not_trusted(tmp_p
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules({"lines": ["ones", "twos", "generala"]})
     s1, _ = load_or_solve(rules)
-    path = _cache_path(rules)
+    path = cache_path(rules)
     V = s1.V.astype(np.complex128)  # same shape, a checksum made for it: only the dtype gives it away
     meta = solver_mod.cache_meta(rules, SOLVER_VERSION, V, 0.0)
     np.savez(path, V=V, meta=np.array(json.dumps(meta)))

@@ -17,9 +17,9 @@ from generala_agents.solver2p import (
     Layout,
     SolveTooBigError,
     TwoPlayerSolver,
-    _cache_path,
-    _turn_arrays,
+    cache_path,
     load_or_solve_2p,
+    turn_arrays,
 )
 from generala_env.dice import NUM_ROLLS, ROLL_COUNTS
 from generala_env.rules import load_rules
@@ -84,7 +84,7 @@ def reference_value(rules):
         if rules.served_generala_wins(2) and gen >= 0 and not (mask >> gen) & 1:
             W[:, five, 1] = -np.inf
             W[gen, five, 1] = 1.0
-        return float(_turn_arrays(rules, W)["value"])
+        return float(turn_arrays(rules, W)["value"])
 
     return V
 
@@ -302,7 +302,7 @@ def test_cache_is_used_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch):
     new_process()
     s3, src3 = load_or_solve_2p(rules)
     assert src3 == "cache" and np.array_equal(s1.V, s3.V)
-    path = _cache_path(rules)
+    path = cache_path(rules)
     V = np.load(path)
     V[0] += 0.5
     np.save(path, V)  # tampered: the checksum no longer matches

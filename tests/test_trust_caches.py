@@ -329,9 +329,9 @@ def test_a_game_with_garbage_numba_indexes_plays_and_mends_the_cache(tmp_path):
 def forge_one_player(rules, change) -> Path:
     """The cached table of ``rules`` with its values changed by ``change`` and the checksum
     recomputed for them, as whoever edits the file would."""
-    from generala_agents.solver import SOLVER_VERSION, _cache_path, cache_meta
+    from generala_agents.solver import SOLVER_VERSION, cache_meta, cache_path
 
-    path = _cache_path(rules)
+    path = cache_path(rules)
     with np.load(path) as z:
         V = z["V"].copy()
     change(V)
@@ -370,7 +370,7 @@ def test_forged_one_player_values_with_a_recomputed_checksum_are_refused(tmp_pat
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "folder", "another user's"])
 def test_a_one_player_cache_file_that_is_not_ours_is_neither_read_nor_replaced(tmp_path, monkeypatch, kind):
-    from generala_agents.solver import _cache_path, load_or_solve
+    from generala_agents.solver import cache_path, load_or_solve
     from generala_env.rules import load_rules
 
     if kind == "another user's" and os.geteuid() != 0:
@@ -378,7 +378,7 @@ def test_a_one_player_cache_file_that_is_not_ours_is_neither_read_nor_replaced(t
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
     rules = load_rules(TINY)
     real = load_or_solve(rules)[0].expected_score
-    path = _cache_path(rules)
+    path = cache_path(rules)
     outside = tmp_path / "elsewhere.npz"
     os.replace(path, outside)
     if kind == "fifo":
@@ -403,31 +403,31 @@ def test_a_one_player_cache_file_that_is_not_ours_is_neither_read_nor_replaced(t
 
 def test_a_one_player_cache_bigger_than_its_table_is_not_read(tmp_path, monkeypatch):
     """A file of gigabytes at the cache's name is refused by its size, not read into memory."""
-    from generala_agents.solver import _cache_path, load_or_solve
+    from generala_agents.solver import cache_path, load_or_solve
     from generala_env.rules import load_rules
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules(TINY)
     real = load_or_solve(rules)[0].expected_score
-    with open(_cache_path(rules), "r+b") as f:
+    with open(cache_path(rules), "r+b") as f:
         f.truncate(8 << 30)  # sparse: no disk used
     with pytest.warns(CacheWarning, match=r"is not used: it has 8,589,934,592 bytes, more than the [\d,]+ read"):
         s, source = load_or_solve(rules)
     assert source == "solved" and s.expected_score == pytest.approx(real)
-    assert _cache_path(rules).stat().st_size < 1 << 20  # replaced by the table solved
+    assert cache_path(rules).stat().st_size < 1 << 20  # replaced by the table solved
 
 
 @ROOT_ONLY
 @pytest.mark.parametrize("mode", [None, 0o777, 0o775])
 def test_a_solver_cache_folder_that_is_not_private_is_neither_read_nor_written(tmp_path, monkeypatch, mode):
-    from generala_agents.solver import _cache_path, load_or_solve
+    from generala_agents.solver import cache_path, load_or_solve
     from generala_env.rules import load_rules
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules(TINY)
     real = load_or_solve(rules)[0].expected_score
     forge_one_player(rules, lambda V: V.__setitem__(0, 999.0))
-    before = _cache_path(rules).read_bytes()
+    before = cache_path(rules).read_bytes()
     if mode is None:
         give_away(tmp_path)
     else:
@@ -438,7 +438,7 @@ def test_a_solver_cache_folder_that_is_not_private_is_neither_read_nor_written(t
     assert source == "solved" and s.expected_score == pytest.approx(real)
     said = cache_warnings(record)
     assert len(said) == 1 and said[0].startswith(f"the cache folder {tmp_path} is not used"), said  # not read: the folder's warning, not the values'
-    assert _cache_path(rules).read_bytes() == before  # not rewritten
+    assert cache_path(rules).read_bytes() == before  # not rewritten
 
 
 def solve_cli(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
@@ -451,7 +451,7 @@ def warning_lines(err: str) -> list[str]:
 
 
 def test_generala_solve_refuses_forged_values_in_one_line(tmp_path):
-    from generala_agents.solver import _cache_path
+    from generala_agents.solver import cache_path
     from generala_env.rules import load_rules
 
     rules_file = tmp_path / "tiny.yaml"
@@ -460,7 +460,7 @@ def test_generala_solve_refuses_forged_values_in_one_line(tmp_path):
     first = solve_cli("--rules", str(rules_file), env=env)
     assert first.returncode == 0 and "solved in" in first.stdout, first.stderr
     score = first.stdout.split("optimal expected score ")[1].split()[0]
-    path = tmp_path / "cache" / _cache_path(load_rules(str(rules_file))).name
+    path = tmp_path / "cache" / cache_path(load_rules(str(rules_file))).name
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
         forge_one_player(load_rules(str(rules_file)), lambda V: V.__setitem__(0, 999.0))
@@ -479,7 +479,7 @@ def test_generala_solve_refuses_forged_values_in_one_line(tmp_path):
 @pytest.fixture(scope="module")
 def two_player_files(tmp_path_factory):
     """A solved two-player table of :data:`TINY` and its record, as files (solved once)."""
-    from generala_agents.solver2p import _cache_path, load_or_solve_2p
+    from generala_agents.solver2p import cache_path, load_or_solve_2p
     from generala_env.rules import load_rules
 
     folder = tmp_path_factory.mktemp("solved2p")
@@ -488,15 +488,15 @@ def two_player_files(tmp_path_factory):
         rules = load_rules(TINY)
         s, source = load_or_solve_2p(rules)
         assert source == "solved"
-        path = _cache_path(rules)
+        path = cache_path(rules)
         return {"npy": path.read_bytes(), "json": path.with_suffix(".json").read_bytes(), "name": path.name, "value": s.first_player_value}
 
 
 def place(tmp_path, files) -> Path:
-    from generala_agents.solver2p import _cache_path
+    from generala_agents.solver2p import cache_path
     from generala_env.rules import load_rules
 
-    path = _cache_path(load_rules(TINY))
+    path = cache_path(load_rules(TINY))
     assert path.parent == tmp_path and path.name == files["name"]
     path.write_bytes(files["npy"])
     path.with_suffix(".json").write_bytes(files["json"])
@@ -612,14 +612,14 @@ def test_a_table_that_cannot_be_written_is_kept_in_memory_with_a_warning(tmp_pat
 def test_generala_solve_does_not_hang_on_a_fifo_beside_the_table(tmp_path):
     """The review's reproduction: a FIFO as the two-player table's record, which a plain read
     would wait on forever."""
-    from generala_agents.solver2p import _cache_path
+    from generala_agents.solver2p import cache_path
     from generala_env.rules import load_rules
 
     rules_file = tmp_path / "tiny.yaml"
     rules_file.write_text("lines: [ones, fives, generala]\n")
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
-    npy = cache / _cache_path(load_rules(str(rules_file))).name
+    npy = cache / cache_path(load_rules(str(rules_file))).name
     npy.write_bytes(b"\x93NUMPY")
     os.mkfifo(npy.with_suffix(".json"))
     env = env_without_cache_settings(GENERALA_CACHE=str(cache))

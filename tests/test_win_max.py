@@ -9,7 +9,7 @@ import pytest
 
 import generala_agents as agents
 from generala_agents.distributions import remaining_points
-from generala_agents.solver import Solver, _checksum, load_or_solve
+from generala_agents.solver import Solver, checksum, load_or_solve
 from generala_agents.win_max import TABLE_VERSION, WinMaxAgent, load_or_build, table_path, valid_sheets
 from generala_env.cache import CacheWarning
 from generala_env.dice import NUM_MASKS
@@ -131,13 +131,13 @@ def test_its_table_is_cached_and_a_forged_one_is_refused(tmp_path, monkeypatch):
     # move probability within the start sheet's row keeping its sum and its mean, with checksums to match
     a = int(np.argmax(dist[0, 0]))
     dist[0, 0, a - 1 : a + 2] += np.array([0.01, -0.02, 0.01])
-    meta["checksum"] = _checksum(dist)
+    meta["checksum"] = checksum(dist)
     np.savez(path, V=dist, served=served, utility=utility, meta=np.array(json.dumps(meta)))
     with pytest.warns(CacheWarning, match="do not follow from one another"):
         rebuilt, src3 = load_or_build(rules, True, solver=solver)
     assert src3 == "built" and np.allclose(rebuilt[0].dist, original[0])
     # another version's file is not read either
-    meta["solver_version"], meta["checksum"] = TABLE_VERSION + 1, _checksum(original)
+    meta["solver_version"], meta["checksum"] = TABLE_VERSION + 1, checksum(original)
     np.savez(path, V=original, served=served, utility=utility, meta=np.array(json.dumps(meta)))
     with pytest.warns(CacheWarning, match="solver version"):
         assert load_or_build(rules, True, solver=solver)[1] == "built"
