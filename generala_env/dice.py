@@ -42,7 +42,6 @@ def counts_of(faces) -> np.ndarray:
 
 _FACE_VALUES = np.arange(1, FACES + 1)
 KEY_WEIGHTS = 6 ** np.arange(FACES, dtype=np.int64)
-FACE_KEY = (0, *KEY_WEIGHTS.tolist())  # by face (1 to 6; 0 unused): what a die showing it adds to a key, as ints
 
 ROLLS = np.array(list(itertools.combinations_with_replacement(range(1, FACES + 1), DICE)), dtype=np.int8)
 NUM_ROLLS = len(ROLLS)  # 252

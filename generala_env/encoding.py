@@ -157,12 +157,3 @@ class Encoder:
             pending = facts[_PENDING] == 1
         self._kernel(out, *self.observe_tables, n[_ROLL], n[_ROLLS_LEFT], n[_LOCKED], pending, game.sheets, seat)
         return out
-
-    def __setstate__(self, state: dict) -> None:
-        """Unpickling; an encoder pickled before it kept its tables packed for ``Game.step`` packs them now."""
-        state.pop("_args", None)  # the tables as an older encode() took them
-        self.__dict__.update(state)
-        if "observe_tables" not in state:
-            from . import one_game
-
-            self.observe_tables = one_game.pack_encoding(self.tables, self.size)

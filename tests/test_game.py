@@ -697,21 +697,6 @@ def test_a_loaded_model_state_counts_its_writes():
     assert m.load(Game("classic", 2), m.state_of(g)).writes == g.writes == 6
 
 
-def test_an_env_pickled_before_its_encoder_packed_its_tables_steps_on():
-    import pickle
-
-    from generala_env.env import GeneralaEnv
-
-    env = GeneralaEnv("classic")
-    env.reset(seed=3)
-    twin = pickle.loads(pickle.dumps(env))
-    del env.encoder.__dict__["observe_tables"]  # as an encoder pickled before it had them
-    old = pickle.loads(pickle.dumps(env))
-    for a in (0, 1, 33):
-        a1, a2 = old.step(a), twin.step(a)
-        assert a1[0].tobytes() == a2[0].tobytes() and a1[1] == a2[1]
-
-
 def test_an_observation_that_does_not_fit_the_game_is_refused_and_changes_nothing():
     from generala_env.encoding import Encoder
 

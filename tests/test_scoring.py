@@ -288,25 +288,32 @@ def test_rolls_and_keeps():
         roll_index([0, 2, 3, 4, 5])
 
 
-@pytest.mark.parametrize("spec", ["classic", "double", "sixty", {"lines": ["ones", "three_of_a_kind"]}])
-def test_blocked_line_in_python_and_in_the_numba_loops_agree(spec):
-    """``scoring.blocked_line`` says "double generala needs a scored generala" for a rule set,
-    ``engine.blocked_line`` for the rules' numbers (run as plain Python by the game and compiled
-    in the batched loops)."""
+# what the generala line holds (open, crossed out, scored) -> the line blocked: double generala
+# (line 10 of double and sixty) while the generala line holds no points; nothing in classic
+BLOCKED = {
+    "classic": {OPEN: -1, 0: -1, 50: -1, 80: -1},
+    "double": {OPEN: 10, 0: 10, 50: -1, 80: -1},
+    "sixty": {OPEN: 10, 0: 10, 50: -1, 80: -1},
+}
+
+
+@pytest.mark.parametrize("spec", ["classic", "double", "sixty"])
+def test_blocked_line_in_python_and_in_the_numba_loops_is_double_generala_until_a_generala_scores(spec):
+    """``scoring.blocked_line`` for a rule set, ``engine.blocked_line`` for the rules' numbers
+    (run as plain Python by the game and compiled in the batched loops), on a literal table."""
     from generala_env import batched, engine
     from generala_env.scoring import blocked_line, generala_scored
 
     rules = load_rules(spec)
-    for held in (OPEN, 0, 50, 80):  # what the generala line holds: open, crossed out, scored
+    for held, expected in BLOCKED[spec].items():
         sheet = np.full(rules.num_lines, OPEN)
-        if rules.generala_line >= 0:
-            sheet[rules.generala_line] = held
-        scored = bool(generala_scored(rules, sheet))
-        assert scored == (rules.generala_line >= 0 and held > 0)
-        expected = rules.double_generala_line if not scored else -1
-        assert blocked_line(rules, scored) == expected
-        assert batched.blocked_line(rules.double_generala_line, sheet[rules.generala_line]) == expected
-        assert engine.blocked_line(rules.double_generala_line, int(sheet[rules.generala_line])) == expected
+        sheet[9] = held  # the generala line of every preset
+        assert blocked_line(rules, bool(generala_scored(rules, sheet))) == expected
+        assert batched.blocked_line(rules.double_generala_line, sheet[9]) == expected
+        assert engine.blocked_line(rules.double_generala_line, int(sheet[9])) == expected
+    assert bool(generala_scored(rules, sheet))  # 80 held: scored
+    no_generala = load_rules({"lines": ["ones", "three_of_a_kind"]})
+    assert not generala_scored(no_generala, np.array([3, 15])) and blocked_line(no_generala, False) == -1
 
 
 def test_a_sheets_total_counts_its_written_points_and_no_open_line():
