@@ -16,6 +16,27 @@ def sb3_logs_in_the_session_folder(tmp_path_factory):
     os.environ.setdefault("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3-logs")))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def engine_compiled_first():
+    """The game engine's compiled calls, compiled (or read from the cache) once, before the first
+    test: a cold compile is paid here, said once, not by whichever test happens to come first,
+    and every test process started later finds the cache full."""
+    import time
+
+    import numpy as np
+
+    from generala_env.env import GeneralaEnv
+    from generala_env.vector import GeneralaVectorEnv
+
+    t0 = time.perf_counter()
+    for env in (GeneralaEnv(num_players=2, opponents="greedy"), GeneralaVectorEnv(2, num_players=2, opponents="greedy")):
+        env.reset(seed=0)
+        env.step(np.zeros(env.num_envs, dtype=np.int64) if hasattr(env, "num_envs") else 0)
+    seconds = time.perf_counter() - t0
+    if seconds > 5:
+        print(f"\n(the game engine compiled in {seconds:.0f} s before the first test)")
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """A run of the tiny training config (seconds), made once per test module that asks for it."""
