@@ -28,7 +28,7 @@ def test_record_video_without_moviepy_names_the_video_extra(monkeypatch, tmp_pat
     with pytest.raises(gym.error.DependencyNotInstalled) as caught:
         RecordVideo(env, str(tmp_path / "videos"))
     message = str(caught.value)
-    assert "generala-rl[video]" in message
+    assert message == 'RecordVideo needs moviepy, which is not installed; in the project\'s clone: pip install ".[video]"'
     assert "gymnasium[other]" not in message
     assert "\n" not in message
     assert not (tmp_path / "videos").exists()

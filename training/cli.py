@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from generala_env.extras import how_to_install
+
 from .options import MissingExtra, positive_float, positive_int, require_extra, seed_int
 
 if TYPE_CHECKING:
@@ -305,7 +307,7 @@ def _main(argv=None) -> int:
                 return list_configs()
             if needs is not None:
                 if any(h in argv[1:] for h in ("-h", "--help")) and not all(_installed(m) for m in needs[1]):
-                    print(f"generala {command}: {PROGRAMS[command][1]}; it needs the {needs[0]} extra: pip install 'generala-rl[{needs[0]}]'")
+                    print(f"generala {command}: {PROGRAMS[command][1]}; it needs the {needs[0]} extra, which is not installed; {how_to_install(needs[0])}")
                     return 0
                 if "torch" in needs[1] and "torch" not in sys.modules and _installed("torch"):
                     from generala_env.cache import notice

@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from generala_env.extras import how_to_install
 from generala_env.files import FileProblem, append_line, lstat_or_none, read_json, write_atomic
 
 from .config import Config, ConfigError, load_config, run_rules
@@ -380,7 +381,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     missing = missing_jax()
     if missing is not None:
-        print(f"generala jax-train: error: it needs {missing}, which is not installed: pip install 'generala-rl[jax]'", file=sys.stderr)
+        print(f"generala jax-train: error: it needs {missing}, which is not installed; {how_to_install('jax')}", file=sys.stderr)
         return 2
     command = "generala jax-train " + " ".join(shlex.quote(a) for a in argv)
     try:

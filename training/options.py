@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from generala_env.extras import how_to_install
+
 
 def _whole(text: str) -> int:
     try:
@@ -52,7 +54,7 @@ def require_extra(extra: str, modules: tuple[str, ...], what: str) -> None:
         try:
             __import__(module)
         except ImportError as e:
-            raise MissingExtra(f"{what} needs {module}, which is not installed: pip install 'generala-rl[{extra}]' ({e})") from None
+            raise MissingExtra(f"{what} needs {module}, which is not installed; {how_to_install(extra)} ({e})") from None
 
 
 def parser(prog: str, description: str | None = None, **kwargs) -> argparse.ArgumentParser:
