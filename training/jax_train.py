@@ -48,6 +48,7 @@ from generala_env.extras import how_to_install
 from generala_env.files import FileProblem, append_line, lstat_or_none, read_json, write_atomic
 
 from .config import Config, ConfigError, load_config, run_rules
+from .options import HelpFormatter
 from .run_folder import append_evaluation, check_run_name, fresh_run, open_run, reconcile_best, resume_config
 from .runs import EVALUATIONS, Evaluator, make_evaluator
 
@@ -355,7 +356,10 @@ def _evaluate(job: JaxRun, runner, state: dict, metrics: dict) -> None:
 # -- the program -----------------------------------------------------------------------------------------
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        allow_abbrev=False, prog="generala jax-train", description="Train PPO in JAX (env and learner compiled together) from a YAML config."
+        allow_abbrev=False,
+        prog="generala jax-train",
+        description="Train PPO in JAX (env and learner compiled together) from a YAML config.",
+        formatter_class=HelpFormatter,
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", help="a YAML config with backend: jax, or the name of a shipped one (jax_ppo_classic)")

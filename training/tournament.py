@@ -26,7 +26,7 @@ from generala_env.game import outcome_points
 
 from .evaluate import check_agents, require_outputs, run_guarded
 from .harness import game_seed, play_many
-from .options import parser, positive_int, seed_int
+from .options import RULES_HELP, parser, positive_int, seed_int
 from .stats import mean_ci, wilson
 
 
@@ -231,14 +231,14 @@ def main(argv=None) -> int:
     p = parser("generala tournament", __doc__.split("\n\n")[0])
     p.add_argument("--agents", required=True, help=f"comma-separated agents; each is {HELP}")
     p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
-    p.add_argument("--players", type=int, default=2)
-    p.add_argument("--rules", default="classic")
+    p.add_argument("--players", type=int, default=2, help="players at each table: 2 (every pair of the agents meets) to 6 (list exactly that many)")
+    p.add_argument("--rules", default="classic", help=RULES_HELP)
     p.add_argument("--games", type=positive_int, default=1000, help="dice seeds per matchup (each played in every seating)")
-    p.add_argument("--seed", type=seed_int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the dice seeds")
     p.add_argument("--workers", type=positive_int, default=None, help="processes (default: every core)")
     p.add_argument("--out", default=None, help="output folder (default results/tournament-RULES-Pp-sSEED-HASH, HASH of the command's options and agents)")
     p.add_argument("--force", action="store_true", help="replace results that a different generala tournament command wrote in --out")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     require_outputs(args)
 
