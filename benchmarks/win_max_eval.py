@@ -43,7 +43,7 @@ def rotations(opponents: list[str]) -> list[tuple[str, ...]]:
 
 
 def play_table(opponents: list[str], rules, games: int, seed: int, workers: int | None, me=None) -> dict:
-    from generala_env.game import outcome_points
+    from generala_env.outcome import win_share
     from generala_training.harness import game_seed, play_many
     from generala_training.stats import mean_ci
 
@@ -56,7 +56,7 @@ def play_table(opponents: list[str], rules, games: int, seed: int, workers: int 
         [x for _ in seeds for x in lineups], [s for s in seeds for _ in lineups], rules, workers=workers, progress=False, desc="win-max", agents=table
     )
     wall = time.perf_counter() - t0
-    points = np.array([outcome_points(r.winners, r.seats.index("win-max")) for r in recs]).reshape(games, n)
+    points = np.array([win_share(r.winners, r.seats.index("win-max")) for r in recs]).reshape(games, n)
     share, lo, hi = mean_ci(points.mean(axis=1))
     served = float(np.mean([r.served_generala_win for r in recs]))
     return {

@@ -212,7 +212,7 @@ def test_the_terminal_game_logs_a_reroll_on_a_console_without_arrows(monkeypatch
 def test_tournament_rows_come_in_the_order_the_agents_were_given(players, expected):
     from generala_training.tournament import tournament
 
-    rows = tournament(["random", "greedy", "rules-of-thumb"], players=players, games=10, seed=0, workers=1)
+    rows = tournament(["random", "greedy", "rules-of-thumb"], players=players, games=10, seed=0, workers=1, pairwise=True)  # at 3 players, asked for
     assert [(r["agent"], r["opponent"]) for r in rows] == expected
     if players == 2:  # random, listed first, is the weakest: a sort by points would put its rows last
         assert rows[0]["points_rate"] < rows[-1]["points_rate"]

@@ -45,10 +45,12 @@ def _players_of(name) -> int | None:
     return int(read_metadata(path)["num_players"]) if path else None
 
 
-def name_agents(agents) -> dict:
+def name_agents(agents, repeat: bool = False) -> dict:
     """``{name: spec or agent object}`` for a list of specs and objects (or such a mapping):
     a spec is its own name; an object is named by its ``name`` attribute or its class or
-    function name, with ``#2``, ``#3`` … after a name already taken."""
+    function name, with ``#2``, ``#3`` … after a name already taken. A spec listed twice is
+    refused, unless ``repeat``: then each listing is a player of its own (``optimal``,
+    ``optimal#2``), as for an object."""
     if isinstance(agents, dict):
         out = {}
         for k, v in agents.items():
@@ -70,7 +72,7 @@ def name_agents(agents) -> dict:
             base = base or getattr(a, "__name__", None) or type(a).__name__
         name, k = base, 2
         while name in out:
-            if isinstance(a, str):
+            if isinstance(a, str) and not repeat:
                 raise ValueError(f"agent {a!r} is listed twice")
             name, k = f"{base}#{k}", k + 1
         out[name] = a.strip() if isinstance(a, str) else a

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from generala_env.files import FileProblem, lstat_or_none, read_json, remove_temporaries, write_atomic, write_json
+from generala_env.outcome import win_share as win_share  # a game's point shared among its winners (here as before)
 
 from ..algos import ALGOS, AlgoConfig, algo_class
 from ..envs import make_envs
@@ -58,14 +59,6 @@ def task_optimum(task: Task, rules=None) -> float:
     from generala_agents.solver import load_or_solve
 
     return float(load_or_solve(task_rules(task) if rules is None else rules)[0].expected_score)
-
-
-def win_share(winners: tuple[int, ...], seat: int) -> float:
-    """``seat``'s share of a finished game's one point, from its winners
-    (:meth:`generala_env.game.Game.winners`): 1 for a sole win, ``1/k`` for a win shared by ``k``
-    players, 0 for a loss. Every game hands out exactly one point, so a task's fair share is
-    ``1/players``; at two players this is the win rate with a shared win counting half."""
-    return 1.0 / len(winners) if seat in winners else 0.0
 
 
 class TaskEvaluator(Evaluator):
