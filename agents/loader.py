@@ -16,6 +16,7 @@ import os
 from generala_env import opponents
 from generala_env.opponents import Trust
 from generala_env.safe_yaml import short_repr
+from generala_env.suggest import closest
 
 from . import specs
 from .base import Agent, AgentError
@@ -54,5 +55,10 @@ def load(name, rules="classic", seed: int | None = None, *, trust_zip: bool = Fa
         return opponents.make(name, rules=rules, seed=seed, trust=policy, **kwargs)
     except opponents.UnknownAgentError as e:
         if not (policy.code or policy.paths):
+            raise AgentError(str(e)) from None
+        where = specs.no_agent_at(name) if policy.paths else None
+        if where is not None:  # a path: what is (not) there, not the list of names
+            raise AgentError(where) from None
+        if closest(name, names()) is not None:  # the name meant is said: no list of spec forms after it
             raise AgentError(str(e)) from None
         raise AgentError(f"{e}; or a spec: {specs.HELP}") from None

@@ -307,7 +307,11 @@ class PoolAgent(Agent):
         try:
             from sb3_contrib import MaskablePPO
         except ImportError as e:
-            raise AgentError(f"pool {self.pool_dir}: its step_N.zip files are SB3 models, which need the training extra ({e})") from None
+            from generala_env.extras import how_to_install
+
+            raise AgentError(
+                f"pool {self.pool_dir}: its step_N.zip files are SB3 models, which need the train extra ({e}): {how_to_install('train')}"
+            ) from None
         try:
             return MaskablePPO.load(path, device="cpu").policy
         except Exception as e:  # a cut or foreign zip fails in many ways inside SB3

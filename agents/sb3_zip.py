@@ -15,6 +15,7 @@ import numpy as np
 
 from generala_env.cache import notice
 from generala_env.encoding import Encoder
+from generala_env.extras import how_to_install
 
 from .base import WRITE, Agent, AgentError
 
@@ -41,7 +42,7 @@ class SB3ZipAgent(Agent):
                 notice("torch", "loading torch and stable-baselines3 to read an SB3 zip (a few seconds, longer on a busy machine)")
             from stable_baselines3.common.save_util import load_from_zip_file
         except ImportError:
-            raise AgentError(f"agent {str(path)!r}: an SB3 .zip needs the train extra: pip install 'generala-rl[train]'") from None
+            raise AgentError(f"agent {str(path)!r}: an SB3 .zip needs the train extra, which is not installed; {how_to_install('train')}") from None
         try:
             data, params, _ = load_from_zip_file(self.path, device="cpu", print_system_info=False)
         except Exception as e:  # noqa: BLE001 - a file that is not an SB3 zip: one line

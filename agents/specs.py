@@ -72,6 +72,32 @@ def require_trusted_zip(path, trust: Trust) -> None:
         raise zip_refused(os.fspath(path))
 
 
+def looks_like_path(spec: str) -> bool:
+    """Whether ``spec`` names a file or folder rather than an agent: it has a path separator,
+    starts with ``.`` or ``~``, or is there."""
+    seps = [s for s in (os.sep, os.altsep) if s]
+    return any(s in spec for s in seps) or spec.startswith((".", "~")) or os.path.lexists(spec)
+
+
+def no_agent_at(spec: str) -> str | None:
+    """The one line for a path-like ``spec`` that no resolver took (see :func:`looks_like_path`):
+    nothing there ("no such folder"), a file, or a folder that holds no agent; else ``None``."""
+    if not looks_like_path(spec):
+        return None
+    path = os.path.expanduser(spec)
+    if not os.path.lexists(path):
+        return f"agent {spec!r}: no such folder {path}"
+    if not os.path.isdir(path):
+        return (
+            f"agent {spec!r}: {path} is a file, not an agent's folder (a checkpoint folder made by generala export, or a training run's); "
+            "Python code is named path/to/file.py:attr"
+        )
+    return (
+        f"agent {spec!r}: the folder {path} holds no agent: neither a checkpoint (made by generala export), "
+        "a training run (made by generala train) nor td-search values"
+    )
+
+
 def split(spec: str) -> tuple[str, str] | None:
     """``(module or file, attr)`` of a ``module:attr`` or ``file.py:attr`` spec, else ``None``."""
     if not isinstance(spec, str) or ":" not in spec:

@@ -186,6 +186,7 @@ def main(argv=None) -> None:
             rates[name].append(decisions / elapsed)
 
     from generala_env import batched
+    from generala_env.extras import how_to_install
 
     print(
         f"random legal play, {rounds} round(s) of one {seconds:g} s spell per contestant; python {platform.python_version()}, "
@@ -193,7 +194,7 @@ def main(argv=None) -> None:
     )
     print("decisions/s: the best spell; ratios: the median over rounds of the ratio within a round [10th-90th percentile]")
     if missing:
-        print(f"not installed (pip install -e '.[bench]'): {', '.join(missing)}")
+        print(f"not installed ({how_to_install('bench')}): {', '.join(missing)}")
     ref_ph = rates.get("pyhtzee (engine)")
     ref_os = rates.get("OpenSpiel yacht (C++)")
     head = f"{'contestant':<26}{'decisions/s':>14}{'x pyhtzee':>11}{'[p10-p90]':>15}{'x yacht':>10}"

@@ -79,7 +79,9 @@ def main(argv=None) -> int:
     try:
         import pyspiel
     except ImportError:
-        raise SystemExit("benchmarks/openspiel_speed.py needs OpenSpiel: pip install 'generala-rl[openspiel]'") from None
+        from generala_env.extras import how_to_install
+
+        raise SystemExit(f"benchmarks/openspiel_speed.py needs OpenSpiel, which is not installed; {how_to_install('openspiel')}") from None
     import generala_env.openspiel  # noqa: F401
     from generala_env.model import Model
 

@@ -108,7 +108,9 @@ def main(argv=None) -> None:
     try:
         plays["pyhtzee"] = env_speed.pyhtzee_runner(args.seed)
     except ImportError:
-        print("pyhtzee is not installed (pip install -e '.[bench]'): no pyhtzee row")
+        from generala_env.extras import how_to_install
+
+        print(f"pyhtzee is not installed ({how_to_install('bench')}): no pyhtzee row")
     for play in plays.values():  # warm: numba's kernels loaded, caches filled
         spell(play, 0.05)
     times: dict[str, list[float]] = {k: [] for k in plays}

@@ -1,5 +1,5 @@
 """Generala as a `Pgx <https://github.com/sotetsuk/pgx>`_ environment in JAX, with its dice model
-(the ``jax`` extra: ``pip install 'generala-rl[jax]'``).
+(the ``jax`` extra: ``pip install ".[jax]"`` in the project's clone).
 
 ::
 
@@ -33,13 +33,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .extras import how_to_install
+
 try:
     import jax
     import jax.numpy as jnp
     import pgx.core as core  # type: ignore[import-untyped]  # pgx ships no type information
     from pgx._src.struct import dataclass  # type: ignore[import-untyped]
 except ImportError as e:  # the jax extra
-    raise ImportError("generala_env.jax_env needs jax and pgx, which are not installed: pip install 'generala-rl[jax]'") from e
+    raise ImportError(f"generala_env.jax_env needs jax and pgx, which are not installed; {how_to_install('jax')}") from e
 
 from . import jax_rules as R
 from .checks import REWARDS, is_whole

@@ -26,11 +26,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .extras import how_to_install
+
 try:
     import jax
     import jax.numpy as jnp
 except ImportError as e:  # the jax extra
-    raise ImportError("generala_env.jax_rules needs jax, which is not installed: pip install 'generala-rl[jax]'") from e
+    raise ImportError(f"generala_env.jax_rules needs jax, which is not installed; {how_to_install('jax')}") from e
 
 from . import engine
 from .dice import ALL_HELD, DICE, EMPTY_KEEP, FACES, KEEP_ROLL_PROB, KEY_WEIGHTS, NUM_KEEPS, NUM_MASKS, NUM_ROLLS, ROLLS

@@ -1,6 +1,6 @@
 """Generala for 2–6 agents as a PettingZoo AEC environment (``generala_v0``).
 
-PettingZoo is an optional dependency (``pip install generala-rl[multiagent]``)::
+PettingZoo is an optional dependency (``pip install ".[multiagent]"`` in the project's clone)::
 
     from generala_env.multiagent import env, raw_env
     e = env(rules="classic", num_players=3, reward="win")

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .extras import how_to_install
+
 try:
     import pyspiel
 except ImportError as e:  # pragma: no cover - depends on the extra
-    raise ImportError("generala_env.openspiel needs OpenSpiel: pip install 'generala-rl[openspiel]'") from e
+    raise ImportError(f"generala_env.openspiel needs OpenSpiel, which is not installed; {how_to_install('openspiel')}") from e
 
 from .dice import DICE, KEEP_COUNTS, NUM_MASKS, NUM_ROLLS, ROLLS
 from .encoding import Encoder, observation_layout, observation_size

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 from .rules import load_rules
 from .safe_yaml import short_repr
+from .suggest import refusal
 
 ENTRY_POINT_GROUP = "generala.agents"
 
@@ -215,7 +216,8 @@ def _factory(name: str, trust: Trust) -> Callable[..., Any]:
         load_entry_points()
         factory = _find(name, trust)
     if factory is None:
-        raise UnknownAgentError(f"unknown agent {short_repr(name, 80)}; known agents: {', '.join(names())}")
+        known = names()
+        raise UnknownAgentError(refusal(f"unknown agent {short_repr(name, 80)}", name, known, f"known agents: {', '.join(known)}"))
     return factory
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from .checks import is_whole
 from .safe_yaml import YamlFileError, read_yaml, short_repr
+from .suggest import refusal
 
 NUMBER_LINES = ("ones", "twos", "threes", "fours", "fives", "sixes")
 COMBINATION_LINES = ("straight", "full_house", "four_of_a_kind", "generala", "double_generala")
@@ -141,7 +142,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 def _preset_settings(name: str, _seen: tuple[str, ...] = ()) -> dict[str, Any]:
     path = PRESETS_DIR / f"{name}.yaml"
     if not path.is_file():
-        raise RulesError(f"unknown rule set {short_repr(name)}; presets: {', '.join(preset_names())} (or a path to a YAML file)")
+        presets = preset_names()
+        raise RulesError(refusal(f"unknown rule set {short_repr(name)}", name, presets, f"presets: {', '.join(presets)}, or a path to a YAML file"))
     return _resolve(_read_yaml(path), _seen + (name,))
 
 
@@ -151,7 +153,14 @@ def _resolve(data: Mapping[str, Any], seen: tuple[str, ...] = ()) -> dict[str, A
     base = data.pop("base", None)
     unknown = sorted(set(data) - set(SETTING_KEYS), key=str)
     if unknown:
-        raise RulesError(f"unknown rule key(s) {', '.join(map(short_repr, unknown))}; known keys: base, {', '.join(SETTING_KEYS)}")
+        raise RulesError(
+            refusal(
+                f"unknown rule key(s) {', '.join(map(short_repr, unknown))}",
+                unknown[0] if len(unknown) == 1 else "",
+                SETTING_KEYS,
+                f"known keys: base, {', '.join(SETTING_KEYS)}",
+            )
+        )
     if base is None and "classic" not in seen:
         base = "classic"
     if base is None:

@@ -23,7 +23,7 @@ same but
   the drawing process. Every video that failed is named in that one line; if the drawing
   process dies (killed, out of memory), the videos it had not begun go to a fresh one.
 
-``close()`` waits for every pending video. ``pip install "generala-rl[video]"`` brings
+``close()`` waits for every pending video. ``pip install ".[video]"`` (in the project's clone) brings
 PyAV and moviepy (whose imageio-ffmpeg is the fallback).
 
 The encoding is written in :mod:`generala_env.mp4`, the drawing process in
@@ -41,6 +41,7 @@ import gymnasium
 from gymnasium.wrappers import RecordVideo as _GymRecordVideo
 
 from .drawing_process import DrawingProcess, serve
+from .extras import how_to_install
 from .mp4 import Encoding, Job, VideoError, start_mp4, write_mp4
 
 
@@ -64,7 +65,7 @@ def _need_moviepy() -> None:
     try:
         import moviepy  # noqa: F401
     except ImportError:
-        raise gymnasium.error.DependencyNotInstalled('RecordVideo needs moviepy, which is not installed: run `pip install "generala-rl[video]"`') from None
+        raise gymnasium.error.DependencyNotInstalled(f"RecordVideo needs moviepy, which is not installed; {how_to_install('video')}") from None
 
 
 class RecordVideo(_GymRecordVideo):

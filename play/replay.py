@@ -35,7 +35,7 @@ from generala_env.render import PIPS
 from generala_env.rules import RuleSet, load_rules
 from generala_training.diagnose import Watched, judged_values
 from generala_training.harness import game_seed, play_game
-from generala_training.options import positive_int, seed_int
+from generala_training.options import HelpFormatter, positive_int, seed_int
 
 from .hints import two_player_table
 from .moves import describe as words
@@ -306,7 +306,7 @@ def write_page(path: Path, text: str, force: bool = False) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from generala_agents.specs import HELP, TRUST_ZIP_HELP
 
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala replay", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala replay", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter)
     p.add_argument("agents", nargs="+", help=f"one agent per seat: {HELP}")
     p.add_argument("--rules", default="classic", help="a preset name or a rules YAML file (default: classic)")
     p.add_argument("--games", type=positive_int, default=1, help="games to play, each on its own seeded dice (default: 1)")

@@ -49,7 +49,7 @@ from collections.abc import Iterable
 from importlib.resources import files
 from typing import Any
 
-from generala_training.options import positive_int, require_extra
+from generala_training.options import HelpFormatter, positive_int, require_extra
 
 from .web_games import HOW_NEW, MAX_GAMES, Games
 from .web_guard import MAX_BODY, MAX_DETAIL, Guard, HostCheck, bounded, is_loopback, is_wildcard, shown
@@ -162,9 +162,9 @@ def make_app(rules="classic", max_games: int = MAX_GAMES, *, host: str = "127.0.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala serve", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala serve", description=__doc__.split("\n\n")[0], formatter_class=HelpFormatter)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only; any other is reachable by others)")
-    p.add_argument("--port", type=positive_int, default=8000)
+    p.add_argument("--port", type=positive_int, default=8000, help="port to listen on")
     p.add_argument("--rules", default="classic", help="the rules of a new game unless the page asks for others")
     p.add_argument(
         "--max-games", type=positive_int, default=MAX_GAMES, help=f"games kept at once, the least recently played forgotten first (default {MAX_GAMES})"

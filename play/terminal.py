@@ -25,7 +25,7 @@ import numpy as np
 
 from generala_env.game import MAX_PLAYERS
 from generala_env.rules import load_rules, preset_names
-from generala_training.options import seed_int
+from generala_training.options import HelpFormatter, seed_int
 
 from .moves import (
     COMMANDS,
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         allow_abbrev=False,
         prog="generala play",
+        formatter_class=HelpFormatter,
         description="Play Generala in the terminal against agents (or friends at the same keyboard).",
         epilog="In the game: keep 4 4 4 · reroll 1 2 · roll all · write fours · cross out ones · help · hint · quit",
     )

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
-from helpers import ScriptedDice, write
+from helpers import ROOT, ScriptedDice, write
 
 import generala_env  # noqa: F401  (registers Generala-v0)
 from generala_env.env import MAX_ILLEGAL_IN_A_ROW, GeneralaEnv, opponent_moves
@@ -137,6 +137,18 @@ def test_unsupported_render_mode_warns_and_renders_as_none():
     with pytest.warns(UserWarning, match="render_mode='rgb_array_list' is not one of"):
         env = raw_env(render_mode="rgb_array_list")
     assert env.render_mode is None
+
+
+def test_the_env_pages_say_an_unknown_render_mode_warns():
+    """docs/env.md and docs/interop.md say what the test above checks: a warning, not an error."""
+    env_page = " ".join((ROOT / "docs" / "env.md").read_text().split())
+    assert "any other mode is not an error: Gymnasium's logger warns once, naming these three, and the env renders as with `render_mode=None`" in env_page
+    assert "an unknown mode is an error" not in env_page
+    assert "Any other mode gives a warning, not an error" in " ".join((ROOT / "docs" / "interop.md").read_text().split())
+    with pytest.warns(UserWarning, match=r"render_mode='bogus' is not one of this env's render modes \['ansi', 'human', 'rgb_array'\]"):
+        env = GeneralaEnv(render_mode="bogus")
+    env.reset(seed=0)
+    assert env.render() is None
 
 
 def test_sb3_make_vec_env_works_as_is():

@@ -42,4 +42,8 @@ def test_the_jax_env_without_jax_names_its_extra():
         """
     )
     assert res.returncode != 0
-    assert res.stderr.strip().splitlines()[-1].endswith("generala_env.jax_env needs jax and pgx, which are not installed: pip install 'generala-rl[jax]'")
+    assert (
+        res.stderr.strip()
+        .splitlines()[-1]
+        .endswith('generala_env.jax_env needs jax and pgx, which are not installed; in the project\'s clone: pip install ".[jax]"')
+    )

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .options import MissingExtra, positive_float, positive_int, require_extra, seed_int
+from generala_env.extras import how_to_install
+
+from .options import RULES_HELP, HelpFormatter, MissingExtra, parser, positive_float, positive_int, require_extra, seed_int
 
 if TYPE_CHECKING:
     from generala_agents.solver import Solver
@@ -194,27 +196,38 @@ def _solve_cmd(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala", description="Generala: environment, agents, solver, evaluation and training")
+    p = parser("generala", "Generala: environment, agents, solver, evaluation and training")
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("rules", allow_abbrev=False, help="list presets, or print one rule set")
+    r = sub.add_parser("rules", allow_abbrev=False, formatter_class=HelpFormatter, help="list presets, or print one rule set")
     r.add_argument("name", nargs="?", help="preset name or YAML path")
     r.add_argument("--yaml", action="store_true", help="print the full settings as YAML")
     r.set_defaults(func=_rules_cmd)
 
-    pr = sub.add_parser("play-random", allow_abbrev=False, help="play one game with random legal moves, rendered as text")
-    pr.add_argument("--rules", default="classic")
-    pr.add_argument("--players", type=int, default=1)
-    pr.add_argument("--seed", type=seed_int, default=0)
+    pr = sub.add_parser("play-random", allow_abbrev=False, formatter_class=HelpFormatter, help="play one game with random legal moves, rendered as text")
+    pr.add_argument("--rules", default="classic", help=RULES_HELP)
+    pr.add_argument("--players", type=int, default=1, help="players at the table, the others random too")
+    pr.add_argument("--seed", type=seed_int, default=0, help="seed of the dice and the moves")
     pr.set_defaults(func=_play_random_cmd)
 
-    a = sub.add_parser("agents", allow_abbrev=False, help="list the agents by name")
+    a = sub.add_parser("agents", allow_abbrev=False, formatter_class=HelpFormatter, help="list the agents by name")
     a.set_defaults(func=_agents_cmd)
 
-    s = sub.add_parser("solve", allow_abbrev=False, help="solve a rule set exactly: the optimal one-player score, or the two-player chance to win")
-    s.add_argument("--rules", default="classic")
+    s = sub.add_parser(
+        "solve",
+        allow_abbrev=False,
+        formatter_class=HelpFormatter,
+        help="solve a rule set exactly: the optimal one-player score, or the two-player chance to win",
+    )
+    s.add_argument("--rules", default="classic", help=RULES_HELP)
     s.add_argument("--players", type=positive_int, default=1, help="1: the best expected score; 2: both maximise P(win) + 1/2 P(draw)")
-    s.add_argument("--max-memory", type=positive_float, default=2.0, metavar="GIB", help="two players: refuse a solve needing more than this (default 2 GiB)")
+    s.add_argument(
+        "--max-memory",
+        type=positive_float,
+        default=2.0,
+        metavar="GIB",
+        help="two players: refuse a solve needing more than this many GiB (default: %(default)g)",
+    )
     s.add_argument("--json", action="store_true")
     s.add_argument("--no-cache", action="store_true", help="solve anew and do not write the cache")
     s.set_defaults(func=_solve_cmd)
@@ -305,7 +318,7 @@ def _main(argv=None) -> int:
                 return list_configs()
             if needs is not None:
                 if any(h in argv[1:] for h in ("-h", "--help")) and not all(_installed(m) for m in needs[1]):
-                    print(f"generala {command}: {PROGRAMS[command][1]}; it needs the {needs[0]} extra: pip install 'generala-rl[{needs[0]}]'")
+                    print(f"generala {command}: {PROGRAMS[command][1]}; it needs the {needs[0]} extra, which is not installed; {how_to_install(needs[0])}")
                     return 0
                 if "torch" in needs[1] and "torch" not in sys.modules and _installed("torch"):
                     from generala_env.cache import notice

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from generala_env.checks import is_whole
 from generala_env.game import MAX_PLAYERS
 from generala_env.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_repr
+from generala_env.suggest import refusal
 
 from .algos import ACTIVATIONS, HYPERPARAMS, LR_SCHEDULES, TRAIN_ALGO, hyperparam_problem, layer_sizes_problem, leaves_one_sample
 from .config_presets import shipped_configs
@@ -205,8 +206,9 @@ def _merge(base: dict, over: dict, path: tuple = ()) -> dict:
     for k, v in over.items():
         where = ".".join(map(str, path + (k,)))
         if k not in base:
-            known = ", ".join(sorted(base))
-            raise ConfigError(f"unknown config key {short_repr(where)}; known keys here: {known}")
+            known = sorted(base)
+            full = [".".join(map(str, path + (x,))) for x in known]  # the name meant, as the file spells it
+            raise ConfigError(refusal(f"unknown config key {short_repr(where)}", where, full, f"known keys here: {', '.join(known)}"))
         if isinstance(base[k], dict):
             if not isinstance(v, dict):
                 raise ConfigError(f"config key {short_repr(where)} must be a mapping, got {short_repr(v)}")
@@ -447,7 +449,8 @@ def resolve_config_path(path: str | Path) -> Path:
     name = p.name[: -len(p.suffix)] if p.suffix in (".yaml", ".yml") else p.name
     if name in shipped and p.parent in (Path("."), Path("configs")):
         return shipped[name]
-    raise ConfigError(f"config file {p} does not exist; the shipped configs are {', '.join(shipped) or 'none'} (generala train --list-configs)")
+    listed = f"the shipped configs are {', '.join(shipped) or 'none'} (generala train --list-configs)"
+    raise ConfigError(refusal(f"config file {p} does not exist", name, shipped, listed))
 
 
 def load_config(path: str | Path | dict | Config | None = None, overrides: list[str] | None = None) -> Config:

@@ -45,10 +45,12 @@ def _players_of(name) -> int | None:
     return int(read_metadata(path)["num_players"]) if path else None
 
 
-def name_agents(agents) -> dict:
+def name_agents(agents, repeat: bool = False) -> dict:
     """``{name: spec or agent object}`` for a list of specs and objects (or such a mapping):
     a spec is its own name; an object is named by its ``name`` attribute or its class or
-    function name, with ``#2``, ``#3`` … after a name already taken."""
+    function name, with ``#2``, ``#3`` … after a name already taken. A spec listed twice is
+    refused, unless ``repeat``: then each listing is a player of its own (``optimal``,
+    ``optimal#2``), as for an object."""
     if isinstance(agents, dict):
         out = {}
         for k, v in agents.items():
@@ -70,7 +72,7 @@ def name_agents(agents) -> dict:
             base = base or getattr(a, "__name__", None) or type(a).__name__
         name, k = base, 2
         while name in out:
-            if isinstance(a, str):
+            if isinstance(a, str) and not repeat:
                 raise ValueError(f"agent {a!r} is listed twice")
             name, k = f"{base}#{k}", k + 1
         out[name] = a.strip() if isinstance(a, str) else a
@@ -304,27 +306,27 @@ def write_replays(folder: OutputFolder, names: list[str], rules, games: int, see
 def main(argv=None) -> int:
     from generala_agents.specs import HELP, TRUST_ZIP_HELP
 
-    from .options import claim_out, parser
+    from .options import RULES_HELP, claim_out, parser
 
     p = parser("generala evaluate", __doc__.split("\n\n")[0])
     p.add_argument("--agents", help=f"comma-separated agents (default: the shipped agents); each is {HELP}")
     p.add_argument("--trust-zip", action="store_true", help=TRUST_ZIP_HELP)
-    p.add_argument("--rules", default="classic")
-    p.add_argument("--games", type=positive_int, default=500)
-    p.add_argument("--seed", type=seed_int, default=0)
+    p.add_argument("--rules", default="classic", help=RULES_HELP)
+    p.add_argument("--games", type=positive_int, default=500, help="one-player games of each agent, every agent on the same dice")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the games' dice")
     p.add_argument("--workers", type=positive_int, default=None, help="processes (default: every core)")
     p.add_argument(
         "--out", default=None, help="output folder (default results/evaluate-RULES-sSEED-HASH, HASH of the command's options and agents: its own per command)"
     )
     p.add_argument("--force", action="store_true", help="replace results that a different generala evaluate command wrote in --out")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--replays",
         type=seed_int,
         default=0,
         metavar="N",
         help="also write replays-AGENT.html: each agent's first N games, every move judged (generala replay); "
-        "an agent that is not a plain name gets a hash in its page's name",
+        "an agent that is not a plain name gets a hash in its page's name (default: %(default)s, none)",
     )
     args = p.parse_args(argv)
     require_outputs(args)

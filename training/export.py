@@ -23,7 +23,6 @@ SIGINT or SIGTERM stops its evaluation workers and leaves ``DEST`` as it was.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import secrets
@@ -43,7 +42,7 @@ from generala_env.safe_yaml import short_repr
 from .config import read_config_file
 from .export_metadata import ExportError, make_metadata, write_metadata, write_policy
 from .harness import game_seed, play_many
-from .options import positive_int, seed_int
+from .options import parser, positive_int, seed_int
 from .stats import mean_ci, wilson
 
 
@@ -385,7 +384,7 @@ def _model_from_twin(twin_file: Path, rules, players: int, run: Path):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala export", description=__doc__.split("\n\n")[0])
+    p = parser("generala export", __doc__.split("\n\n")[0])
     p.add_argument("run", help="a run folder made by generala train")
     p.add_argument("--name", required=True, help="checkpoint name, e.g. ppo-classic (letters, digits, '.', '_', '-')")
     p.add_argument(
@@ -394,7 +393,7 @@ def main(argv=None) -> int:
         help="which model of the run (best_model.zip, latest.zip, final_model.zip; default best_model.zip): read from its twin NAME.safetensors",
     )
     p.add_argument("--games", type=positive_int, default=10000, help="evaluation games (at least 1)")
-    p.add_argument("--seed", type=seed_int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0, help="the seed of the evaluation games")
     p.add_argument("--opponents", default="rules-of-thumb,optimal,greedy", help="for several players: whom to measure against")
     p.add_argument(
         "--dest",

@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from generala_env.extras import how_to_install
+
 try:
     import flax.linen as nn
     import jax
@@ -30,7 +32,7 @@ try:
     import optax
     from pgx.experimental import auto_reset  # type: ignore[import-untyped]  # pgx ships no type information
 except ImportError as e:  # the jax extra
-    raise ImportError("generala_training.jax_ppo needs jax, pgx, flax and optax, which are not installed: pip install 'generala-rl[jax]'") from e
+    raise ImportError(f"generala_training.jax_ppo needs jax, pgx, flax and optax, which are not installed; {how_to_install('jax')}") from e
 
 from generala_env.jax_env import Generala
 

@@ -44,9 +44,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from generala_env.extras import how_to_install
 from generala_env.files import FileProblem, append_line, lstat_or_none, read_json, write_atomic
 
 from .config import Config, ConfigError, load_config, run_rules
+from .options import HelpFormatter
 from .run_folder import append_evaluation, check_run_name, fresh_run, open_run, reconcile_best, resume_config
 from .runs import EVALUATIONS, Evaluator, make_evaluator
 
@@ -354,7 +356,10 @@ def _evaluate(job: JaxRun, runner, state: dict, metrics: dict) -> None:
 # -- the program -----------------------------------------------------------------------------------------
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        allow_abbrev=False, prog="generala jax-train", description="Train PPO in JAX (env and learner compiled together) from a YAML config."
+        allow_abbrev=False,
+        prog="generala jax-train",
+        description="Train PPO in JAX (env and learner compiled together) from a YAML config.",
+        formatter_class=HelpFormatter,
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", help="a YAML config with backend: jax, or the name of a shipped one (jax_ppo_classic)")
@@ -380,7 +385,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     missing = missing_jax()
     if missing is not None:
-        print(f"generala jax-train: error: it needs {missing}, which is not installed: pip install 'generala-rl[jax]'", file=sys.stderr)
+        print(f"generala jax-train: error: it needs {missing}, which is not installed; {how_to_install('jax')}", file=sys.stderr)
         return 2
     command = "generala jax-train " + " ".join(shlex.quote(a) for a in argv)
     try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from generala_env.extras import how_to_install
+
 
 def _whole(text: str) -> int:
     try:
@@ -52,13 +54,34 @@ def require_extra(extra: str, modules: tuple[str, ...], what: str) -> None:
         try:
             __import__(module)
         except ImportError as e:
-            raise MissingExtra(f"{what} needs {module}, which is not installed: pip install 'generala-rl[{extra}]' ({e})") from None
+            raise MissingExtra(f"{what} needs {module}, which is not installed; {how_to_install(extra)} ({e})") from None
+
+
+RULES_HELP = "a preset name (generala rules lists them) or a rules YAML file"
+
+
+def states_a_default(action: argparse.Action) -> bool:
+    """Whether an option's help must say its default: a default that is something (not
+    ``None``, ``False`` or an empty list: an option left out then does nothing)."""
+    d = action.default
+    return bool(action.option_strings) and not (d is None or d is False or d is argparse.SUPPRESS or (isinstance(d, (list, tuple)) and not d))
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Every ``generala`` program's help: an option's help ends with ``(default: VALUE)``
+    where it has a default (:func:`states_a_default`) and does not say it in its own words."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        if text is None or "%(default)" in text or "default" in text.lower() or not states_a_default(action):
+            return text
+        return f"{text} (default: %(default)s)"
 
 
 def parser(prog: str, description: str | None = None, **kwargs) -> argparse.ArgumentParser:
     """An argument parser for a ``generala`` program: options are spelled out in full, never
-    taken from a prefix (``--seed`` is not ``--seeds``)."""
-    return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
+    taken from a prefix (``--seed`` is not ``--seeds``), and each one's help says its default."""
+    return argparse.ArgumentParser(prog=prog, description=description, allow_abbrev=False, formatter_class=HelpFormatter, **kwargs)
 
 
 def claim_out(out, program: str, command: str, files, force: bool = False, adopt: bool = False) -> None:

@@ -55,6 +55,7 @@ from .config import Config, ConfigError, load_config, planned_timesteps, rollout
 from .config_presets import list_configs
 from .envs import training_envs
 from .models import TRUST_ZIP_HELP, load_latest, model_from_config
+from .options import HelpFormatter
 from .run_folder import (
     append_evaluation,
     check_run_name,
@@ -297,7 +298,9 @@ def _train_in(cfg: Config, run: Path, resume: bool, state: dict, model, venv, ev
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="generala train", description="Train MaskablePPO on Generala from a YAML config.")
+    p = argparse.ArgumentParser(
+        allow_abbrev=False, prog="generala train", description="Train MaskablePPO on Generala from a YAML config.", formatter_class=HelpFormatter
+    )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", help="a YAML config file, or the name of a shipped one (ppo_tiny, ppo_classic, ...: see --list-configs)")
     src.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its latest.zip")

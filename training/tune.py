@@ -23,6 +23,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from generala_env.extras import how_to_install
+
 from .options import positive_int, seed_int
 
 # name -> how to sample it; every name is a training config key (KEY=VALUE override)
@@ -93,7 +95,7 @@ def main(argv=None) -> int:
     try:
         import optuna
     except ImportError:
-        print("python -m generala_training.tune: error: needs optuna (pip install 'generala-rl[tune]')", file=sys.stderr)
+        print(f"python -m generala_training.tune: error: needs optuna, which is not installed; {how_to_install('tune')}", file=sys.stderr)
         return 2
     if args.storage.startswith("sqlite:///"):
         Path(args.storage[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)

@@ -419,7 +419,7 @@ def parse_args(argv):
     p.add_argument("--seeds", type=positive_int, default=3, help="runs per algorithm and task, seeds 0 … N-1 (default 3)")
     p.add_argument("--steps", type=positive_int, required=True, help="environment steps per run")
     p.add_argument("--out", required=True, help="the grid's folder: run folders, results.json, results.md, plots")
-    p.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1, help="runs at once (default: every core)")
+    p.add_argument("--workers", type=positive_int, default=None, help="runs at once (default: every core)")
     p.add_argument("--backend", choices=("local", "ray"), default="local", help="local processes, or Ray Tune trials (extra [ray])")
     p.add_argument("--ray-address", help="a running Ray cluster to use (default: start a local instance)")
     p.add_argument("--configs", help="a folder with tasks.yaml and ALGO.yaml files to use instead of the shipped configs/benchmark")
@@ -463,11 +463,12 @@ def main(argv=None) -> int:
             if pending:
                 from ..harness import signals_interrupt
 
+                workers = args.workers or os.cpu_count() or 1
                 with (
                     signals_interrupt(),
                     _logged_call(out, command, len(pending), [_folder_key(s, out) for s in pending]) as call,
                 ):  # SIGTERM too ends as Ctrl-C does
-                    failures = run_ray(pending, args.workers, out, args.ray_address) if args.backend == "ray" else run_local(pending, args.workers)
+                    failures = run_ray(pending, workers, out, args.ray_address) if args.backend == "ray" else run_local(pending, workers)
                     if failures:
                         call["outcome"] = "failed"
                         print(f"generala benchmark: {len(failures)} run(s) failed; run the same command again to retry them:", file=sys.stderr)
