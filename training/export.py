@@ -487,9 +487,9 @@ def _export(args) -> int:
             meta["seeds"] = [_seed_record(cfg, meta, str(args.run))]
             meta["seeds"] += [_measure_sibling(s, args, rules, players, opponents, tmp.parent) for s in siblings]
         write_metadata(tmp, meta)
-        from .harness import _STOP_SIGNALS
+        from .harness import STOP_SIGNALS
 
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)  # the swap is a few ms: it finishes, then a signal counts
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # the swap is a few ms: it finishes, then a signal counts
         try:
             put_in_place(tmp, dest, args.force)
             args.written = True

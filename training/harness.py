@@ -113,7 +113,7 @@ def play_game(agents, rules, seed: int, names=None) -> GameRecord:
 
 
 # -- running many games, on every core ----------------------------------------------
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -140,12 +140,12 @@ def signals_interrupt():
     """
 
     def raise_interrupted(signum, frame):
-        for s in _STOP_SIGNALS:
+        for s in STOP_SIGNALS:
             if signal.getsignal(s) is raise_interrupted:
                 signal.signal(s, signal.SIG_IGN)  # let the first one's cleanup finish
         raise Interrupted(signum)
 
-    old = {s: signal.getsignal(s) for s in _STOP_SIGNALS}
+    old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     for s, h in old.items():
         if h is not signal.SIG_IGN:
             signal.signal(s, raise_interrupted)
@@ -178,7 +178,7 @@ def _agent(name: str, rules, trust_zip: bool = False):
 _IN_WORKER = False
 
 
-def _worker_init() -> None:
+def worker_init() -> None:
     """Mark this process a worker: it ignores SIGINT (Ctrl-C reaches the whole process
     group, and the parent stops its workers) and SIGTERM ends it at once."""
     global _IN_WORKER
@@ -188,7 +188,7 @@ def _worker_init() -> None:
     _end_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # held while play_many started it
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # held while play_many started it
 
 
 def _end_with_parent() -> None:
@@ -217,7 +217,7 @@ def _run_chunk(job):
     return out
 
 
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
+def stop_workers(pool: ProcessPoolExecutor) -> None:
     """Cancel the chunks not started and end the workers now, not waiting for their games."""
     procs = list((getattr(pool, "_processes", None) or {}).values())  # no public handle before Python 3.14
     pool.shutdown(wait=False, cancel_futures=True)
@@ -306,10 +306,10 @@ def _play_in_pool(jobs, workers: int, results: list, bar, ctx) -> None:
         if bar:
             bar.update(len(jobs[0][1]))
         jobs = jobs[1:]
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init)
     try:
-        # the workers start (on submit) with SIGINT and SIGTERM held until _worker_init
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        # the workers start (on submit) with SIGINT and SIGTERM held until worker_init
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             futures = [pool.submit(_run_chunk, job) for job in jobs]
         finally:
@@ -320,7 +320,7 @@ def _play_in_pool(jobs, workers: int, results: list, bar, ctx) -> None:
             if bar:
                 bar.update(len(part))
     except BaseException:
-        _stop_workers(pool)
+        stop_workers(pool)
         raise
     pool.shutdown()
 

@@ -128,12 +128,12 @@ def _play_teacher_games(jobs, workers: int, bar: Progress) -> list:
     import multiprocessing as mp
     import signal
 
-    from .harness import _STOP_SIGNALS, _stop_workers, _worker_init
+    from .harness import STOP_SIGNALS, stop_workers, worker_init
 
     # the workers ignore SIGINT, end with this process and are stopped when it is interrupted
-    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_worker_init)
+    pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=worker_init)
     try:
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             results = pool.map(_generate, jobs)
         finally:
@@ -143,7 +143,7 @@ def _play_teacher_games(jobs, workers: int, bar: Progress) -> list:
             parts.append(part)
             bar.update(len(job[3]))  # its game indices
     except BaseException:
-        _stop_workers(pool)
+        stop_workers(pool)
         raise
     pool.shutdown()
     return parts

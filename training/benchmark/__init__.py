@@ -201,7 +201,7 @@ def run_local(specs: list[RunSpec], workers: int, log=print) -> list[tuple[RunSp
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    from ..harness import _stop_workers
+    from ..harness import stop_workers
 
     pool = ProcessPoolExecutor(max_workers=min(workers, len(specs)), mp_context=mp.get_context("spawn"))
     try:
@@ -214,7 +214,7 @@ def run_local(specs: list[RunSpec], workers: int, log=print) -> list[tuple[RunSp
                 failures.append((s, f"{type(e).__name__}: {e}"))
                 log(f"[{i}/{len(specs)}] {s.algo} on {s.task}, seed {s.seed} failed: {type(e).__name__}: {e}")
     except BaseException:
-        _stop_workers(pool)
+        stop_workers(pool)
         raise
     pool.shutdown()
     return failures
