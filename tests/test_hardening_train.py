@@ -267,7 +267,7 @@ def test_resume_loads_the_schedule_and_rollout_of_the_overrides(run):
         (lambda r: (r / "state.json").write_text("null"), "state.json must hold a mapping .*got null"),
         (lambda r: (r / "state.json").write_text('{"num_timesteps": 2'), "state.json is not valid JSON"),
         (lambda r: (r / "state.json").write_text('{"train_seconds": "long"}'), "state.json: 'train_seconds' must be a number"),
-        (lambda r: (r / "latest.zip").write_bytes((r / "latest.zip").read_bytes()[:500]), "latest.zip cannot be loaded"),
+        (lambda r: (r / "latest.safetensors").write_bytes((r / "latest.safetensors").read_bytes()[:500]), "latest.safetensors is not a safetensors file"),
         (lambda r: (r / "latest.zip").unlink(), "latest.zip is missing"),
         (lambda r: (r / "config.yaml").unlink(), "config.yaml is missing"),
         (lambda r: (r / "config.yaml").write_text("algo: [unclosed\n"), "config.yaml is not valid YAML"),
@@ -277,7 +277,7 @@ def test_resume_loads_the_schedule_and_rollout_of_the_overrides(run):
         # a valid config that is not the saved model's: its envs do not fit the model
         (
             lambda r: (r / "config.yaml").write_text("env: {num_players: 2, opponents: greedy}\n"),
-            "latest.zip cannot be loaded: Observation spaces do not match",
+            "latest.safetensors holds another network than the run's config makes",
         ),
     ],
 )

@@ -249,7 +249,7 @@ def test_a_hint_never_solves_even_when_the_cache_holds_a_table_without_its_recor
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules(SMALL)
-    np.save(s2p._cache_path(rules), np.zeros(3, np.float32))  # a table whose .json is missing: the old check saw a cached table
+    np.save(s2p.cache_path(rules), np.zeros(3, np.float32))  # a table whose .json is missing: the old check saw a cached table
 
     def no_solve(self, *args, **kwargs):
         raise AssertionError("a hint started a two-player solve")
