@@ -420,15 +420,13 @@ def read_config_file(path: str | Path, what: str, error: type[ValueError] = Conf
     bounds of :func:`generala_env.safe_yaml.read_yaml`: the one reader of every config file
     (training configs, a run's ``config.yaml``, the benchmark's task suite and algorithm files).
 
-    Anything that stops it (no such file, not YAML, too large, not a mapping) is one line of
-    ``error``: ``what`` (the kind of file), then the file's name and the problem."""
+    Anything that stops it (no such file, a FIFO, a device or a ``/proc`` file, not YAML, too
+    large, not a mapping) is one line of ``error``: ``what`` (the kind of file), then the file's name and the problem."""
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        raise error(f"{what} {p} does not exist")
     try:
-        data = read_yaml(p)
+        data = read_yaml(p, what)
     except YamlFileError as e:
-        raise error(f"{what} {e}") from None
+        raise error(str(e)) from None
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise error(f"{what} {p} must hold a mapping of keys, got {type(data).__name__}")
