@@ -238,8 +238,8 @@ def load_policy_net(path: Path, meta: dict) -> PolicyNet:
         # the one reader of files: a regular file (a FIFO or a device is one line), never more
         # than the largest header and the network's own float32 weights
         raw = read_regular(file, 8 + MAX_HEADER_BYTES + weights, f"{where}: the weights", links=True)
-    except FileProblem as e:
-        raise AgentError(str(e)) from None
+    except FileProblem as problem:
+        raise AgentError(str(problem)) from None
     try:
         header = int.from_bytes(raw[:8], "little") if len(raw) >= 8 else -1
         if not 0 < header <= MAX_HEADER_BYTES:

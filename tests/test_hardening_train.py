@@ -58,7 +58,10 @@ def run(saved_run, tmp_path):
         ("policy.net_arch=[]", "'policy.net_arch' must be a non-empty list"),
         ("policy.net_arch=[32, wide]", "'policy.net_arch' must be a non-empty list"),
         ("policy.net_arch=[true]", "'policy.net_arch' must be a non-empty list"),
-        ("policy.vf_arch=[0]", "'policy.vf_arch' must be a non-empty list of at most 8 layer sizes \\(the bound of a net's depth\\), each a whole number from 1 to 4,096 \\(the bound of a layer's width\\) \\(or null\\)"),
+        (
+            "policy.vf_arch=[0]",
+            "'policy.vf_arch' must be a non-empty list of at most 8 layer sizes \\(the bound of a net's depth\\), each a whole number from 1 to 4,096 \\(the bound of a layer's width\\) \\(or null\\)",
+        ),
         ("policy.vf_arch=wide", "'policy.vf_arch' must be a non-empty list"),
         ("threads=0", "'threads' must be from 1 to 1,024"),
         ("device=tpu", "'device' must be cpu, cuda, cuda:N, mps or auto"),

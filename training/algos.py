@@ -105,6 +105,7 @@ def bounded(low: int, high: int, unit: str = "") -> tuple[Callable[[Any], bool],
     """The test and the words of a whole number from ``low`` to ``high`` (the bound, with what it bounds)."""
     return (lambda v: low <= v <= high), f"from {low:,} to {high:,}" + (f" ({unit})" if unit else "")
 
+
 # constructor keywords checked wherever a config gives them: the kind of value, its bound and the bound's words
 HYPERPARAMS: dict[str, tuple[str, Callable[[Any], bool], str]] = {
     "learning_rate": (_NUMBER, lambda v: v > 0, "greater than 0"),
@@ -278,7 +279,9 @@ class AlgoConfig:
             raise error(f"{where}: policy_kwargs.net_arch {problem}")
         quantiles = pk.get("n_quantiles", 1)  # QR-DQN's outputs per action: a layer's width
         if not is_whole(quantiles) or not 1 <= quantiles <= MAX_LAYER_WIDTH:
-            raise error(f"{where}: policy_kwargs.n_quantiles must be a whole number from 1 to {MAX_LAYER_WIDTH:,} (the bound of a layer's width), got {short_repr(quantiles)}")
+            raise error(
+                f"{where}: policy_kwargs.n_quantiles must be a whole number from 1 to {MAX_LAYER_WIDTH:,} (the bound of a layer's width), got {short_repr(quantiles)}"
+            )
         if pk.get("activation_fn", "relu") not in ACTIVATIONS:
             raise error(f"{where}: policy_kwargs.activation_fn must be one of {', '.join(ACTIVATIONS)}, got {short_repr(pk.get('activation_fn'))}")
         schedule = data.get("lr_schedule", "constant")
@@ -300,7 +303,9 @@ class AlgoConfig:
             raise error(f"{where}: hyperparams.n_steps x n_envs {problem}")
         # the policy's net and the value net (PPO, A2C, TRPO), or the Q-net and its target (DQN)
         # (A2C takes no batch_size: its minibatch is the whole rollout)
-        batch, batch_key = (batch_size, "batch_size") if "batch_size" in defaults else (n_steps * n_envs if isinstance(n_steps, int) else None, "n_steps x n_envs")
+        batch, batch_key = (
+            (batch_size, "batch_size") if "batch_size" in defaults else (n_steps * n_envs if isinstance(n_steps, int) else None, "n_steps x n_envs")
+        )
         net = pk.get("net_arch", [64, 64])
         problem = activations_problem(batch, net, net) if isinstance(batch, int) else None
         if problem:

@@ -70,7 +70,10 @@ class Hyper:
         from .algos import HYPERPARAMS, MAX_N_ENVS, activations_problem, bounded, layer_sizes_problem, rollout_problem
 
         checks = [("num_envs", self.num_envs, bounded(1, MAX_N_ENVS, "the bound of games stepped together"))]
-        checks += [(name, getattr(self, name), HYPERPARAMS[key][1:]) for name, key in (("num_steps", "n_steps"), ("minibatch_size", "batch_size"), ("epochs", "n_epochs"))]
+        checks += [
+            (name, getattr(self, name), HYPERPARAMS[key][1:])
+            for name, key in (("num_steps", "n_steps"), ("minibatch_size", "batch_size"), ("epochs", "n_epochs"))
+        ]
         for name, value, (ok, what) in checks:
             if not isinstance(value, int) or not ok(value):
                 raise ValueError(f"Hyper.{name} must be a whole number {what}, got {value!r}")
