@@ -10,6 +10,7 @@ every player of a policy makes.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -211,14 +212,18 @@ def network_shapes(network, where: str) -> tuple[dict[str, tuple], dict[str, tup
 def load_policy_net(path: Path, meta: dict) -> PolicyNet:
     """The :class:`PolicyNet` of the checkpoint folder ``path``; tensors only, nothing unpickled.
 
-    Reading is bounded by the metadata: the file may hold only the tensors of the network it
+    Reading is bounded by the metadata: the file is read by the one reader of files (a regular
+    file: a FIFO or a device is one line) and may hold only the tensors of the network it
     describes (actor and critic), in float32 and of their shapes, and be no larger than they
-    are; only the actor's tensors are read.
+    are; only the actor's tensors are kept.
     """
-    from safetensors import SafetensorError, safe_open
+    from safetensors import SafetensorError
+    from safetensors.numpy import load as load_tensors
+
+    from generala_env.files import FileProblem, read_regular
 
     file = Path(path) / WEIGHTS_FILE
-    if not file.is_file():
+    if not os.path.lexists(file):
         extra = (
             " (it holds an SB3 model.zip, which runs code when loaded: re-export it from a run you trust with generala export)"
             if (Path(path) / "model.zip").is_file()
@@ -228,13 +233,18 @@ def load_policy_net(path: Path, meta: dict) -> PolicyNet:
     where = f"checkpoint {path}"
     actor, critic = network_shapes(meta.get("network"), where)
     allowed = {**critic, **actor}
+    weights = 4 * sum(int(np.prod(s)) for s in allowed.values())
     try:
-        with open(file, "rb") as f:
-            head = f.read(8)
-            header = int.from_bytes(head, "little") if len(head) == 8 else -1
-            if not 0 < header <= MAX_HEADER_BYTES:
-                raise AgentError(f"{where}: {WEIGHTS_FILE} is not a safetensors file of at most {MAX_HEADER_BYTES:,} header bytes")
-            entries = json.loads(f.read(header))
+        # the one reader of files: a regular file (a FIFO or a device is one line), never more
+        # than the largest header and the network's own float32 weights
+        raw = read_regular(file, 8 + MAX_HEADER_BYTES + weights, f"{where}: the weights", links=True)
+    except FileProblem as problem:
+        raise AgentError(str(problem)) from None
+    try:
+        header = int.from_bytes(raw[:8], "little") if len(raw) >= 8 else -1
+        if not 0 < header <= MAX_HEADER_BYTES:
+            raise AgentError(f"{where}: {WEIGHTS_FILE} is not a safetensors file of at most {MAX_HEADER_BYTES:,} header bytes")
+        entries = json.loads(raw[8 : 8 + header])
         if not isinstance(entries, dict):
             raise ValueError("its header is not a JSON object")
         entries.pop("__metadata__", None)
@@ -250,12 +260,10 @@ def load_policy_net(path: Path, meta: dict) -> PolicyNet:
                     f"{where}: {n} has shape {short_repr(shape)}, the metadata's network needs {allowed[n]}; "
                     "the weights were made for another network, number of players or rule set"
                 )
-        limit = 8 + header + 4 * sum(int(np.prod(s)) for s in allowed.values())
-        size = file.stat().st_size
-        if size > limit:
-            raise AgentError(f"{where}: {WEIGHTS_FILE} is {size:,} bytes, more than the {limit:,} its metadata's network needs; refused")
-        with safe_open(str(file), framework="numpy") as st:  # checks offsets and coverage; reads only the actor
-            tensors = {n: st.get_tensor(n) for n in st.keys() if n in actor}  # noqa: SIM118  # safe_open is not iterable
+        limit = 8 + header + weights
+        if len(raw) > limit:
+            raise AgentError(f"{where}: {WEIGHTS_FILE} is {len(raw):,} bytes, more than the {limit:,} its metadata's network needs; refused")
+        tensors = {n: t for n, t in load_tensors(raw).items() if n in actor}  # checks offsets and coverage
     except (SafetensorError, OSError, ValueError, TypeError, RecursionError) as e:
         if isinstance(e, AgentError):
             raise

@@ -110,21 +110,33 @@ def split(spec: str) -> tuple[str, str] | None:
     return None
 
 
+MAX_SOURCE_BYTES = 16 << 20  # an agent's Python file: a few kilobytes; refused past 16 MiB
+
+
 def _import_file(path: str, spec: str):
+    """The module of the Python file ``path``, run once. Its source is read by the one reader of
+    files (:func:`generala_env.files.read_regular`: a regular file, bounded; a FIFO, a device or a
+    ``/proc`` file is one line) and run from those bytes, never read again by the import system."""
+    from generala_env.files import FileProblem, read_regular
+
     file = Path(path).expanduser()
-    if not file.is_file():
+    if not os.path.lexists(file):
         raise AgentError(f"agent spec {spec!r}: there is no file {path}")
     file = file.resolve()
     name = "_generala_agent_" + hashlib.sha1(str(file).encode()).hexdigest()[:12]
     if name in sys.modules:
         return sys.modules[name]
+    try:
+        source = read_regular(file, MAX_SOURCE_BYTES, f"agent spec {spec!r}: the file", links=True)
+    except FileProblem as e:
+        raise AgentError(str(e)) from None
     loader_spec = importlib.util.spec_from_file_location(name, file)
-    if loader_spec is None or loader_spec.loader is None:
+    if loader_spec is None:
         raise AgentError(f"agent spec {spec!r}: {path} cannot be imported as Python")
     module = importlib.util.module_from_spec(loader_spec)
     sys.modules[name] = module
     try:
-        loader_spec.loader.exec_module(module)
+        exec(compile(source, str(file), "exec"), module.__dict__)  # noqa: S102 - the caller named this file to run (Trust.code)
     except BaseException as e:
         del sys.modules[name]
         if isinstance(e, (KeyboardInterrupt, SystemExit)):

@@ -27,6 +27,7 @@ in arrays.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -293,8 +294,9 @@ def read_values(spec: str) -> dict:
 
 def folder_agent(folder) -> type[TDSearchAgent] | type[TDSearchTwoPlayerAgent] | None:
     """The td-search class that plays the values in ``folder`` (a ``python -m generala_training.td_search
-    --out`` folder), or ``None`` where it holds no such values."""
-    if not str(folder) or not Path(folder).is_dir() or not (Path(folder) / VALUES_FILE).is_file():
+    --out`` folder), or ``None`` where it holds no such values. Anything at ``td_search.json``
+    is read (:func:`read_values_file`): a FIFO or a device there is one line naming it."""
+    if not str(folder) or not Path(folder).is_dir() or not os.path.lexists(Path(folder) / VALUES_FILE):
         return None
     players = read_checkpoint(str(folder), Path(folder)).get("players")
     return {1: TDSearchAgent, 2: TDSearchTwoPlayerAgent}.get(players) if isinstance(players, int) else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -71,11 +72,13 @@ def check_target(path: Path) -> None:
         raise FileProblem(f"{path} is {kind_of(st)}: nothing is written through or over it; move it or choose another place")
 
 
-def open_regular(path: Path, flags: int, name: str, refused: str, failed: str) -> int:
-    """A descriptor of ``path`` opened with ``flags`` and never through a link, checked to be a
-    regular file; else a :class:`FileProblem`: ``{name} is a ...: {refused}``, or ``{failed}: why``."""
+def open_regular(path: Path, flags: int, name: str, refused: str, failed: str, *, links: bool = False) -> int:
+    """A descriptor of ``path`` opened with ``flags`` and never through a link (``links``: a
+    link is followed to what it names), checked to be a regular file; else a
+    :class:`FileProblem`: ``{name} is a ...: {refused}``, or ``{failed}: why``. ``O_NONBLOCK``:
+    opening a FIFO returns at once, and the check then refuses it."""
     try:
-        fd = os.open(path, flags | NOFOLLOW | NONBLOCK | CLOEXEC, 0o644)
+        fd = os.open(path, flags | (0 if links else NOFOLLOW) | NONBLOCK | CLOEXEC, 0o644)
     except FileNotFoundError:
         raise FileProblem(f"{name} does not exist") from None
     except OSError as e:
@@ -230,12 +233,35 @@ def _renameat2_noreplace(src: Path, dst: Path) -> bool | None:
 
 
 # -- reading -----------------------------------------------------------------------------------
-def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:
-    """The bytes of ``path``, a regular file (no link, FIFO or device) of at most ``limit`` bytes."""
+@functools.cache
+def kernel_devices() -> frozenset[int]:
+    """The devices of the kernel's own file trees, ``/proc`` and ``/sys``: their files call
+    themselves regular, yet are made as they are read (``/proc/self/pagemap`` stands for
+    terabytes, ``/proc/kmsg`` waits for the kernel's next message)."""
+    devices = set()
+    for tree in ("/proc", "/sys"):
+        with contextlib.suppress(OSError):
+            devices.add(os.stat(tree).st_dev)
+    return frozenset(devices)
+
+
+def read_regular(path: str | os.PathLike, limit: int, what: str = "file", *, links: bool = False) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes: the one reader of every
+    file the project reads back or a user names (a config, a rule set, an agent's file).
+
+    The file is opened with ``O_NONBLOCK`` (a FIFO opens at once, with no writer), checked with
+    ``fstat`` on that descriptor, and refused unless it is a regular file on a real file system:
+    a FIFO, a socket, a device, a folder or a file of ``/proc`` or ``/sys`` is one
+    :class:`FileProblem` line before a byte is read. At most ``limit`` + 1 bytes are then read,
+    so a file that grows meanwhile is refused too. ``links``: a symbolic link is followed to the
+    file it names (a file a user names by a link); else it is refused (a file the project wrote
+    itself, where a link is someone else's doing)."""
     path = Path(path)
-    fd = open_regular(path, os.O_RDONLY, f"{what} {path}", "only regular files are read", f"{what} {path} cannot be read")
+    fd = open_regular(path, os.O_RDONLY, f"{what} {path}", "only regular files are read", f"{what} {path} cannot be read", links=links)
     try:
         st = os.fstat(fd)
+        if st.st_dev in kernel_devices():
+            raise FileProblem(f"{what} {path} is a file of the kernel's /proc or /sys: only regular files are read")
         if st.st_size > limit:
             raise FileProblem(f"{what} {path} has {st.st_size:,} bytes, more than the {limit:,} read")
         chunks, total = [], 0
@@ -254,9 +280,10 @@ def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> byt
         os.close(fd)
 
 
-def read_json(path: str | os.PathLike, limit: int = 16 << 20, what: str = "file") -> Any:
-    """JSON from a regular file of at most ``limit`` bytes; one line naming the file if it is not."""
-    raw = read_regular(path, limit, what)
+def read_json(path: str | os.PathLike, limit: int = 16 << 20, what: str = "file", *, links: bool = False) -> Any:
+    """JSON from a regular file of at most ``limit`` bytes (:func:`read_regular`); one line
+    naming the file if it is not."""
+    raw = read_regular(path, limit, what, links=links)
     try:
         return json.loads(raw)
     except RecursionError:

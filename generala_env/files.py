@@ -14,8 +14,12 @@
 - **Appends are whole lines** (:func:`append_line`): one ``write`` of an ``O_APPEND`` file opened
   with ``O_NOFOLLOW``; :func:`read_json_lines` reads them back, skipping a torn last line with
   a warning that names the file and line, and refusing a bad line elsewhere with one line.
-- **Reads of files a user names are bounded** (:func:`read_regular`): regular files only (a FIFO,
-  a device or a link to one is refused without opening it for reading), at most ``limit`` bytes.
+- **Every file read is read by one reader** (:func:`read_regular`), the files a user names (a
+  config, a rule file, an agent's source, td-search values, checkpoint weights) and those the
+  project reads back alike: opened with ``O_NONBLOCK`` (a FIFO opens at once), checked with
+  ``fstat`` on that descriptor, refused in one line unless it is a regular file off ``/proc``
+  and ``/sys`` (a FIFO, a device, a folder), then read to at most ``limit`` + 1 bytes. A link
+  is refused, or followed where the caller asks (a user's file named by a link).
 - **A folder two processes could share is locked** (:func:`lock_folder`): ``flock`` on a
   ``.lock`` file opened without following links and never truncated; a second process gets one
   line naming the folder.

@@ -131,9 +131,9 @@ def preset_names() -> list[str]:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = read_yaml(path)
+        data = read_yaml(path, "rule file")
     except YamlFileError as e:
-        raise RulesError(f"rule file {e}") from None
+        raise RulesError(str(e)) from None
     if not isinstance(data, dict):
         raise RulesError(f"rule file {path} must hold a mapping of settings, got {type(data).__name__}")
     return data
@@ -277,11 +277,7 @@ def load_rules(spec: str | Path | Mapping[str, Any] | RuleSet | None = None) -> 
         s = str(spec)
         looks_like_path = isinstance(spec, Path) or s.endswith((".yaml", ".yml")) or "/" in s or "\\" in s
         if looks_like_path:
-            path = Path(s)
-            if path.is_dir():
-                raise RulesError(f"rule file {s} is a folder, not a YAML file")
-            if not path.is_file():
-                raise RulesError(f"rule file {s} does not exist")
+            path = Path(s)  # read as it is: a folder, a FIFO or a device is named as what it is
             return _build(_resolve(_read_yaml(path)), name=path.stem)
         return _build(_preset_settings(s), name=s)
     raise RulesError(f"rules must be a preset name, a YAML path, a mapping or a RuleSet, got {type(spec).__name__}")

@@ -1,7 +1,8 @@
 """Reading YAML files that someone else may have written: bounded, and failing in one line.
 
 Every YAML file the project reads (rule sets, training configs, benchmark configs, a run's
-``config.yaml``) goes through :func:`read_yaml`. PyYAML's ``safe_load`` runs no code, but
+``config.yaml``) goes through :func:`read_yaml`, which reads it with the one reader of files
+(:func:`generala_env.file_io.read_regular`). PyYAML's ``safe_load`` runs no code, but
 it lets a few hundred bytes of aliases (``&a [*b, *b, ...]`` nested nine deep) stand for
 billions of values, and a list nested 100,000 deep overflows the stack. Here the document
 is measured while it is composed, before any Python value is built: the values it stands
@@ -95,23 +96,23 @@ def parse_yaml(text: str, name: str = "<text>") -> Any:
         raise YamlFileError(f"{name}: a value cannot be read: {short_repr(str(e), 200)}") from None
 
 
-def read_yaml(path: str | Path) -> Any:
-    """The value of the YAML file ``path``, read with the bounds above."""
+def read_yaml(path: str | Path, what: str = "YAML file") -> Any:
+    """The value of the YAML file ``path``, read by the one reader of files
+    (:func:`generala_env.file_io.read_regular`: a regular file, never a FIFO, a device or a
+    ``/proc`` file, of at most :data:`MAX_BYTES`) and parsed with the bounds above. Every
+    problem is one :class:`YamlFileError` line that starts with ``what`` and the file's name."""
+    from .file_io import FileProblem, read_regular
+
     path = Path(path)
     try:
-        if path.is_dir():
-            raise YamlFileError(f"{path} is a folder, not a YAML file")
-        with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise YamlFileError(f"cannot read {path}: {e.strerror or e}") from None
-    if len(data) > MAX_BYTES:
-        raise YamlFileError(f"{path} is larger than {MAX_BYTES // 2**20} MiB; refused")
+        data = read_regular(path, MAX_BYTES, what, links=True)  # a user's file may be named by a link
+    except FileProblem as e:
+        raise YamlFileError(str(e)) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise YamlFileError(f"{path} is not UTF-8 text (byte {e.start})") from None
-    return parse_yaml(text, str(path))
+        raise YamlFileError(f"{what} {path} is not UTF-8 text (byte {e.start})") from None
+    return parse_yaml(text, f"{what} {path}")
 
 
 _REPR = reprlib.Repr()

@@ -23,7 +23,25 @@ from generala_env.game import MAX_PLAYERS
 from generala_env.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_repr
 from generala_env.suggest import refusal
 
-from .algos import ACTIVATIONS, HYPERPARAMS, LR_SCHEDULES, TRAIN_ALGO, hyperparam_problem, layer_sizes_problem, leaves_one_sample
+from .algos import (
+    ACTIVATIONS,
+    HYPERPARAMS,
+    LR_SCHEDULES,
+    MAX_EPOCHS,
+    MAX_EVAL_GAMES,
+    MAX_LAYER_WIDTH,
+    MAX_N_ENVS,
+    MAX_SUBPROC_ENVS,
+    MAX_TEACHER_GAMES,
+    MAX_THREADS,
+    TRAIN_ALGO,
+    activations_problem,
+    bounded,
+    hyperparam_problem,
+    layer_sizes_problem,
+    leaves_one_sample,
+    rollout_problem,
+)
 from .config_presets import shipped_configs
 
 if TYPE_CHECKING:
@@ -276,23 +294,24 @@ CHOICES = {
 }
 
 # key -> (test, what a value must be); checked after the types, so a number here is a finite number;
-# the algo keys are checked as every algorithm's hyperparameters are (generala_training.algos)
+# the algo keys are checked as every algorithm's hyperparameters are (generala_training.algos), and
+# every size that allocates has its bound there (MAX_..., each with why it is that large)
 BOUNDS: dict[tuple, tuple[Callable[[Any], bool], str]] = {
     ("seed",): (lambda v: 0 <= v < 2**32, "from 0 to 2**32 - 1"),
     ("total_timesteps",): (lambda v: v >= 1, "at least 1"),
-    ("threads",): (lambda v: v >= 1, "at least 1"),
+    ("threads",): bounded(1, MAX_THREADS, "the bound of torch's threads"),
     ("env", "num_players"): (lambda v: 1 <= v <= MAX_PLAYERS, f"from 1 to {MAX_PLAYERS}"),
     ("env", "reward_scale"): (lambda v: v > 0, "greater than 0"),
     ("env", "exploring_starts"): (lambda v: 0 <= v <= 1, "from 0 to 1"),
-    ("vec_env", "n_envs"): (lambda v: v >= 1, "at least 1"),
+    ("vec_env", "n_envs"): bounded(1, MAX_N_ENVS, "the bound of games stepped together"),
     ("eval", "every"): (lambda v: v >= 1, "at least 1"),
-    ("eval", "games"): (lambda v: v >= 1, "at least 1"),
-    ("pretrain", "games"): (lambda v: v >= 0, "0 or more"),
-    ("pretrain", "epochs"): (lambda v: v >= 1, "at least 1"),
+    ("eval", "games"): bounded(1, MAX_EVAL_GAMES, "the bound of an evaluation's games"),
+    ("pretrain", "games"): bounded(0, MAX_TEACHER_GAMES, "the bound of the teacher's games"),
+    ("pretrain", "epochs"): bounded(1, MAX_EPOCHS, "the bound of passes over the imitated decisions"),
     ("pretrain", "epsilon"): (lambda v: 0 <= v <= 1, "from 0 to 1"),
     ("pretrain", "learning_rate"): (lambda v: v > 0, "greater than 0"),
     ("checkpoint_every",): (lambda v: v >= 1, "at least 1"),
-    ("policy", "keep_width"): (lambda v: v >= 1, "at least 1"),
+    ("policy", "keep_width"): bounded(1, MAX_LAYER_WIDTH, "the bound of a layer's width"),
 }
 
 DEVICE = re.compile(r"cpu|cuda(:\d+)?|mps|auto")
@@ -335,7 +354,7 @@ def _validate(cfg: Config) -> None:
     for key, (ok, what) in BOUNDS.items():
         if not ok(_get(cfg, key)):
             raise _fail(key, what, _get(cfg, key))
-    for name in HYPERPARAMS:
+    for name in (f.name for f in dataclasses.fields(AlgoSection) if f.name in HYPERPARAMS):
         problem = hyperparam_problem(TRAIN_ALGO, name, getattr(cfg.algo, name))
         if problem:
             raise ConfigError(f"config key {'algo.' + name!r} {problem}")
@@ -355,6 +374,7 @@ def _validate(cfg: Config) -> None:
         problem = layer_sizes_problem(getattr(cfg.policy, arch_key), null_ok=arch_key == "vf_arch")
         if problem:
             raise ConfigError(f"config key {'policy.' + arch_key!r} {problem}")
+    check_sizes(cfg)
 
     env = cfg.env
     seat = env.agent_seat
@@ -380,6 +400,22 @@ def _validate(cfg: Config) -> None:
             f"config keys 'algo.n_steps' x 'vec_env.n_envs' = {rollout_steps(cfg)} samples per rollout leave a minibatch "
             f"('algo.batch_size' = {cfg.algo.batch_size}) of one sample; change one of them"
         )
+
+
+def check_sizes(cfg: Config) -> None:
+    """Refuse sizes that are each within their bounds but too large together: a subproc env of
+    more processes than :data:`~generala_training.algos.MAX_SUBPROC_ENVS`, a rollout past
+    :data:`~generala_training.algos.MAX_ROLLOUT` samples, a minibatch whose activations pass
+    :data:`~generala_training.algos.MAX_ACTIVATIONS` values."""
+    n_envs, algo, pol = cfg.vec_env.n_envs, cfg.algo, cfg.policy
+    if cfg.vec_env.kind == "subproc" and n_envs > MAX_SUBPROC_ENVS:
+        raise _fail(("vec_env", "n_envs"), f"from 1 to {MAX_SUBPROC_ENVS} with vec_env.kind: subproc (the bound of its processes, one a game)", n_envs)
+    problem = rollout_problem(algo.n_steps, n_envs)
+    if problem:
+        raise ConfigError(f"config keys 'algo.n_steps' x 'vec_env.n_envs' {problem}")
+    problem = activations_problem(algo.batch_size, pol.net_arch, pol.vf_arch if pol.vf_arch is not None else pol.net_arch)
+    if problem:
+        raise ConfigError(f"config keys 'algo.batch_size' x the units of 'policy.net_arch' and 'policy.vf_arch' {problem}")
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -422,15 +458,13 @@ def read_config_file(path: str | Path, what: str, error: type[ValueError] = Conf
     bounds of :func:`generala_env.safe_yaml.read_yaml`: the one reader of every config file
     (training configs, a run's ``config.yaml``, the benchmark's task suite and algorithm files).
 
-    Anything that stops it (no such file, not YAML, too large, not a mapping) is one line of
-    ``error``: ``what`` (the kind of file), then the file's name and the problem."""
+    Anything that stops it (no such file, a FIFO, a device or a ``/proc`` file, not YAML, too
+    large, not a mapping) is one line of ``error``: ``what`` (the kind of file), then the file's name and the problem."""
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        raise error(f"{what} {p} does not exist")
     try:
-        data = read_yaml(p)
+        data = read_yaml(p, what)
     except YamlFileError as e:
-        raise error(f"{what} {e}") from None
+        raise error(str(e)) from None
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise error(f"{what} {p} must hold a mapping of keys, got {type(data).__name__}")

@@ -24,15 +24,18 @@ def shipped_configs() -> dict[str, Path]:
 
 def config_summary(path: Path) -> str:
     """The first sentence of a config file's leading comment: what the config is for."""
+    from generala_env.files import FileProblem, read_regular
+    from generala_env.safe_yaml import MAX_BYTES
+
     words: list[str] = []
     try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if not line.startswith("#") or line.startswith("#  "):  # the comment ends, or a command line in it starts
-                    break
-                words += line.lstrip("#").split()
-    except (OSError, UnicodeDecodeError):
+        text = read_regular(path, MAX_BYTES, "config file", links=True).decode("utf-8")
+    except (FileProblem, UnicodeDecodeError):
         return ""
+    for line in text.splitlines():
+        if not line.startswith("#") or line.startswith("#  "):  # the comment ends, or a command line in it starts
+            break
+        words += line.lstrip("#").split()
     text = " ".join(words)
     end = text.find(". ")
     return text if end < 0 else text[: end + 1]

@@ -65,6 +65,31 @@ class Hyper:
     layer_norm: bool = True
     ortho_init: bool = True
 
+    def __post_init__(self) -> None:
+        """The sizes a training config is held to (:mod:`generala_training.algos`' ``MAX_...``),
+        checked before anything is allocated: a Hyper made in Python past them is one
+        ``ValueError`` line naming the field, its value and the bound."""
+        from .algos import HYPERPARAMS, MAX_N_ENVS, activations_problem, bounded, layer_sizes_problem, rollout_problem
+
+        checks = [("num_envs", self.num_envs, bounded(1, MAX_N_ENVS, "the bound of games stepped together"))]
+        checks += [
+            (name, getattr(self, name), HYPERPARAMS[key][1:])
+            for name, key in (("num_steps", "n_steps"), ("minibatch_size", "batch_size"), ("epochs", "n_epochs"))
+        ]
+        for name, value, (ok, what) in checks:
+            if not isinstance(value, int) or not ok(value):
+                raise ValueError(f"Hyper.{name} must be a whole number {what}, got {value!r}")
+        for name in ("net_arch", "vf_arch"):
+            problem = layer_sizes_problem(list(getattr(self, name)))
+            if problem:
+                raise ValueError(f"Hyper.{name} {problem}")
+        problem = rollout_problem(self.num_steps, self.num_envs)
+        if problem:
+            raise ValueError(f"Hyper.num_steps x Hyper.num_envs {problem}")
+        problem = activations_problem(self.minibatch_size, list(self.net_arch), list(self.vf_arch))
+        if problem:
+            raise ValueError(f"Hyper.minibatch_size x the units of net_arch and vf_arch {problem}")
+
     @property
     def rollout(self) -> int:
         return self.num_envs * self.num_steps

@@ -19,7 +19,7 @@ from pathlib import Path
 from generala_env.checks import is_whole
 from generala_env.safe_yaml import short_repr
 
-from ..algos import ALGOS, Algo, AlgoConfig, algo_class
+from ..algos import ALGOS, MAX_EVAL_GAMES, Algo, AlgoConfig, algo_class
 from ..config import read_config_file
 from ..envs import TRAINING_REWARDS
 
@@ -49,9 +49,16 @@ def _keys(data: dict, allowed: tuple[str, ...], where: str, required: tuple[str,
         raise BenchmarkError(f"{where}: missing key(s) {', '.join(missing)}")
 
 
-def _positive_int(value, where: str) -> int:
+# evaluations of one run (each also saves a checkpoint): a learning curve of 1,000 points; the suite uses 10
+MAX_EVAL_POINTS = 1000
+
+
+def _positive_int(value, where: str, most: tuple[int, str] | None = None) -> int:
+    """A whole number of at least 1 (and at most ``most``: the bound and what it bounds)."""
+    if most is not None and (not is_whole(value) or not 1 <= value <= most[0]):
+        raise BenchmarkError(f"{where} must be a whole number from 1 to {most[0]:,} ({most[1]}), got {short_repr(value)}")
     if not is_whole(value) or value < 1:
-        raise BenchmarkError(f"{where} must be a whole number of at least 1, got {value!r}")
+        raise BenchmarkError(f"{where} must be a whole number of at least 1, got {short_repr(value)}")
     return int(value)
 
 
@@ -180,7 +187,9 @@ def load_suite(config_dir: Path | None = None) -> Suite:
     _keys(ev, ("seed", "games", "final_games", "points"), f"{path}: evaluation", required=("seed", "games", "final_games", "points"))
     if isinstance(ev["seed"], bool) or not isinstance(ev["seed"], int) or ev["seed"] < 0:
         raise BenchmarkError(f"{path}: evaluation.seed must be a whole number of 0 or more, got {ev['seed']!r}")
-    evaluation = Evaluation(ev["seed"], *(_positive_int(ev[k], f"{path}: evaluation.{k}") for k in ("games", "final_games", "points")))
+    bounds = {"games": (MAX_EVAL_GAMES, "the bound of an evaluation's games"), "final_games": (MAX_EVAL_GAMES, "the bound of an evaluation's games")}
+    bounds["points"] = (MAX_EVAL_POINTS, "the bound of a run's evaluations")
+    evaluation = Evaluation(ev["seed"], *(_positive_int(ev[k], f"{path}: evaluation.{k}", bounds[k]) for k in ("games", "final_games", "points")))
     if not isinstance(data["tasks"], dict) or not data["tasks"]:
         raise BenchmarkError(f"{path}: tasks must be a non-empty mapping of task names")
     tasks = {}
