@@ -95,6 +95,22 @@ from .scoring import sheet_totals
 from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, uniform_legal  # noqa: F401  (re-exported)
 
 
+_NONE = np.zeros(0, dtype=np.int64)  # no game
+_NONE.setflags(write=False)
+
+
+def check_autoreset_mode(mode) -> AutoresetMode:
+    """``mode`` as a :class:`gymnasium.vector.AutoresetMode` (the member, or its value:
+    ``"NextStep"``, ``"SameStep"``, ``"Disabled"``), or ``ValueError`` naming them."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    try:
+        return AutoresetMode(mode)
+    except (ValueError, TypeError):
+        names = ", ".join(repr(m.value) for m in AutoresetMode)
+        raise ValueError(f"autoreset_mode must be a gymnasium.vector.AutoresetMode or one of {names}, got {mode!r}") from None
+
+
 # -- the vector env -------------------------------------------------------------------------
 class GeneralaVectorEnv(VectorEnv):
     """
@@ -127,7 +143,8 @@ class GeneralaVectorEnv(VectorEnv):
       seats, exploring starts and opponents' seeds then come from ``np_random``).
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    # the class's default; each env's own metadata holds the mode it was made with
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     # many parameters: the single env's keyword arguments plus the vector env's own four
     def __init__(
@@ -149,7 +166,10 @@ class GeneralaVectorEnv(VectorEnv):
         max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW,
         render_scale: int = 2,
         opponent_trust: opponents_registry.Trust | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     ):
+        self.autoreset_mode = check_autoreset_mode(autoreset_mode)
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.rules = load_rules(rules)
         self.core = core = EnvCore(
             num_envs, self.rules, num_players, opponents, reward, agent_seat, render_mode, illegal_action, illegal_penalty,
@@ -182,6 +202,7 @@ class GeneralaVectorEnv(VectorEnv):
         self._every = np.ones(N, dtype=bool)
         self._every.setflags(write=False)
         self._masks = np.zeros((N, self.num_actions), dtype=bool)  # what the agent may play in each game
+        self._ended = _NONE  # the games that ended at the last step and wait to start anew (NEXT_STEP, DISABLED)
 
     @property
     def ended_before_move(self) -> np.ndarray:
@@ -218,7 +239,10 @@ class GeneralaVectorEnv(VectorEnv):
         m[early != 0] = True
         return m
 
-    def _info(self, illegal: np.ndarray) -> dict[str, Any]:
+    def _info(self, illegal: np.ndarray, ends: np.ndarray | None = None) -> dict[str, Any]:
+        """The step's (or with ``ends`` None the reset's) info: the same keys at both. Without
+        SAME_STEP autoreset an ended game is seen at its end, so the info also says who won it
+        (``ends``: what the core's step wrote of the games that ended, zero rows elsewhere)."""
         info: dict[str, Any] = {"illegal_action": illegal, "seat": self.seat.copy()}
         if self.full_info:
             info.update(
@@ -228,7 +252,13 @@ class GeneralaVectorEnv(VectorEnv):
                 turn=(self.sheets[self._all, self.player] != OPEN).sum(axis=1),
                 totals=sheet_totals(self.sheets),
             )
-        info["game_over"] = self.ended_before_move
+        info["game_over"] = self.over != 0
+        if self.autoreset_mode != AutoresetMode.SAME_STEP:
+            P = self.num_players
+            if ends is None:
+                info["winner"], info["served_generala_win"] = np.full(self.num_envs, -1), np.zeros(self.num_envs, dtype=bool)
+            else:
+                info["winner"], info["served_generala_win"] = ends[:, P] - 1, ends[:, P + 1] != 0
         for k in list(info):
             info["_" + k] = self._every
         return info
@@ -248,12 +278,15 @@ class GeneralaVectorEnv(VectorEnv):
             core.seed(seed)
         obs = np.empty((self.num_envs, self.encoder.size), dtype=np.float32)
         core.start(games, obs)
+        self._ended = self._ended[~np.isin(self._ended, games)] if len(games) < self.num_envs else _NONE
         if len(games) < self.num_envs:  # the other games are seen as they are
             rest = np.flatnonzero(~np.isin(self._all, games))
             core._look(rest, obs, E.LOOK)
-        # a partial reset leaves the other games as they were: still unstarted, or stopped by a failure
+        # a partial reset leaves the other games as they were: still unstarted, or stopped by a
+        # failure (games that ended at the last step wait for their reset: they are not stuck)
         over = self.over != 0
         stuck = (over & ~self.ended_before_move) | (~over & (self.player != self.seat))
+        stuck[self._ended] = False
         core.halt = (previous or RESET_FAILED) if stuck.any() else None
         self._masks = self._agent_masks()
         return self._observation(obs), self._info(np.zeros(self.num_envs, dtype=bool))
@@ -268,26 +301,61 @@ class GeneralaVectorEnv(VectorEnv):
         if not np.issubdtype(a.dtype, np.integer):
             raise ValueError(f"actions must be integers from 0 to {self.num_actions - 1}, got dtype {a.dtype}")
         a = a.astype(np.int64, copy=False)
+        same_step, waiting = self.autoreset_mode == AutoresetMode.SAME_STEP, self._ended
+        if len(waiting) and self.autoreset_mode == AutoresetMode.DISABLED:
+            raise RuntimeError(
+                f"games {waiting.tolist()} ended at the last step and autoreset_mode is DISABLED: "
+                "reset them first, reset(options={'reset_mask': mask})"
+            )
         obs = np.empty((self.num_envs, self.encoder.size), dtype=np.float32)
         ends = np.zeros((self.num_envs, self.num_players + 2), dtype=np.int64)  # the ended games' totals, winner + 1, served win
-        rewards = core.step(a, obs, ends)
         env = core.env
+        rewards = self._step_core(a, obs, ends, waiting) if len(waiting) else core.step(a, obs, ends)
         terminated, truncated = env[E.TERMINATED] != 0, env[E.TRUNCATED] != 0
         illegal = env[E.ILLEGAL] != 0
-        final = None
-        if core.found[E.N_ENDED]:
-            done = terminated | truncated
-            final = self._final(terminated, done, obs, ends)
+        if same_step:
+            final = None
+            if core.found[E.N_ENDED]:
+                done = terminated | truncated
+                final = self._final(terminated, done, obs, ends)
+            self._masks = self._agent_masks()
+            info = self._info(illegal)
+            if final is not None:
+                info["final_obs"], info["final_info"] = final
+                info["_final_obs"] = info["_final_info"] = done
+            return self._observation(obs), rewards, terminated, truncated, info
+        # NEXT_STEP, DISABLED: an ended game is seen at its end, every action marked once it is over
+        self._ended = np.flatnonzero(terminated | truncated)
         self._masks = self._agent_masks()
-        info = self._info(illegal)
-        if final is not None:
-            info["final_obs"], info["final_info"] = final
-            info["_final_obs"] = info["_final_info"] = done
-        return self._observation(obs), rewards, terminated, truncated, info
+        if terminated.any():
+            if self._masks is self.core.masks:
+                self._masks = self._masks.copy()
+            self._masks[terminated] = True
+        return self._observation(obs), rewards, terminated, truncated, self._info(illegal, ends)
+
+    def _step_core(self, actions: np.ndarray, obs: np.ndarray, ends: np.ndarray, waiting: np.ndarray) -> np.ndarray:
+        """The core's step, where the games ``waiting`` (NEXT_STEP: they ended at the last step)
+        start anew instead: the step passes over them as over games whose episode has ended
+        (``early_end``: no move, their actions ignored), then they start, reward 0, neither
+        terminated nor truncated."""
+        core, env = self.core, self.core.env
+        was = env[E.EARLY_END, waiting]
+        env[E.EARLY_END, waiting] = 1
+        try:
+            rewards = core.step(actions, obs, ends)
+        except BaseException:
+            env[E.EARLY_END, waiting] = was
+            raise
+        rewards[waiting] = 0.0
+        env[E.TERMINATED, waiting] = 0
+        env[E.TRUNCATED, waiting] = 0
+        ends[waiting] = 0
+        core.start(waiting, obs)
+        return rewards
 
     def _final(self, terminated: np.ndarray, done: np.ndarray, obs: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, dict]:
         """The ending observations and info of the games that ended (``done``), which start anew
-        (autoreset); ``ends``: what the core's step wrote of them."""
+        (SAME_STEP autoreset); ``ends``: what the core's step wrote of them."""
         ended = self.core.ended()
         final_obs = np.empty(self.num_envs, dtype=object)  # None where the game goes on
         for i, row in zip(ended.tolist(), obs[ended], strict=True):  # rows of one copy
