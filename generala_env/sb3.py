@@ -47,7 +47,9 @@ class GeneralaSB3VecEnv(VecEnv):
         elif env_kwargs or (num_envs is not None and num_envs != venv.num_envs):
             raise ValueError("give a venv or num_envs with env arguments, not both")
         if venv.autoreset_mode != AutoresetMode.SAME_STEP:
-            raise ValueError(f"SB3's VecEnv resets a game in the step that ends it: make the vector env with autoreset_mode=AutoresetMode.SAME_STEP, not {venv.autoreset_mode.name}")
+            raise ValueError(
+                f"SB3's VecEnv resets a game in the step that ends it: make the vector env with autoreset_mode=AutoresetMode.SAME_STEP, not {venv.autoreset_mode.name}"
+            )
         self.venv = venv
         self.reward_scale = float(reward_scale)
         self._actions: np.ndarray | None = None

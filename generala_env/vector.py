@@ -94,7 +94,6 @@ from .rules import RuleSet, load_rules
 from .scoring import sheet_totals
 from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, uniform_legal  # noqa: F401  (re-exported)
 
-
 _NONE = np.zeros(0, dtype=np.int64)  # no game
 _NONE.setflags(write=False)
 
@@ -304,8 +303,7 @@ class GeneralaVectorEnv(VectorEnv):
         same_step, waiting = self.autoreset_mode == AutoresetMode.SAME_STEP, self._ended
         if len(waiting) and self.autoreset_mode == AutoresetMode.DISABLED:
             raise RuntimeError(
-                f"games {waiting.tolist()} ended at the last step and autoreset_mode is DISABLED: "
-                "reset them first, reset(options={'reset_mask': mask})"
+                f"games {waiting.tolist()} ended at the last step and autoreset_mode is DISABLED: reset them first, reset(options={{'reset_mask': mask}})"
             )
         obs = np.empty((self.num_envs, self.encoder.size), dtype=np.float32)
         ends = np.zeros((self.num_envs, self.num_players + 2), dtype=np.int64)  # the ended games' totals, winner + 1, served win
