@@ -207,7 +207,8 @@ def main(argv=None) -> None:
         print(f"not installed (pip install -e '.[bench]'): {', '.join(missing)}")
     ref_ph = rates.get("pyhtzee (engine)")
     ref_os = rates.get("OpenSpiel yacht (C++)")
-    head = f"{'contestant':<26}{'decisions/s':>14}{'x pyhtzee':>11}{'[p10-p90]':>15}{'x yacht':>10}"
+    w = max(26, 2 + max(map(len, rates)))
+    head = f"{'contestant':<{w}}{'decisions/s':>14}{'x pyhtzee':>11}{'[p10-p90]':>15}{'x yacht':>10}"
     print(head)
     print("-" * len(head))
     for name, rs in rates.items():
@@ -217,7 +218,7 @@ def main(argv=None) -> None:
         else:
             r1 = f"{'-':>11}{'':>15}"
         r2 = f"{paired_ratio(rs, ref_os)[0]:9.2f}x" if ref_os else f"{'-':>10}"
-        print(f"{name:<26}{max(rs):>14,.0f}{r1}{r2}")
+        print(f"{name:<{w}}{max(rs):>14,.0f}{r1}{r2}")
     if {"SameStep", "NextStep"} <= set(args.autoreset_modes):
         print("NextStep over SameStep, paired by round: median [10th-90th percentile]")
         for n in args.sizes:

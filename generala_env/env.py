@@ -155,8 +155,9 @@ class GeneralaEnv(gym.Env):
     - v0: initial release (observation layout version 1). After 0.2.0: `obs_type`, the cap
       on illegal actions in a row (truncation), every `info` key at every step with a fixed
       shape, every action marked legal once the game is over, and a warning instead of an
-      error for an unknown `render_mode`; `render_mode="rgb_array"`. Legal play gives the same
-      games as before.
+      error for an unknown `render_mode`; `render_mode="rgb_array"`; the reason of an illegal
+      action out of `info` (`illegal_reason()`: the info holds numbers and arrays only). Legal
+      play gives the same games as before.
     """
 
     metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}

@@ -19,7 +19,7 @@ Each game draws from its own generator (:mod:`generala_env.game_dice`), as Gymna
 
     import gymnasium as gym, generala_env
     envs = gym.make_vec("Generala-v0", num_envs=1024, vectorization_mode="vector_entry_point",
-                        rules="classic", num_players=2, opponents="greedy")
+                        rules="classic", num_players=2, opponents="greedy")  # autoreset_mode=... too
     obs, info = envs.reset(seed=0)
     masks = envs.action_masks()                      # (N, 32 + L) bool
     obs, reward, terminated, truncated, info = envs.step(actions)
@@ -27,17 +27,28 @@ Each game draws from its own generator (:mod:`generala_env.game_dice`), as Gymna
 For stable-baselines3 / sb3-contrib use :func:`make_sb3_vec_env` (:mod:`generala_env.sb3`).
 
 ## Autoreset
-``metadata["autoreset_mode"]`` is :attr:`gymnasium.vector.AutoresetMode.SAME_STEP` (what
-SB3 expects): a game that ends is reset inside the same ``step``; the returned row is the
-new game's first observation, and the ending observation and info are in
-``info["final_obs"]`` (an object array of rows, ``None`` for games that go on, as
-Gymnasium's ``SyncVectorEnv`` gives) and ``info["final_info"]``, flagged by
-``info["_final_obs"]``. ``reset(options={"reset_mask": m})`` resets only the games where
-``m`` is true.
+Gymnasium 1.x's three modes (:class:`gymnasium.vector.AutoresetMode`), chosen with
+``autoreset_mode`` and shown in ``metadata["autoreset_mode"]``; in each, game ``i`` plays
+what the ``i``-th env of a ``SyncVectorEnv`` of single envs plays in that mode
+(``tests/test_autoreset.py``):
 
+* ``NEXT_STEP`` (the default, as Gymnasium's): the step that ends a game returns its ending
+  observation, every action marked in its mask (as the single env's final mask); the next
+  step starts it anew and returns the new game's first observation, reward 0, neither
+  terminated nor truncated, the game's action ignored (the core's step passes over it as
+  over a game that ended before the agent's move, then starts it).
+* ``SAME_STEP`` (what SB3's ``VecEnv`` does): a game that ends is reset inside the same
+  ``step``; the returned row is the new game's first observation, and the ending observation
+  and info are in ``info["final_obs"]`` (an object array of rows, ``None`` for games that go
+  on, as Gymnasium's ``SyncVectorEnv`` gives) and ``info["final_info"]``, flagged by
+  ``info["_final_obs"]``.
+* ``DISABLED``: an ended game is shown as in ``NEXT_STEP`` and waits for
+  ``reset(options={"reset_mask": m})``; a step before that raises ``RuntimeError`` naming it.
+
+``reset(options={"reset_mask": m})`` resets only the games where ``m`` is true, in any mode.
 A game whose agent played ``max_illegal_in_a_row`` illegal actions in a row (default 100,
 as in the single env; ``None``: no cap) is truncated: ``truncated[i]`` is true and the game
-is reset the same way, its ``final_info`` winner ``-1``.
+ends the same way, its winner ``-1``.
 
 ## Observations
 ``obs_type="flat"`` (default): ``(N, n)`` float32. ``obs_type="dict"``: ``{"observation":
@@ -46,15 +57,17 @@ is reset the same way, its ``final_info`` winner ``-1``.
 the single env's final mask does).
 
 ## Information
-Arrays over the N games, present at every step (each with its ``_key`` flags, as
-Gymnasium's vector envs give): ``illegal_action``, ``seat``, and ``game_over``, true where
-an opponent's served generala ended a game before the agent's first move (its next step
-ends the episode, as in the single env). With ``full_info=True`` also the single env's
-``action_mask`` (int8), ``dice`` (sorted faces), ``rolls_left``, ``turn`` and ``totals``
-(``N x players``); they cost time at every step, so they are off by default.
-``final_info`` holds ``totals``, ``winner`` (seat, ``-1`` on a shared win or a truncated
-game) and ``served_generala_win``. The single env's ``opponent_moves`` and
-``illegal_reason`` are not produced.
+Arrays over the N games, the same keys at reset and at every step (each with its ``_key``
+flags, as Gymnasium's vector envs give): ``illegal_action``, ``seat``, and ``game_over``,
+true where a game is over: it ended at this step (not with ``SAME_STEP``, which has started
+it anew), or an opponent's served generala ended it before the agent's first move (its next
+step ends the episode, as in the single env). Without ``SAME_STEP`` also ``winner`` (seat,
+``-1`` on a shared win, a truncated game or a game that did not end at this step) and
+``served_generala_win`` of the games that ended at this step. With ``full_info=True`` also
+the single env's ``action_mask`` (int8), ``dice`` (sorted faces), ``rolls_left``, ``turn``
+and ``totals`` (``N x players``); they cost time at every step, so they are off by default.
+With ``SAME_STEP``, ``final_info`` holds ``totals``, ``winner`` and
+``served_generala_win``. The single env's ``opponent_moves`` are not produced.
 
 ## Opponents
 Names are looked up in :mod:`generala_env.opponents`. A name registered with a batched
@@ -115,7 +128,7 @@ class GeneralaVectorEnv(VectorEnv):
     """
     ## Description
     ``num_envs`` games of ``Generala-v0`` stepped together; every argument but
-    ``num_envs``, ``opponent_mix``, ``full_info`` and ``dice_source`` means what it means for
+    ``num_envs``, ``opponent_mix``, ``full_info``, ``dice_source`` and ``autoreset_mode`` means what it means for
     :class:`generala_env.env.GeneralaEnv`, and each game behaves exactly like one
     ``GeneralaEnv`` (see the module docstring for autoreset, info and opponents).
 
@@ -134,6 +147,9 @@ class GeneralaVectorEnv(VectorEnv):
       ``opponents`` takes; game ``i`` plays entry ``i % len(opponent_mix)``.
     - ``opponent_trust``: what an opponent given by name may do, as for ``GeneralaEnv``.
     - ``full_info``: add the per-step info arrays listed in the module docstring.
+    - ``autoreset_mode``: a :class:`gymnasium.vector.AutoresetMode` or its value (``"NextStep"``,
+      the default, ``"SameStep"``, ``"Disabled"``); through ``gym.make_vec`` a keyword like the
+      others (Gymnasium refuses ``vector_kwargs`` for a vector entry point).
     - ``exploring_starts``: as for ``GeneralaEnv``, drawn from each game's generator.
     - ``dice_source``: ``(games, need) -> faces`` with ``faces`` of shape ``(len(games), 5)``;
       game ``games[j]`` uses the first ``need[j]`` faces. A write always needs 5 (the next
@@ -145,7 +161,7 @@ class GeneralaVectorEnv(VectorEnv):
     # the class's default; each env's own metadata holds the mode it was made with
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
-    # many parameters: the single env's keyword arguments plus the vector env's own four
+    # many parameters: the single env's keyword arguments plus the vector env's own five
     def __init__(
         self,
         num_envs: int = 1,
