@@ -341,7 +341,7 @@ class GeneralaVectorEnv(VectorEnv):
         # NEXT_STEP, DISABLED: an ended game is seen at its end, every action marked once it is over
         self._ended = np.flatnonzero(terminated | truncated)
         self._masks = self._agent_masks()
-        if terminated.any():
+        if len(self._ended) and terminated.any():
             if self._masks is self.core.masks:
                 self._masks = self._masks.copy()
             self._masks[terminated] = True
@@ -361,8 +361,7 @@ class GeneralaVectorEnv(VectorEnv):
             env[E.EARLY_END, waiting] = was
             raise
         rewards[waiting] = 0.0
-        env[E.TERMINATED, waiting] = 0
-        env[E.TRUNCATED, waiting] = 0
+        env[E.ILLEGAL : E.TRUNCATED + 1, waiting] = 0  # rows illegal, terminated, truncated: none of these
         ends[waiting] = 0
         core.start(waiting, obs)
         return rewards
