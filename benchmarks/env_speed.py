@@ -135,10 +135,15 @@ def single_env_runner(seed: int, pkg: str = "generala_env", rules: str = "classi
     return spell(play, 100)
 
 
-def vector_runner(num_envs: int, seed: int, pkg: str = "generala_env", rules: str = "classic"):
+def vector_runner(num_envs: int, seed: int, pkg: str = "generala_env", rules: str = "classic", autoreset_mode: str = "SameStep"):
+    """``autoreset_mode``: the vector env's (default ``SameStep``, what its figures were first
+    measured with; a ``pkg`` from before the modes takes none and autoresets in the same step)."""
+    import inspect
+
     vector = importlib.import_module(pkg + ".vector")
     rng = np.random.default_rng(seed)
-    env = vector.GeneralaVectorEnv(num_envs, rules=rules)
+    modes = "autoreset_mode" in inspect.signature(vector.GeneralaVectorEnv).parameters
+    env = vector.GeneralaVectorEnv(num_envs, rules=rules, **({"autoreset_mode": autoreset_mode} if modes else {}))
     env.reset(seed=seed)
     for _ in range(3):  # compile (or load) the numba kernels before timing
         env.step(vector.uniform_legal(rng, env.action_masks()))
@@ -160,6 +165,10 @@ def main(argv=None) -> None:
     p.add_argument("--seconds", type=float, default=None, help="seconds per spell (default 0.3, quick 0.2)")
     p.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 4096], help="batch sizes N of the vector env")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--autoreset-modes", nargs="+", default=["SameStep"], choices=["SameStep", "NextStep"],
+        help="the vector env's autoreset modes (default SameStep); with both, each NextStep size is also paired with SameStep's",
+    )  # fmt: skip
     args = p.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 30)
     seconds = args.seconds or (0.2 if args.quick else 0.3)
@@ -177,7 +186,9 @@ def main(argv=None) -> None:
     contestants["Game engine (raw)"] = engine_runner(args.seed)
     contestants["Generala-v0 (gym.make)"] = single_env_runner(args.seed)
     for n in args.sizes:
-        contestants[f"GeneralaVectorEnv N={n}"] = vector_runner(n, args.seed)
+        for mode in args.autoreset_modes:
+            suffix = "" if args.autoreset_modes == ["SameStep"] else f" {mode}"
+            contestants[f"GeneralaVectorEnv N={n}{suffix}"] = vector_runner(n, args.seed, autoreset_mode=mode)
 
     rates: dict[str, list[float]] = {name: [] for name in contestants}
     for _ in range(rounds):
@@ -197,7 +208,8 @@ def main(argv=None) -> None:
         print(f"not installed ({how_to_install('bench')}): {', '.join(missing)}")
     ref_ph = rates.get("pyhtzee (engine)")
     ref_os = rates.get("OpenSpiel yacht (C++)")
-    head = f"{'contestant':<26}{'decisions/s':>14}{'x pyhtzee':>11}{'[p10-p90]':>15}{'x yacht':>10}"
+    w = max(26, 2 + max(map(len, rates)))
+    head = f"{'contestant':<{w}}{'decisions/s':>14}{'x pyhtzee':>11}{'[p10-p90]':>15}{'x yacht':>10}"
     print(head)
     print("-" * len(head))
     for name, rs in rates.items():
@@ -207,7 +219,12 @@ def main(argv=None) -> None:
         else:
             r1 = f"{'-':>11}{'':>15}"
         r2 = f"{paired_ratio(rs, ref_os)[0]:9.2f}x" if ref_os else f"{'-':>10}"
-        print(f"{name:<26}{max(rs):>14,.0f}{r1}{r2}")
+        print(f"{name:<{w}}{max(rs):>14,.0f}{r1}{r2}")
+    if {"SameStep", "NextStep"} <= set(args.autoreset_modes):
+        print("NextStep over SameStep, paired by round: median [10th-90th percentile]")
+        for n in args.sizes:
+            med, lo, hi = paired_ratio(rates[f"GeneralaVectorEnv N={n} NextStep"], rates[f"GeneralaVectorEnv N={n} SameStep"])
+            print(f"  N={n:<6}{med:8.3f}x [{lo:.3f}-{hi:.3f}]")
     sys.stdout.flush()
 
 

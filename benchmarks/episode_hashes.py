@@ -69,7 +69,8 @@ def vector_env(rules, players: int, n: int = 64, steps: int = 400) -> str:
     from generala_env.vector import GeneralaVectorEnv
 
     h = hashlib.sha256()
-    venv = GeneralaVectorEnv(n, rules=rules, num_players=players, opponents="greedy" if players > 1 else None, full_info=True)
+    opponents = "greedy" if players > 1 else None
+    venv = GeneralaVectorEnv(n, rules=rules, num_players=players, opponents=opponents, full_info=True, autoreset_mode="SameStep")
     obs, info = venv.reset(seed=3)
     _feed(h, (obs, info))
     pick = np.random.default_rng(2)

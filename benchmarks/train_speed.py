@@ -99,7 +99,7 @@ def _memory_child(n: int, steps: int, out) -> None:
     GeneralaVectorEnv(1).reset(seed=0)  # load the compiled kernels before measuring
     base = _rss_mib()
     tracemalloc.start()
-    env = GeneralaVectorEnv(n, rules="classic")
+    env = GeneralaVectorEnv(n, rules="classic", autoreset_mode="SameStep")  # as measured before the modes
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     for _ in range(steps):

@@ -120,7 +120,8 @@ def parse_args(argv=None) -> Args:
 
 def make_envs(args: Args, num_envs: int) -> gym.vector.VectorEnv:
     if args.vectorization_mode == "vector_entry_point":
-        envs = gym.make_vec("Generala-v0", num_envs=num_envs, rules=args.rules, full_info=True)
+        # a vector entry point takes its arguments as keywords (make_vec refuses vector_kwargs for it)
+        envs = gym.make_vec("Generala-v0", num_envs=num_envs, rules=args.rules, full_info=True, autoreset_mode=AutoresetMode.SAME_STEP)
     else:
         envs = gym.make_vec(
             "Generala-v0",

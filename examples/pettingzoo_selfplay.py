@@ -148,7 +148,7 @@ def evaluate(policy: Policy, rules: str, games: int, seed: int) -> tuple[list[fl
                     action = int(policy.dist(x, torch.as_tensor(obs["action_mask"], dtype=torch.bool)).probs.argmax())
                 illegal += not obs["action_mask"][action]
             else:
-                action = int(greedy.act(obs["observation"], info))
+                action = int(greedy.act(obs["observation"], env.unwrapped.seat_info(agent)))  # the info with the mask
             env.step(action)
     return points, illegal
 

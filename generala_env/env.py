@@ -77,8 +77,8 @@ class GeneralaEnv(gym.Env):
     - `reward="win"`: 0 until the end, then +1 for a win, 0 for a shared win, -1 for
       a loss.
     - An illegal action leaves the game unchanged and gives `illegal_penalty`
-      (default -1) with `info["illegal_action"]` set and `info["illegal_reason"]` saying
-      why, or raises `IllegalActionError` with `illegal_action="raise"`.
+      (default -1) with `info["illegal_action"]` set (`env.unwrapped.illegal_reason()` says
+      why), or raises `IllegalActionError` with `illegal_action="raise"`.
 
     ## Episode End
     Terminated when the game ends (all sheets full, or a served generala); a legal
@@ -104,12 +104,12 @@ class GeneralaEnv(gym.Env):
     faces), `rolls_left` (int), `locked` (`(6,)` int8: locked dice of each face 1 … 6),
     `sheets` (`players × L` ints, `-1` marks an open line), `totals` (`(players,)`),
     `turn` (the round, from 0), `player` (whose move), `seat` (the agent's seat),
-    `served_generala_pending` (bool), `illegal_action` (bool), `illegal_reason` (str, `""`
-    after a legal action), `opponent_moves` (`(3 (players - 1), 3)` int64: the
+    `served_generala_pending` (bool), `illegal_action` (bool), `opponent_moves` (`(3 (players - 1), 3)` int64: the
     `(seat, action, points)` moves played since the agent's last move, then `-1` rows;
     `generala_env.env.opponent_moves(info)` lists them), `game_over` (bool), `winners`
     (`(players,)` bool, all false while the game is on), `winner` (the seat of a sole
-    winner, else `-1`) and `served_generala_win` (bool).
+    winner, else `-1`) and `served_generala_win` (bool). Numbers and arrays only: why the last
+    action was illegal, in words, is `env.unwrapped.illegal_reason()` (`""` after a legal one).
 
     ## Arguments
     ```python
@@ -155,13 +155,14 @@ class GeneralaEnv(gym.Env):
     - v0: initial release (observation layout version 1). After 0.2.0: `obs_type`, the cap
       on illegal actions in a row (truncation), every `info` key at every step with a fixed
       shape, every action marked legal once the game is over, and a warning instead of an
-      error for an unknown `render_mode`; `render_mode="rgb_array"`. Legal play gives the same
-      games as before.
+      error for an unknown `render_mode`; `render_mode="rgb_array"`; the reason of an illegal
+      action out of `info` (`illegal_reason()`: the info holds numbers and arrays only). Legal
+      play gives the same games as before.
     """
 
     metadata = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}
     # set per env in __init__; the class defaults serve envs pickled before they existed
-    obs_type, _dict_obs = "flat", False
+    obs_type, _dict_obs, _illegal_reason = "flat", False, ""
     render_scale = 2
 
     # many parameters: the env's keyword arguments, each documented in the class docstring
@@ -203,6 +204,7 @@ class GeneralaEnv(gym.Env):
         self.observation_space = observation_space(self.encoder.size, int(self.action_space.n), self.obs_type)
         self._dict_obs = self.obs_type == "dict"
         self._actions = np.zeros(1, dtype=np.int64)  # the agent's action, as the core takes it
+        self._illegal_reason = ""  # why the last action was illegal ("" after a legal one)
 
     @property
     def layout_version(self) -> int:
@@ -292,6 +294,7 @@ class GeneralaEnv(gym.Env):
         obs = np.empty((1, self.encoder.size), dtype=np.float32)
         core.start(core._all, obs)
         core.halt = _ENDED_BEFORE_MOVE if self._ended_before_move else None
+        self._illegal_reason = ""
         info = self._info(illegal=False)
         return self._obs(obs[0], info["action_mask"]), info
 
@@ -319,9 +322,11 @@ class GeneralaEnv(gym.Env):
             truncated = bool(env[E.TRUNCATED, 0])
             if truncated:
                 core.halt = f"the episode was truncated after {int(env[E.STREAK, 0])} illegal actions in a row: call reset()"
-            info = self._info(illegal=True, reason=why or self.game.why_illegal(int(action)) or "")
+            self._illegal_reason = why or self.game.why_illegal(int(action)) or ""
+            info = self._info(illegal=True)
             return self._obs(row, info["action_mask"]), reward, False, truncated, info
         # what _info() makes, made here directly: this is the step's hot path
+        self._illegal_reason = ""
         info = make_info(self.game, self.seat, False, self._opponent_moves() if self.opponents else None)
         terminated = bool(env[E.TERMINATED, 0])
         if terminated:
@@ -331,6 +336,11 @@ class GeneralaEnv(gym.Env):
         if self._dict_obs:
             return {"observation": row, "action_mask": info["action_mask"].copy()}, reward, terminated, False, info
         return row, reward, terminated, False, info
+
+    def illegal_reason(self) -> str:
+        """Why the last action was illegal, in words (``""`` after a legal action or a reset):
+        the info holds numbers and arrays only (``info["illegal_action"]`` flags it)."""
+        return self._illegal_reason
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of legal actions (what sb3-contrib's MaskablePPO asks for); every
@@ -362,8 +372,8 @@ class GeneralaEnv(gym.Env):
         int8 mask that ``info`` holds."""
         return {"observation": obs, "action_mask": mask.copy()} if self._dict_obs else obs
 
-    def _info(self, illegal: bool, reason: str = "") -> dict[str, Any]:
-        info = make_info(self.game, self.seat, illegal, self._opponent_moves(), reason)
+    def _info(self, illegal: bool) -> dict[str, Any]:
+        info = make_info(self.game, self.seat, illegal, self._opponent_moves())
         if self.game.over:  # also when an opponent's served generala ended it before the agent's move
             info["action_mask"] = final_mask(self.action_space.n, np.int8)
         return info

@@ -80,12 +80,15 @@ def opponent_moves(info: dict) -> list[tuple[int, int, int]]:
     return [(int(s), int(a), int(p)) for s, a, p in np.asarray(info["opponent_moves"]).reshape(-1, 3) if s >= 0]
 
 
-def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list | None = None, illegal_reason: str = "") -> dict[str, Any]:
+def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list | None = None) -> dict[str, Any]:
     """The ``info`` dict of a seat (what agents may read besides the observation).
 
     Every key is there at every step, each with the same type and shape (replay buffers
-    store them): ``locked`` counts the locked dice of each face, ``opponent_moves`` is padded
-    with ``-1`` rows, ``winners`` flags seats, ``winner`` is ``-1`` unless one seat has won.
+    store them), and every value is a number, a bool or an array, never text (TorchRL and
+    replay buffers make tensors of them; why an action was illegal is
+    ``GeneralaEnv.illegal_reason()``): ``locked`` counts the locked dice of each face,
+    ``opponent_moves`` is padded with ``-1`` rows, ``winners`` flags seats, ``winner`` is ``-1``
+    unless one seat has won.
     Every array in it is the caller's own copy. An env step builds one of these, so it
     reads the game's numbers in one call (:meth:`Game.numbers`: the mask and the sheets'
     facts its last compiled call left) and makes the dict in one go (a dict grown key by key
@@ -117,7 +120,6 @@ def make_info(game: Game, seat: int, illegal: bool = False, opponent_moves: list
         "seat": int(seat),
         "served_generala_pending": facts[_PENDING] == 1,
         "illegal_action": illegal,
-        "illegal_reason": illegal_reason,
         "opponent_moves": moves,
         "game_over": over != 0,
         "winners": winners,

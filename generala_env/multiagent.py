@@ -14,7 +14,8 @@ It drives the env core at N = 1 (:class:`generala_env.env_core.EnvCore`, as ``Ge
 does) with every seat an agent: the game is the core's :class:`generala_env.game.Game`, its dice
 the core's (the same draws as ``Generala-v0`` seeded alike), the observation the same
 :class:`generala_env.encoding.Encoder` vector and the ``info`` the same
-:func:`generala_env.env.make_info` dict, so one policy plays in either environment.
+:func:`generala_env.env.make_info` dict (its action mask in the observation;
+``seat_info(agent)`` gives the whole dict), so one policy plays in either environment.
 """
 
 from __future__ import annotations
@@ -111,14 +112,16 @@ class raw_env(AECEnv, EzPickle):
     truncated; a game lasts at most `3 L n` actions. Terminated agents then step `None`.
 
     ## Information
-    `infos[agent]` is `make_info(game, seat)` of `Generala-v0`: `action_mask` (int8),
-    `dice`, `rolls_left`, `locked`, `sheets` (`players × L` ints, `-1` marks an open line),
-    `totals`, `turn` (the seat's round, from 0), `player` (seat to move), `seat`,
-    `served_generala_pending`, `illegal_action`, `illegal_reason`, `opponent_moves` (all
-    `-1` rows here), `game_over`, `winners` (`(players,)` bool), `winner` (seat of a sole
-    winner, else `-1`), `served_generala_win`, plus `last_move` (`(3,)` int64: `(seat,
-    action, points)` of the move just played, `-1`s after reset). Every key is there at
-    every step, each with a fixed type and shape.
+    `infos[agent]` is `make_info(game, seat)` of `Generala-v0` but its `action_mask`, which is
+    in the observation (PettingZoo's place for it; TorchRL's `PettingZooWrapper` reads it
+    there): `dice`, `rolls_left`, `locked`, `sheets` (`players × L` ints, `-1` marks an open
+    line), `totals`, `turn` (the seat's round, from 0), `player` (seat to move), `seat`,
+    `served_generala_pending`, `illegal_action`, `opponent_moves` (all `-1` rows here),
+    `game_over`, `winners` (`(players,)` bool), `winner` (seat of a sole winner, else `-1`),
+    `served_generala_win`, plus `last_move` (`(3,)` int64: `(seat, action, points)` of the
+    move just played, `-1`s after reset). Every key is there at every step, each a number, a
+    bool or an array with a fixed type and shape. `seat_info(agent)` is the whole `make_info`
+    dict, the mask with it: what an agent's `act(observation, info)` reads.
 
     ## Arguments
     ```python
@@ -332,10 +335,20 @@ class raw_env(AECEnv, EzPickle):
     def close(self) -> None:
         pass
 
+    def seat_info(self, agent) -> dict[str, Any]:
+        """``agent``'s :func:`~generala_env.env.make_info` dict with its action mask (all zeros
+        unless it has the move), what an agent's ``act(observation, info)`` reads;
+        ``infos[agent]`` is the same less the mask, which the observation holds."""
+        if not self._started:
+            raise RuntimeError(f"seat_info() has nothing to tell: {NOT_RESET}")
+        info = make_info(self.game, self._seat[agent])
+        info["last_move"] = np.array(self._last_move, dtype=np.int64)
+        return info
+
     # -- internals --------------------------------------------------------------
     def _update_infos(self) -> None:
         self.infos = {}
         for a in self.agents:
-            info: dict[str, Any] = make_info(self.game, self._seat[a])
-            info["last_move"] = np.array(self._last_move, dtype=np.int64)
+            info = self.seat_info(a)
+            del info["action_mask"]  # the observation holds it: one place, as PettingZoo keeps it
             self.infos[a] = info

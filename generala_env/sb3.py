@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 
 from .vector import GeneralaVectorEnv
@@ -32,15 +33,23 @@ class GeneralaSB3VecEnv(VecEnv):
     """An SB3 ``VecEnv`` over one :class:`GeneralaVectorEnv` of ``num_envs`` games.
 
     Pass either ``num_envs`` and the :class:`GeneralaVectorEnv` keyword arguments, or a
-    built ``venv``. ``reward_scale`` multiplies rewards (SB3 learns better from small ones).
+    built ``venv`` made with ``autoreset_mode=AutoresetMode.SAME_STEP``: SB3's ``VecEnv``
+    resets an ending game inside the step that ends it, and so does the vector env in that
+    mode (the adapter asks for it). ``reward_scale`` multiplies rewards (SB3 learns better from
+    small ones).
     ``seed(s)`` takes effect at the next ``reset()``, as for any SB3 ``VecEnv``.
     """
 
     def __init__(self, num_envs: int | None = None, *, venv: GeneralaVectorEnv | None = None, reward_scale: float = 1.0, **env_kwargs):
         if venv is None:
+            env_kwargs.setdefault("autoreset_mode", AutoresetMode.SAME_STEP)
             venv = GeneralaVectorEnv(num_envs if num_envs is not None else 1, **env_kwargs)
         elif env_kwargs or (num_envs is not None and num_envs != venv.num_envs):
             raise ValueError("give a venv or num_envs with env arguments, not both")
+        if venv.autoreset_mode != AutoresetMode.SAME_STEP:
+            raise ValueError(
+                f"SB3's VecEnv resets a game in the step that ends it: make the vector env with autoreset_mode=AutoresetMode.SAME_STEP, not {venv.autoreset_mode.name}"
+            )
         self.venv = venv
         self.reward_scale = float(reward_scale)
         self._actions: np.ndarray | None = None

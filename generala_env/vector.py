@@ -19,7 +19,7 @@ Each game draws from its own generator (:mod:`generala_env.game_dice`), as Gymna
 
     import gymnasium as gym, generala_env
     envs = gym.make_vec("Generala-v0", num_envs=1024, vectorization_mode="vector_entry_point",
-                        rules="classic", num_players=2, opponents="greedy")
+                        rules="classic", num_players=2, opponents="greedy")  # autoreset_mode=... too
     obs, info = envs.reset(seed=0)
     masks = envs.action_masks()                      # (N, 32 + L) bool
     obs, reward, terminated, truncated, info = envs.step(actions)
@@ -27,17 +27,28 @@ Each game draws from its own generator (:mod:`generala_env.game_dice`), as Gymna
 For stable-baselines3 / sb3-contrib use :func:`make_sb3_vec_env` (:mod:`generala_env.sb3`).
 
 ## Autoreset
-``metadata["autoreset_mode"]`` is :attr:`gymnasium.vector.AutoresetMode.SAME_STEP` (what
-SB3 expects): a game that ends is reset inside the same ``step``; the returned row is the
-new game's first observation, and the ending observation and info are in
-``info["final_obs"]`` (an object array of rows, ``None`` for games that go on, as
-Gymnasium's ``SyncVectorEnv`` gives) and ``info["final_info"]``, flagged by
-``info["_final_obs"]``. ``reset(options={"reset_mask": m})`` resets only the games where
-``m`` is true.
+Gymnasium 1.x's three modes (:class:`gymnasium.vector.AutoresetMode`), chosen with
+``autoreset_mode`` and shown in ``metadata["autoreset_mode"]``; in each, game ``i`` plays
+what the ``i``-th env of a ``SyncVectorEnv`` of single envs plays in that mode
+(``tests/test_autoreset.py``):
 
+* ``NEXT_STEP`` (the default, as Gymnasium's): the step that ends a game returns its ending
+  observation, every action marked in its mask (as the single env's final mask); the next
+  step starts it anew and returns the new game's first observation, reward 0, neither
+  terminated nor truncated, the game's action ignored (the core's step passes over it as
+  over a game that ended before the agent's move, then starts it).
+* ``SAME_STEP`` (what SB3's ``VecEnv`` does): a game that ends is reset inside the same
+  ``step``; the returned row is the new game's first observation, and the ending observation
+  and info are in ``info["final_obs"]`` (an object array of rows, ``None`` for games that go
+  on, as Gymnasium's ``SyncVectorEnv`` gives) and ``info["final_info"]``, flagged by
+  ``info["_final_obs"]``.
+* ``DISABLED``: an ended game is shown as in ``NEXT_STEP`` and waits for
+  ``reset(options={"reset_mask": m})``; a step before that raises ``RuntimeError`` naming it.
+
+``reset(options={"reset_mask": m})`` resets only the games where ``m`` is true, in any mode.
 A game whose agent played ``max_illegal_in_a_row`` illegal actions in a row (default 100,
 as in the single env; ``None``: no cap) is truncated: ``truncated[i]`` is true and the game
-is reset the same way, its ``final_info`` winner ``-1``.
+ends the same way, its winner ``-1``.
 
 ## Observations
 ``obs_type="flat"`` (default): ``(N, n)`` float32. ``obs_type="dict"``: ``{"observation":
@@ -46,15 +57,17 @@ is reset the same way, its ``final_info`` winner ``-1``.
 the single env's final mask does).
 
 ## Information
-Arrays over the N games, present at every step (each with its ``_key`` flags, as
-Gymnasium's vector envs give): ``illegal_action``, ``seat``, and ``game_over``, true where
-an opponent's served generala ended a game before the agent's first move (its next step
-ends the episode, as in the single env). With ``full_info=True`` also the single env's
-``action_mask`` (int8), ``dice`` (sorted faces), ``rolls_left``, ``turn`` and ``totals``
-(``N x players``); they cost time at every step, so they are off by default.
-``final_info`` holds ``totals``, ``winner`` (seat, ``-1`` on a shared win or a truncated
-game) and ``served_generala_win``. The single env's ``opponent_moves`` and
-``illegal_reason`` are not produced.
+Arrays over the N games, the same keys at reset and at every step (each with its ``_key``
+flags, as Gymnasium's vector envs give): ``illegal_action``, ``seat``, and ``game_over``,
+true where a game is over: it ended at this step (not with ``SAME_STEP``, which has started
+it anew), or an opponent's served generala ended it before the agent's first move (its next
+step ends the episode, as in the single env). Without ``SAME_STEP`` also ``winner`` (seat,
+``-1`` on a shared win, a truncated game or a game that did not end at this step) and
+``served_generala_win`` of the games that ended at this step. With ``full_info=True`` also
+the single env's ``action_mask`` (int8), ``dice`` (sorted faces), ``rolls_left``, ``turn``
+and ``totals`` (``N x players``); they cost time at every step, so they are off by default.
+With ``SAME_STEP``, ``final_info`` holds ``totals``, ``winner`` and
+``served_generala_win``. The single env's ``opponent_moves`` are not produced.
 
 ## Opponents
 Names are looked up in :mod:`generala_env.opponents`. A name registered with a batched
@@ -94,13 +107,28 @@ from .rules import RuleSet, load_rules
 from .scoring import sheet_totals
 from .vector_opponents import BatchedOpponent, BatchedRandom, PerGameOpponent, uniform_legal  # noqa: F401  (re-exported)
 
+_NONE = np.zeros(0, dtype=np.int64)  # no game
+_NONE.setflags(write=False)
+
+
+def check_autoreset_mode(mode) -> AutoresetMode:
+    """``mode`` as a :class:`gymnasium.vector.AutoresetMode` (the member, or its value:
+    ``"NextStep"``, ``"SameStep"``, ``"Disabled"``), or ``ValueError`` naming them."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    try:
+        return AutoresetMode(mode)
+    except (ValueError, TypeError):
+        names = ", ".join(repr(m.value) for m in AutoresetMode)
+        raise ValueError(f"autoreset_mode must be a gymnasium.vector.AutoresetMode or one of {names}, got {mode!r}") from None
+
 
 # -- the vector env -------------------------------------------------------------------------
 class GeneralaVectorEnv(VectorEnv):
     """
     ## Description
     ``num_envs`` games of ``Generala-v0`` stepped together; every argument but
-    ``num_envs``, ``opponent_mix``, ``full_info`` and ``dice_source`` means what it means for
+    ``num_envs``, ``opponent_mix``, ``full_info``, ``dice_source`` and ``autoreset_mode`` means what it means for
     :class:`generala_env.env.GeneralaEnv`, and each game behaves exactly like one
     ``GeneralaEnv`` (see the module docstring for autoreset, info and opponents).
 
@@ -119,6 +147,9 @@ class GeneralaVectorEnv(VectorEnv):
       ``opponents`` takes; game ``i`` plays entry ``i % len(opponent_mix)``.
     - ``opponent_trust``: what an opponent given by name may do, as for ``GeneralaEnv``.
     - ``full_info``: add the per-step info arrays listed in the module docstring.
+    - ``autoreset_mode``: a :class:`gymnasium.vector.AutoresetMode` or its value (``"NextStep"``,
+      the default, ``"SameStep"``, ``"Disabled"``); through ``gym.make_vec`` a keyword like the
+      others (Gymnasium refuses ``vector_kwargs`` for a vector entry point).
     - ``exploring_starts``: as for ``GeneralaEnv``, drawn from each game's generator.
     - ``dice_source``: ``(games, need) -> faces`` with ``faces`` of shape ``(len(games), 5)``;
       game ``games[j]`` uses the first ``need[j]`` faces. A write always needs 5 (the next
@@ -127,9 +158,10 @@ class GeneralaVectorEnv(VectorEnv):
       seats, exploring starts and opponents' seeds then come from ``np_random``).
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    # the class's default; each env's own metadata holds the mode it was made with
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
-    # many parameters: the single env's keyword arguments plus the vector env's own four
+    # many parameters: the single env's keyword arguments plus the vector env's own five
     def __init__(
         self,
         num_envs: int = 1,
@@ -149,7 +181,10 @@ class GeneralaVectorEnv(VectorEnv):
         max_illegal_in_a_row: int | None = MAX_ILLEGAL_IN_A_ROW,
         render_scale: int = 2,
         opponent_trust: opponents_registry.Trust | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     ):
+        self.autoreset_mode = check_autoreset_mode(autoreset_mode)
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         self.rules = load_rules(rules)
         self.core = core = EnvCore(
             num_envs, self.rules, num_players, opponents, reward, agent_seat, render_mode, illegal_action, illegal_penalty,
@@ -182,6 +217,7 @@ class GeneralaVectorEnv(VectorEnv):
         self._every = np.ones(N, dtype=bool)
         self._every.setflags(write=False)
         self._masks = np.zeros((N, self.num_actions), dtype=bool)  # what the agent may play in each game
+        self._ended = _NONE  # the games that ended at the last step and wait to start anew (NEXT_STEP, DISABLED)
 
     @property
     def ended_before_move(self) -> np.ndarray:
@@ -218,7 +254,10 @@ class GeneralaVectorEnv(VectorEnv):
         m[early != 0] = True
         return m
 
-    def _info(self, illegal: np.ndarray) -> dict[str, Any]:
+    def _info(self, illegal: np.ndarray, ends: np.ndarray | None = None) -> dict[str, Any]:
+        """The step's (or with ``ends`` None the reset's) info: the same keys at both. Without
+        SAME_STEP autoreset an ended game is seen at its end, so the info also says who won it
+        (``ends``: what the core's step wrote of the games that ended, zero rows elsewhere)."""
         info: dict[str, Any] = {"illegal_action": illegal, "seat": self.seat.copy()}
         if self.full_info:
             info.update(
@@ -228,7 +267,13 @@ class GeneralaVectorEnv(VectorEnv):
                 turn=(self.sheets[self._all, self.player] != OPEN).sum(axis=1),
                 totals=sheet_totals(self.sheets),
             )
-        info["game_over"] = self.ended_before_move
+        info["game_over"] = self.over != 0
+        if self.autoreset_mode != AutoresetMode.SAME_STEP:
+            P = self.num_players
+            if ends is None:
+                info["winner"], info["served_generala_win"] = np.full(self.num_envs, -1), np.zeros(self.num_envs, dtype=bool)
+            else:
+                info["winner"], info["served_generala_win"] = ends[:, P] - 1, ends[:, P + 1] != 0
         for k in list(info):
             info["_" + k] = self._every
         return info
@@ -248,12 +293,15 @@ class GeneralaVectorEnv(VectorEnv):
             core.seed(seed)
         obs = np.empty((self.num_envs, self.encoder.size), dtype=np.float32)
         core.start(games, obs)
+        self._ended = self._ended[~np.isin(self._ended, games)] if len(games) < self.num_envs else _NONE
         if len(games) < self.num_envs:  # the other games are seen as they are
             rest = np.flatnonzero(~np.isin(self._all, games))
             core._look(rest, obs, E.LOOK)
-        # a partial reset leaves the other games as they were: still unstarted, or stopped by a failure
+        # a partial reset leaves the other games as they were: still unstarted, or stopped by a
+        # failure (games that ended at the last step wait for their reset: they are not stuck)
         over = self.over != 0
         stuck = (over & ~self.ended_before_move) | (~over & (self.player != self.seat))
+        stuck[self._ended] = False
         core.halt = (previous or RESET_FAILED) if stuck.any() else None
         self._masks = self._agent_masks()
         return self._observation(obs), self._info(np.zeros(self.num_envs, dtype=bool))
@@ -268,26 +316,59 @@ class GeneralaVectorEnv(VectorEnv):
         if not np.issubdtype(a.dtype, np.integer):
             raise ValueError(f"actions must be integers from 0 to {self.num_actions - 1}, got dtype {a.dtype}")
         a = a.astype(np.int64, copy=False)
+        same_step, waiting = self.autoreset_mode == AutoresetMode.SAME_STEP, self._ended
+        if len(waiting) and self.autoreset_mode == AutoresetMode.DISABLED:
+            raise RuntimeError(
+                f"games {waiting.tolist()} ended at the last step and autoreset_mode is DISABLED: reset them first, reset(options={{'reset_mask': mask}})"
+            )
         obs = np.empty((self.num_envs, self.encoder.size), dtype=np.float32)
         ends = np.zeros((self.num_envs, self.num_players + 2), dtype=np.int64)  # the ended games' totals, winner + 1, served win
-        rewards = core.step(a, obs, ends)
         env = core.env
+        rewards = self._step_core(a, obs, ends, waiting) if len(waiting) else core.step(a, obs, ends)
         terminated, truncated = env[E.TERMINATED] != 0, env[E.TRUNCATED] != 0
         illegal = env[E.ILLEGAL] != 0
-        final = None
-        if core.found[E.N_ENDED]:
-            done = terminated | truncated
-            final = self._final(terminated, done, obs, ends)
+        if same_step:
+            final = None
+            if core.found[E.N_ENDED]:
+                done = terminated | truncated
+                final = self._final(terminated, done, obs, ends)
+            self._masks = self._agent_masks()
+            info = self._info(illegal)
+            if final is not None:
+                info["final_obs"], info["final_info"] = final
+                info["_final_obs"] = info["_final_info"] = done
+            return self._observation(obs), rewards, terminated, truncated, info
+        # NEXT_STEP, DISABLED: an ended game is seen at its end, every action marked once it is over
+        self._ended = np.flatnonzero(terminated | truncated)
         self._masks = self._agent_masks()
-        info = self._info(illegal)
-        if final is not None:
-            info["final_obs"], info["final_info"] = final
-            info["_final_obs"] = info["_final_info"] = done
-        return self._observation(obs), rewards, terminated, truncated, info
+        if len(self._ended) and terminated.any():
+            if self._masks is self.core.masks:
+                self._masks = self._masks.copy()
+            self._masks[terminated] = True
+        return self._observation(obs), rewards, terminated, truncated, self._info(illegal, ends)
+
+    def _step_core(self, actions: np.ndarray, obs: np.ndarray, ends: np.ndarray, waiting: np.ndarray) -> np.ndarray:
+        """The core's step, where the games ``waiting`` (NEXT_STEP: they ended at the last step)
+        start anew instead: the step passes over them as over games whose episode has ended
+        (``early_end``: no move, their actions ignored), then they start, reward 0, neither
+        terminated nor truncated."""
+        core, env = self.core, self.core.env
+        was = env[E.EARLY_END, waiting]
+        env[E.EARLY_END, waiting] = 1
+        try:
+            rewards = core.step(actions, obs, ends)
+        except BaseException:
+            env[E.EARLY_END, waiting] = was
+            raise
+        rewards[waiting] = 0.0
+        env[E.ILLEGAL : E.TRUNCATED + 1, waiting] = 0  # rows illegal, terminated, truncated: none of these
+        ends[waiting] = 0
+        core.start(waiting, obs)
+        return rewards
 
     def _final(self, terminated: np.ndarray, done: np.ndarray, obs: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, dict]:
         """The ending observations and info of the games that ended (``done``), which start anew
-        (autoreset); ``ends``: what the core's step wrote of them."""
+        (SAME_STEP autoreset); ``ends``: what the core's step wrote of them."""
         ended = self.core.ended()
         final_obs = np.empty(self.num_envs, dtype=object)  # None where the game goes on
         for i, row in zip(ended.tolist(), obs[ended], strict=True):  # rows of one copy

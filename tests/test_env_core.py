@@ -71,7 +71,7 @@ def test_pettingzoo_draws_the_dice_a_single_env_seeded_alike_draws():
 def test_the_vector_env_at_one_game_is_the_single_env():
     """The same core at N = 1: seeded alike, a vector env of one game and the single env give the
     same observations, rewards and ends, illegal actions included."""
-    venv = GeneralaVectorEnv(1, rules="double", num_players=2, opponents="random", reward="win", agent_seat="random")
+    venv = GeneralaVectorEnv(1, rules="double", num_players=2, opponents="random", reward="win", agent_seat="random", autoreset_mode="SameStep")
     single = GeneralaEnv(rules="double", num_players=2, opponents="random", reward="win", agent_seat="random")
     obs_v, _ = venv.reset(seed=9)
     obs, _ = single.reset(seed=9)

@@ -26,7 +26,7 @@ def _pick(rng: np.random.Generator, mask) -> int:
 @pytest.mark.parametrize("kwargs", CASES)
 def test_vector_game_i_is_the_single_env_seeded_s_plus_i(kwargs):
     n, seed, steps = 3, 1234, 150  # 150 steps: several episodes of each game
-    venv = gym.make_vec("Generala-v0", num_envs=n, vectorization_mode="vector_entry_point", **kwargs)
+    venv = gym.make_vec("Generala-v0", num_envs=n, vectorization_mode="vector_entry_point", autoreset_mode="SameStep", **kwargs)
     singles = [gym.make("Generala-v0", **kwargs) for _ in range(n)]
     obs, info = venv.reset(seed=seed)
     rows = [env.reset(seed=seed + i) for i, env in enumerate(singles)]

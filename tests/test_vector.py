@@ -17,6 +17,7 @@ from collections import defaultdict, deque
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 
 import generala_env  # noqa: F401  (registers Generala-v0)
 from generala_env.env import GeneralaEnv
@@ -126,8 +127,13 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("mode", list(AutoresetMode), ids=[m.value for m in AutoresetMode])
 @pytest.mark.parametrize("case", list(CASES))
-def test_same_game_as_single_envs(case):
+def test_same_game_as_single_envs(case, mode):
+    """In every autoreset mode: SAME_STEP resets an ended game inside its last step (the ending
+    observation in ``final_obs``); NEXT_STEP shows the end, then starts the game anew at the
+    next step (reward 0, the action ignored); DISABLED shows the end and waits for
+    ``reset(options={"reset_mask": ...})``. The single envs are reset at those same points."""
     kw = dict(CASES[case])
     n, steps = 6, 120 if case.endswith("per-game-agent") else 200
     opp = kw.pop("opponents", None)
@@ -138,7 +144,7 @@ def test_same_game_as_single_envs(case):
             else (Recorder(BatchedRandom()) if opp == "random" else opp)
         )
     seed = zlib.crc32(case.encode())
-    venv = GeneralaVectorEnv(n, opponents=opp, dice_source=DiceStreams(seed).source, full_info=True, **kw)
+    venv = GeneralaVectorEnv(n, opponents=opp, dice_source=DiceStreams(seed).source, full_info=True, autoreset_mode=mode, **kw)
     streams = DiceStreams(seed)  # the same dice again, for the single envs
     obs_v, info_v = venv.reset(seed=1)
     singles = []
@@ -152,6 +158,7 @@ def test_same_game_as_single_envs(case):
 
     rng = np.random.default_rng(7)
     episodes = 0
+    ended = np.zeros(n, dtype=bool)  # games that ended at the last step (NEXT_STEP starts them at this one)
     for _ in range(steps):
         masks = venv.action_masks()
         assert masks.shape == (n, venv.num_actions) and masks.dtype == bool
@@ -161,29 +168,48 @@ def test_same_game_as_single_envs(case):
         obs_v, rew_v, term_v, trunc_v, info_v = venv.step(actions)
         assert not trunc_v.any()
         for i, env in enumerate(singles):
-            obs, rew, term, trunc, info = env.step(int(actions[i]))
+            if ended[i]:  # NEXT_STEP: this step is game i's reset
+                (obs, info), rew, term = env.reset(), 0.0, False
+            else:
+                obs, rew, term, trunc, info = env.step(int(actions[i]))
             assert rew_v[i] == rew and term_v[i] == term
             assert info_v["illegal_action"][i] == info["illegal_action"]
             if term:
                 episodes += 1
-                assert info_v["_final_obs"][i]
-                assert np.array_equal(info_v["final_obs"][i], obs)
-                fi = info_v["final_info"]
-                assert fi["winner"][i] == (-1 if info["winner"] is None else info["winner"])
+                if mode == AutoresetMode.SAME_STEP:
+                    assert info_v["_final_obs"][i]
+                    assert np.array_equal(info_v["final_obs"][i], obs)
+                    fi = info_v["final_info"]
+                else:  # the end is seen at this step
+                    fi = info_v
+                    assert "final_obs" not in info_v
+                assert fi["winner"][i] == info["winner"]
                 assert fi["served_generala_win"][i] == info["served_generala_win"]
-                assert np.array_equal(fi["totals"][i], info["totals"])
-                obs, info = env.reset()
+                if mode == AutoresetMode.SAME_STEP:
+                    assert np.array_equal(fi["totals"][i], info["totals"])
+                    obs, info = env.reset()
             elif "_final_obs" in info_v:
                 assert not info_v["_final_obs"][i]
+            elif mode != AutoresetMode.SAME_STEP:
+                assert info_v["winner"][i] == -1 and not info_v["served_generala_win"][i]
             assert np.array_equal(obs_v[i], obs), f"game {i}: observations differ"
             assert_info_agrees(info_v, i, info)
+        ended = term_v if mode == AutoresetMode.NEXT_STEP else np.zeros(n, dtype=bool)
+        if mode == AutoresetMode.DISABLED and term_v.any():
+            with pytest.raises(RuntimeError, match="reset them first"):
+                venv.step(actions)
+            obs_v, info_v = venv.reset(options={"reset_mask": term_v})
+            for i in np.flatnonzero(term_v):
+                obs, info = singles[i].reset()
+                assert np.array_equal(obs_v[i], obs)
+                assert_info_agrees(info_v, i, info)
     assert episodes >= n  # every game went through at least one autoreset on average
 
 
 def test_make_vec_and_spaces():
     envs = gym.make_vec("Generala-v0", num_envs=5, vectorization_mode="vector_entry_point", rules="double", num_players=2, opponents="random")
     assert isinstance(envs.unwrapped, GeneralaVectorEnv)
-    assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.SAME_STEP
+    assert envs.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP  # Gymnasium's default
     single = gym.make("Generala-v0", rules="double", num_players=2, opponents="random")
     assert envs.single_observation_space == single.observation_space
     assert envs.single_action_space == single.action_space
@@ -311,7 +337,7 @@ def test_same_game_without_numba():
     from pathlib import Path
 
     env = dict(os.environ, GENERALA_NUMBA="0")
-    cmd = [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", __file__, "-k", "same_game_as_single and 3p"]
+    cmd = [sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", __file__, "-k", "same_game_as_single and 3p and SameStep"]
     res = subprocess.run(cmd, env=env, cwd=Path(__file__).parent.parent, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "1 passed" in res.stdout

@@ -69,6 +69,8 @@ def _one_game(rank: int, seed: int, reward_scale: float, monitor: bool, game: di
 
 def _margin_envs(n_envs: int, seed: int, reward_scale: float, win_bonus: float, game: dict):
     """The batched games, rewarded with the score margin (:class:`generala_training.benchmark.rewards.MarginReward`)."""
+    from gymnasium.vector import AutoresetMode
+
     from generala_env.sb3 import GeneralaSB3VecEnv
     from generala_env.vector import GeneralaVectorEnv
 
@@ -77,7 +79,7 @@ def _margin_envs(n_envs: int, seed: int, reward_scale: float, win_bonus: float, 
     kwargs = dict(game)
     if isinstance(kwargs.get("opponents"), (list, tuple)):  # a list is a mix of entries, as make_sb3_vec_env reads it
         kwargs["opponent_mix"] = list(kwargs.pop("opponents"))
-    games = GeneralaVectorEnv(n_envs, full_info=True, **kwargs)
+    games = GeneralaVectorEnv(n_envs, full_info=True, autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)  # SB3's autoreset
     # GeneralaSB3VecEnv annotates venv as GeneralaVectorEnv; MarginReward answers all it asks of one (see rewards.py)
     venv = GeneralaSB3VecEnv(venv=MarginReward(games, games.illegal_penalty, win_bonus), reward_scale=reward_scale)  # type: ignore[arg-type]
     venv.seed(seed)

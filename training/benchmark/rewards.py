@@ -34,7 +34,8 @@ def margins(totals: np.ndarray, seat: np.ndarray) -> np.ndarray:
 
 
 class MarginReward:
-    """A :class:`generala_env.vector.GeneralaVectorEnv` (made with ``full_info=True``) whose
+    """A :class:`generala_env.vector.GeneralaVectorEnv` (made with ``full_info=True`` and
+    ``autoreset_mode=AutoresetMode.SAME_STEP``, SB3's) whose
     rewards are the score margin over the best opponent (see the module docstring).
 
     It answers what :class:`generala_env.sb3.GeneralaSB3VecEnv` asks of a vector env
@@ -44,6 +45,8 @@ class MarginReward:
     def __init__(self, venv, illegal_penalty: float, win_bonus: float = 0.0):
         if not venv.full_info:
             raise ValueError("MarginReward reads the totals of every step: make the vector env with full_info=True")
+        if venv.autoreset_mode.name != "SAME_STEP":
+            raise ValueError("MarginReward reads an ending game's final_info: make the vector env with autoreset_mode=AutoresetMode.SAME_STEP")
         self.venv = venv
         self.illegal_penalty = float(illegal_penalty)
         self.win_bonus = float(win_bonus)
