@@ -459,12 +459,12 @@ def summary(dest: Path) -> dict:
 # -- the reference suite ---------------------------------------------------------------------------
 # (id, agent, mix, players, opponent, episodes): docs/offline.md gives each one's figures
 REFERENCE: tuple[tuple[str, str, tuple[str, float] | None, int, str | None, int], ...] = (
-    ("generala/classic/expert-v0", "optimal", None, 1, None, 2000),
-    ("generala/classic/medium-v0", "greedy", ("random", 0.05), 1, None, 2000),
-    ("generala/classic/random-v0", "random", None, 1, None, 2000),
-    ("generala/classic/mixed-v0", "optimal", ("random", 0.3), 1, None, 2000),
-    ("generala/classic-vs-greedy/expert-v0", "optimal-2p", None, 2, "greedy", 1000),
-    ("generala/classic-vs-greedy/medium-v0", "greedy", ("random", 0.05), 2, "greedy", 1000),
+    ("generala/classic/expert-v0", "optimal", None, 1, None, 1000),
+    ("generala/classic/medium-v0", "greedy", ("random", 0.05), 1, None, 1000),
+    ("generala/classic/random-v0", "random", None, 1, None, 1000),
+    ("generala/classic/mixed-v0", "optimal", ("random", 0.3), 1, None, 1000),
+    ("generala/classic-vs-greedy/expert-v0", "optimal-2p", None, 2, "greedy", 500),
+    ("generala/classic-vs-greedy/medium-v0", "greedy", ("random", 0.05), 2, "greedy", 500),
 )
 SUITES = {"reference": REFERENCE}
 
