@@ -10,7 +10,7 @@ from __future__ import annotations
 TORCH = "torch==2.13.0"  # the CPU build, which satisfies every extra's torch>=2.3
 
 # the extras that bring torch, directly or through another extra (pyproject.toml; a test checks)
-NEEDS_TORCH = frozenset({"train", "tune", "benchmark", "ray", "all", "examples", "test"})
+NEEDS_TORCH = frozenset({"train", "tune", "benchmark", "ray", "all", "examples", "offline", "test"})
 
 
 def install_command(extra: str) -> str:

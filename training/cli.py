@@ -252,6 +252,7 @@ PROGRAMS = {
     "play": ("generala_play.terminal", "play in the terminal against agents", None),
     "replay": ("generala_play.replay", "games as one self-contained HTML page, every move judged by the exact optimum", None),
     "serve": ("generala_play.serve", "play in the browser against agents, with hints (local only by default)", ("serve", ("fastapi", "uvicorn"))),
+    "dataset": ("generala_training.dataset", "Minari datasets of games played by any agent, for offline RL", ("offline", ("minari", "pyarrow", "PIL"))),
     # checks its own extras ([benchmark], and [ray] for --backend ray)
     "benchmark": ("generala_training.benchmark", "train RL algorithms on the task suite, scored against the optimum with rliable", None),
 }

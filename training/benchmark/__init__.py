@@ -4,6 +4,7 @@
     generala benchmark ... --backend ray [--ray-address ADDRESS]      # the same grid through Ray Tune
     generala benchmark score --agent SPEC --task classic [--json]     # any policy, on the suite's games
     generala benchmark report --runs GRID_OR_SUBMISSIONS ... --out OUT  # outside runs ranked with built-in ones
+    generala benchmark offline --dataset DIR/ID --algos bc,cql,iql --out OUT  # offline RL on a Minari dataset (.offline)
 
 From Python, :func:`score_policy` scores an agent spec, an agent object or a batched
 ``act_batch(observations, masks) -> actions`` exactly as a built-in run's final evaluation is
@@ -412,7 +413,8 @@ def parse_args(argv):
     p = parser(
         "generala benchmark",
         "Train RL algorithms on Generala's task suite and score them with rliable. "
-        "Also: `generala benchmark score --help` (score any policy) and `generala benchmark report --help` (rank outside runs with built-in ones).",
+        "Also: `generala benchmark score --help` (score any policy), `generala benchmark report --help` (rank outside runs with built-in ones) "
+        "and `generala benchmark offline --help` (offline RL on a Minari dataset).",
     )
     p.add_argument("--algos", default=",".join(DEFAULT_ALGOS), help=f"comma-separated algorithm ids (default all: {','.join(DEFAULT_ALGOS)})")
     p.add_argument("--tasks", default="classic", help="comma-separated task ids of the suite (default classic)")
@@ -430,10 +432,11 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in ("score", "report"):
+    if argv and argv[0] in ("score", "report", "offline"):
         from .leaderboard import report_main, score_main
+        from .offline import main as offline_main
 
-        return (score_main if argv[0] == "score" else report_main)(argv[1:])
+        return {"score": score_main, "report": report_main, "offline": offline_main}[argv[0]](argv[1:])
     args = parse_args(argv)
     command = "generala benchmark " + " ".join(shlex.quote(a) for a in argv)
     try:
