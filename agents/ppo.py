@@ -71,12 +71,14 @@ def checkpoint_names() -> list[str]:
 
 def read_metadata(path: Path) -> dict:
     """A checkpoint's ``metadata.json`` as a mapping; an :class:`AgentError` names what is wrong."""
+    from generala_env.files import FileProblem, read_regular
+
     file = Path(path) / METADATA_FILE
     try:
-        with open(file, "rb") as f:
-            raw = f.read(MAX_METADATA_BYTES + 1)
-        if len(raw) > MAX_METADATA_BYTES:
-            raise AgentError(f"checkpoint {path}: {METADATA_FILE} is larger than {MAX_METADATA_BYTES // 2**20} MiB; refused")
+        try:
+            raw = read_regular(file, MAX_METADATA_BYTES, f"checkpoint {path}: {METADATA_FILE}", links=True)  # a FIFO or device refused, never read
+        except FileProblem as e:
+            raise AgentError(str(e)) from None
         text = raw.decode("utf-8")
         if _json_depth(text) > MAX_METADATA_DEPTH:
             raise AgentError(f"checkpoint {path}: {METADATA_FILE} is nested more than {MAX_METADATA_DEPTH} levels deep; refused")

@@ -175,3 +175,29 @@ def test_fuzz_weights_bytes_fail_only_with_agent_error(tmp_path_factory, data, c
         PPOAgent(ck, rules=RULES)
     except AgentError as e:
         one_line(e)
+
+
+def test_a_checkpoint_whose_metadata_is_a_fifo_is_refused_at_once(tmp_path):
+    """A FIFO at metadata.json is refused in one line, never opened for reading (which would wait
+    for a writer forever): agents.load and export's check of its own checkpoints alike."""
+    import shutil
+    import subprocess
+    import sys
+
+    from generala_agents.ppo import SHIPPED
+
+    ck = tmp_path / "ck"
+    shutil.copytree(SHIPPED / "ppo-classic", ck)
+    (ck / "metadata.json").unlink()
+    os.mkfifo(ck / "metadata.json")
+    code = (
+        "import generala_agents as agents\n"
+        "from generala_training.export import is_export_checkpoint\n"
+        f"assert not is_export_checkpoint(__import__('pathlib').Path({str(ck)!r}))\n"
+        "from generala_agents.ppo import read_metadata\n"
+        f"for load in (agents.load, read_metadata):\n    try:\n        load({str(ck)!r})\n    except agents.AgentError as e:\n        print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded, read = out.stdout.splitlines()
+    assert "holds no agent" in loaded and "metadata.json" in read and "regular" in read, out.stdout

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from generala_env.checks import is_whole
-from generala_env.files import FileProblem, rename_new
+from generala_env.files import FileProblem, read_regular, rename_new
 from generala_env.game import outcome_points
 from generala_env.safe_yaml import short_repr
 
@@ -128,9 +128,9 @@ def is_export_checkpoint(folder: Path) -> bool:
     try:
         if sorted(p.name for p in folder.iterdir()) != sorted([METADATA_FILE, WEIGHTS_FILE]):
             return False
-        if (folder / METADATA_FILE).stat().st_size > 2**20 or any((folder / f).is_symlink() for f in (METADATA_FILE, WEIGHTS_FILE)):
+        if any((folder / f).is_symlink() for f in (METADATA_FILE, WEIGHTS_FILE)):
             return False
-        meta = json.loads((folder / METADATA_FILE).read_text())
+        meta = json.loads(read_regular(folder / METADATA_FILE, 2**20, "a checkpoint's metadata"))  # a FIFO or device: not a checkpoint
     except (OSError, ValueError, RecursionError):
         return False
     return isinstance(meta, dict) and all(k in meta for k in ("source_run", "source_model", "exported"))
