@@ -308,7 +308,10 @@ def test_a_hard_linked_log_stops_resume_with_one_line_and_the_linked_file_untouc
     before = _tree(run)
     assert _train(["--resume", str(run), "total_timesteps=1024"]) == 2
     line = _one_error_line(capsys.readouterr().err, "train")
-    assert line == f"generala train: error: {run / name} has 2 names (a hard link): nothing is appended to it, as that would write into the other names too; move it"
+    assert (
+        line
+        == f"generala train: error: {run / name} has 2 names (a hard link): nothing is appended to it, as that would write into the other names too; move it"
+    )
     assert victim.read_text() == "the user's own data\n" and _tree(run) == before
 
 
