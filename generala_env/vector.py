@@ -83,7 +83,7 @@ from gymnasium.vector.utils import batch_space
 
 from . import env_loops as E
 from . import opponents as opponents_registry
-from .checks import MAX_ILLEGAL_IN_A_ROW, check_obs_type
+from .checks import MAX_ILLEGAL_IN_A_ROW, action_numbers, check_obs_type
 from .dice import ROLLS
 from .engine import OPEN
 from .env import observation_space
@@ -109,6 +109,9 @@ class GeneralaVectorEnv(VectorEnv):
     ``single_observation_space`` is the single env's (the ``Box``, or the ``Dict`` with
     ``obs_type="dict"``), batched over the N games.
     ``action_masks()`` gives the legal actions of every game, ``(N, 32 + L)`` bool.
+    ``step(actions)`` takes one action a game (an array or a list), each as ``Generala-v0``
+    takes one: any integer outside ``0 … 31 + L`` is an illegal action; anything else (a
+    float, a bool, a string, ``None``) raises ``NotAnActionError`` naming the game and it.
 
     ## Arguments
     ```python
@@ -262,15 +265,10 @@ class GeneralaVectorEnv(VectorEnv):
         core = self.core
         if core.halt is not None:
             raise RuntimeError(f"step() cannot go on: {core.halt}")
-        a = np.asarray(actions)
-        if a.shape != (self.num_envs,):
-            raise ValueError(f"actions must have shape ({self.num_envs},), got {a.shape}")
-        if not np.issubdtype(a.dtype, np.integer):
-            raise ValueError(f"actions must be integers from 0 to {self.num_actions - 1}, got dtype {a.dtype}")
-        a = a.astype(np.int64, copy=False)
+        a, given = action_numbers(actions, self.num_envs, self.num_actions)  # int64; one line for a non-integer
         obs = np.empty((self.num_envs, self.encoder.size), dtype=np.float32)
         ends = np.zeros((self.num_envs, self.num_players + 2), dtype=np.int64)  # the ended games' totals, winner + 1, served win
-        rewards = core.step(a, obs, ends)
+        rewards = core.step(a, obs, ends, given)
         env = core.env
         terminated, truncated = env[E.TERMINATED] != 0, env[E.TRUNCATED] != 0
         illegal = env[E.ILLEGAL] != 0
