@@ -239,6 +239,7 @@ def _set(name: str, where, value):
         (_set(".games.sheets", (0, 0, 0), 7), r"game 0: sheets: seat 0's ones holds 7, which is neither -1 \(open\) nor points the line can hold"),
         (_set(".updates", (), 5), r"it holds 5 updates of 128 steps but says it holds 256 steps"),
     ],
+    ids=["nan-weight", "inf-moment", "updates-minus-3", "dice-99", "rolls-left-7", "sheet-7", "updates-not-its-steps"],
 )
 def test_a_forged_latest_stops_a_jax_resume_with_one_line(run_copy, capsys, change, named):
     import re
