@@ -10,6 +10,7 @@ from gymnasium.envs.registration import register, registry
 
 __version__ = "0.2.0"
 
+from .checks import NotAnActionError
 from .encoding import LAYOUT_VERSION, Encoder, observation_layout, observation_size
 from .game import OPEN, Game, IllegalActionError, Outcome
 from .info import points_now
@@ -37,6 +38,7 @@ __all__ = [
     "GeneralaEnv",
     "IllegalActionError",
     "LAYOUT_VERSION",
+    "NotAnActionError",
     "OPEN",
     "Outcome",
     "RuleSet",

@@ -1,5 +1,6 @@
-"""The checks of the arguments every env takes (the single, the vector and the PettingZoo env):
-one place for each, so that a bad value gets the same one-line error from every env."""
+"""The checks of the arguments every env takes (the single, the vector, the PettingZoo and the
+JAX env): one place for each, so that a bad value gets the same one-line error from every env;
+an action among them (:func:`action_number`, :func:`action_numbers`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,58 @@ def is_whole(v) -> TypeGuard[int | np.integer]:
     """Whether ``v`` is a whole number: a Python or numpy integer, not a bool (``True`` is an
     ``int`` to Python; to a rule or an argument it is not a number). The one test of it."""
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+class NotAnActionError(TypeError):
+    """An action given to an env that is not an integer (3.7, nan, ``"a"``, ``None``, ``True``):
+    no game state makes it legal or illegal, so it is refused in every env with one line naming it."""
+
+
+def not_an_action(action, num_actions: int, described: str | None = None) -> str:
+    """The one line every env gives for an action that is not an integer (``described``: what
+    it is, where its value is unknown, as under ``jax.jit``)."""
+    return f"an action is an integer from 0 to {num_actions - 1}, got {described or repr(action)}"
+
+
+def action_number(action, num_actions: int) -> int:
+    """One action as given to an env, as a Python int: a Python or NumPy integer of any size (one
+    outside ``0 … num_actions - 1``, ``2**63`` as ``42``, is an illegal action, which the env
+    handles as it handles any), or a 0-d integer array (what a policy's ``predict`` gives).
+    Anything else is :class:`NotAnActionError` naming it: a float (``3.7``, ``nan``, ``inf``,
+    ``3.0``), a string, ``None``, and a bool, which is no action number (``True`` is not ``1``).
+    The one check of an action for every env."""
+    if isinstance(action, np.ndarray) and action.shape == ():
+        action = action[()]
+    if not is_whole(action):
+        raise NotAnActionError(not_an_action(action, num_actions))
+    return int(action)
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def action_numbers(actions, num_envs: int, num_actions: int) -> tuple[np.ndarray, list[int] | None]:
+    """The actions of ``num_envs`` games (an array or a sequence, one a game), each checked as
+    :func:`action_number` checks one (a non-integer in game ``j`` is :class:`NotAnActionError`
+    ``"game j: ..."``), as the int64 array the env core takes. An integer that int64 cannot hold
+    (``2**63``, ``-2**70``, a uint64 above ``2**63 - 1``) is given to the core as ``-1``, an
+    illegal action as ``42`` is; the numbers as given come back too, to name it (``None`` when
+    every one fits)."""
+    # a list keeps its numbers as given: NumPy would make 2**63 a float and True a 1
+    listed = isinstance(actions, (list, tuple))
+    a = actions if isinstance(actions, np.ndarray) else np.asarray(actions, dtype=object if listed else None)
+    if a.shape != (num_envs,):
+        raise ValueError(f"actions must have shape ({num_envs},), got {a.shape}")
+    if a.dtype.kind == "i" or (a.dtype.kind == "u" and not (a > _INT64.max).any()):
+        return a.astype(np.int64, copy=False), None
+    given = []
+    for j, x in enumerate(a.tolist()):  # Python scalars, named as a user would write them
+        try:
+            given.append(action_number(x, num_actions))
+        except NotAnActionError as e:
+            raise NotAnActionError(f"game {j}: {e}") from None
+    fits = [_INT64.min <= g <= _INT64.max for g in given]
+    return np.array([g if ok else -1 for g, ok in zip(given, fits, strict=True)], dtype=np.int64), None if all(fits) else given
 
 
 REWARDS = ("score", "win")

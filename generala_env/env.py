@@ -11,7 +11,18 @@ from gymnasium import spaces
 
 from . import env_loops as E
 from . import opponents as opponents_registry
-from .checks import MAX_ILLEGAL_IN_A_ROW, OBS_TYPES, REWARDS, check_arguments, check_finite, check_max_illegal, check_obs_type, check_render_mode, check_share  # noqa: F401  (re-exported)
+from .checks import (  # noqa: F401  (re-exported)
+    MAX_ILLEGAL_IN_A_ROW,
+    OBS_TYPES,
+    REWARDS,
+    action_number,
+    check_arguments,
+    check_finite,
+    check_max_illegal,
+    check_obs_type,
+    check_render_mode,
+    check_share,
+)
 from .dice import NUM_MASKS
 from .encoding import LAYOUT_VERSION, observation_layout
 from .env_core import NOT_RESET, RESET_FAILED, EnvCore
@@ -51,6 +62,10 @@ class GeneralaEnv(gym.Env):
       open. Dice that do not qualify write 0 there (crossing it out).
     - When a served generala wins the game, the only legal action is writing it on
       the generala line.
+    - An action is a Python or NumPy integer, or a 0-d integer array; any integer
+      outside `0 … 31 + L` (`42`, `2**63`) is an illegal action. Anything else (`3.7`,
+      `nan`, `"a"`, `None`, and `True`/`False`, which are no action numbers) raises
+      `NotAnActionError` (a `TypeError`) naming it, as every env of the package does.
 
     ## Observation Space
     `Box(-1, 1, (n,), float32)`; the slices are named by
@@ -205,6 +220,7 @@ class GeneralaEnv(gym.Env):
         self._dict_obs = self.obs_type == "dict"
         self._actions = np.zeros(1, dtype=np.int64)  # the agent's action, as the core takes it
         self._illegal_reason = ""  # why the last action was illegal ("" after a legal one)
+        self._num_actions = int(self.action_space.n)
 
     @property
     def layout_version(self) -> int:
@@ -306,12 +322,11 @@ class GeneralaEnv(gym.Env):
             core.halt = None  # this step ends the episode (the core's step of a game that ended early)
         elif self.game.over:
             raise RuntimeError("step() called after the episode ended; call reset()")
-        if action.__class__ is int:
-            why = None
+        if action.__class__ is int and 0 <= action < self._num_actions:
+            why = None  # the hot path: the core says whether it is legal
         else:
-            if isinstance(action, np.ndarray) and action.shape == ():
-                action = action[()]  # SB3's predict() gives one observation's action as a 0-d array
-            why = self.game.why_illegal(action)  # None: a legal action of another kind of integer
+            action = action_number(action, self._num_actions)  # not an integer: one error naming it; a 0-d array (SB3's predict): its number
+            why = self.game.why_illegal(action)  # None: a legal action of another kind of integer; an integer of any size: out of range
             if why is not None and self.illegal_action == "raise":
                 raise IllegalActionError(why)
         self._actions[0] = -1 if why is not None else action

@@ -280,7 +280,7 @@ class EnvCore:
         if self.game is not None:
             self.game._made = None
 
-    def step(self, actions: np.ndarray, obs: np.ndarray, final: np.ndarray | None = None) -> np.ndarray:
+    def step(self, actions: np.ndarray, obs: np.ndarray, final: np.ndarray | None = None, given: list[int] | None = None) -> np.ndarray:
         """The agent's ``actions`` (int64, one a game) in every game, the opponents' turns after
         them, and what the agent sees then, into ``obs`` and the masks; the rewards. :attr:`found`
         and the rows of :attr:`env` say what happened (illegal, terminated, truncated), and
@@ -288,7 +288,9 @@ class EnvCore:
         seat's total, the sole winner + 1 (0: none) and whether a served generala won
         (:func:`~generala_env.env_loops.end_of_game`; rows of other games are left as they
         were). With ``illegal_action="raise"`` an illegal action raises
-        :class:`IllegalActionError` and changes nothing."""
+        :class:`IllegalActionError` and changes nothing. ``given``: the actions as the env was
+        given them, where one did not fit ``actions`` (:func:`~generala_env.checks.action_numbers`),
+        to name it."""
         if final is None:
             final = self._final
         N = self.num_envs
@@ -297,7 +299,7 @@ class EnvCore:
         if self.dice_source is not None:
             legal, playing = K.accepted(actions, self.masks), self.env[E.EARLY_END] == 0
             if self.illegal_action == "raise" and (playing & ~legal).any():
-                self._raise_illegal(actions)
+                self._raise_illegal(actions, given)
             acting = np.flatnonzero(legal & playing)
             faces, at = self._given_dice(acting, actions[acting])
             pcg = _NO_STREAMS
@@ -315,7 +317,7 @@ class EnvCore:
         if self.game is not None:
             self.game._made = None
         if found[E.N_ILLEGAL] and self.illegal_action == "raise":
-            self._raise_illegal(actions)
+            self._raise_illegal(actions, given)
         if self._opponent_moves is not None and self.opponents:  # where the agent moved, the opponents' moves are those after it
             for g in np.flatnonzero((self.env[E.ILLEGAL] == 0) & (self.env[E.EARLY_END] == 0)).tolist():
                 self._opponent_moves[g] = []
@@ -325,10 +327,10 @@ class EnvCore:
             self._look(waiting, obs, E.FINISH, rewards=rewards, final=final)
         return rewards
 
-    def _raise_illegal(self, actions: np.ndarray) -> None:
+    def _raise_illegal(self, actions: np.ndarray, given: list[int] | None = None) -> None:
         bad = ~K.accepted(actions, self.masks) & (self.env[E.EARLY_END] == 0)
         j = int(np.flatnonzero(bad)[0])
-        why = self.game_view(j).why_illegal(int(actions[j]))
+        why = self.game_view(j).why_illegal(int(actions[j]) if given is None else given[j])
         raise IllegalActionError(why if self.num_envs == 1 and why else f"game {j}: {why}")
 
     def moves(self, g: int) -> list[Move]:

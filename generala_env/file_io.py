@@ -72,6 +72,26 @@ def check_target(path: Path) -> None:
         raise FileProblem(f"{path} is {kind_of(st)}: nothing is written through or over it; move it or choose another place")
 
 
+def hard_linked(path: Path, st: os.stat_result) -> FileProblem | None:
+    """The refusal of a file an append would write into, if it has other names (``st_nlink > 1``):
+    appending to it writes into every one of them, wherever they are."""
+    if st.st_nlink > 1:
+        return FileProblem(f"{path} has {st.st_nlink} names (a hard link): nothing is appended to it, as that would write into the other names too; move it")
+    return None
+
+
+def check_append_target(path: str | os.PathLike) -> None:
+    """Refuse a file :func:`append_line` would not append to: a link, anything but a regular file,
+    or a regular file with more than one name (a hard link). An absent one is fine. A program that
+    appends later (a run's next evaluation) asks this first, before it writes anything."""
+    path = Path(path)
+    check_target(path)
+    st = lstat_or_none(path)
+    problem = hard_linked(path, st) if st is not None else None
+    if problem is not None:
+        raise problem
+
+
 def open_regular(path: Path, flags: int, name: str, refused: str, failed: str, *, links: bool = False) -> int:
     """A descriptor of ``path`` opened with ``flags`` and never through a link (``links``: a
     link is followed to what it names), checked to be a regular file; else a
@@ -149,13 +169,18 @@ def write_json(path: str | os.PathLike, value: Any, *, indent: int = 2) -> Path:
 
 
 def append_line(path: str | os.PathLike, line: str) -> None:
-    """Append ``line`` and a newline to ``path`` in one write, never through a link."""
+    """Append ``line`` and a newline to ``path`` in one write, never through a link: a symbolic
+    link, anything but a regular file, or a file with another name (a hard link, which an append
+    would write into as well) is refused with one line, the file untouched."""
     path = Path(path)
     if "\n" in line:
         raise ValueError("append_line takes one line without a newline")
-    check_target(path)  # first: opening a FIFO to write fails (ENXIO) before it could be named
+    check_append_target(path)  # first: opening a FIFO to write fails (ENXIO) before it could be named
     fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, str(path), "nothing is appended to it; move it", f"cannot append to {path}")
     try:
+        problem = hard_linked(path, os.fstat(fd))  # checked again on the file opened: a link made meanwhile
+        if problem is not None:
+            raise problem
         data = (line + "\n").encode()
         written = os.write(fd, data)
         if written != len(data):
@@ -189,7 +214,7 @@ def create_new(path: str | os.PathLike, write_to: Callable[[Path], None], *, mod
     return path
 
 
-_RENAME_NOREPLACE = 1
+_RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 
 
 def rename_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
@@ -198,7 +223,7 @@ def rename_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     can slip under; elsewhere (or where the file system lacks it) checked just before a plain
     rename. Something at ``dst`` is :class:`NameTaken`; another failure one line naming it."""
     src, dst = Path(src), Path(dst)
-    done = _renameat2_noreplace(src, dst)
+    done = _renameat2(src, dst, _RENAME_NOREPLACE)
     if done is None:
         if lstat_or_none(dst) is not None:
             raise NameTaken(f"{dst} exists already: it is not replaced")
@@ -208,9 +233,37 @@ def rename_new(src: str | os.PathLike, dst: str | os.PathLike) -> None:
             raise FileProblem(f"cannot move {src} to {dst}: {reason(e)}") from None
 
 
-def _renameat2_noreplace(src: Path, dst: Path) -> bool | None:
-    """``True`` once renamed; ``None`` where renameat2 is not there to ask (not Linux, an old
-    C library, a file system without it)."""
+def replace_folder(new: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Put the folder ``new``, made whole beside ``dst``, at ``dst`` in place of the folder there,
+    in one step: whoever reads ``dst`` finds the old folder whole or the new one whole, never
+    files of both. On Linux one ``renameat2(RENAME_EXCHANGE)`` swaps the two names, and the old
+    folder, now at ``new``, is removed; with nothing at ``dst``, :func:`rename_new`. Elsewhere (or
+    where the file system cannot swap) the old folder is first renamed aside to ``new`` +
+    ``.old``: a kill between the two renames leaves no ``dst`` and both folders whole. A link or
+    anything but a folder at ``dst`` is refused with one line."""
+    import shutil
+
+    new, dst = Path(new), Path(dst)
+    st = lstat_or_none(dst)
+    if st is None:
+        rename_new(new, dst)
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        raise FileProblem(f"{dst} is {kind_of(st)}: only a folder this program wrote is replaced; move it or choose another place")
+    old = new
+    if _renameat2(new, dst, _RENAME_EXCHANGE) is None:
+        old = new.with_name(new.name + ".old")
+        try:
+            os.rename(dst, old)
+            os.rename(new, dst)
+        except OSError as e:
+            raise FileProblem(f"cannot move {new} to {dst}: {reason(e)}") from None
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _renameat2(src: Path, dst: Path, flag: int) -> bool | None:
+    """``True`` once renamed with ``renameat2(flag)``; ``None`` where renameat2 is not there to
+    ask (not Linux, an old C library, a file system without the flag)."""
     import ctypes
     import sys
 
@@ -222,13 +275,13 @@ def _renameat2_noreplace(src: Path, dst: Path) -> bool | None:
     except (OSError, AttributeError):
         return None
     at_fdcwd = -100
-    if renameat2(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+    if renameat2(at_fdcwd, os.fsencode(src), at_fdcwd, os.fsencode(dst), flag) == 0:
         return True
     err = ctypes.get_errno()
     if err == errno.EEXIST:
         raise NameTaken(f"{dst} exists already: it is not replaced")
     if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
-        return None  # the file system does not do RENAME_NOREPLACE
+        return None  # the file system does not do this flag
     raise FileProblem(f"cannot move {src} to {dst}: {os.strerror(err)}")
 
 

@@ -11,9 +11,14 @@
   one line naming it.
 - **A file never replaced** (:func:`create_new`, a recorded video) is written under a fresh
   temporary name and linked to its name only if that name is free.
+- **A folder of files that belong together** (a checkpoint: weights and their metadata) is
+  written whole beside its place and swapped in (:func:`replace_folder`): a reader finds the
+  old folder or the new one, never the new weights under the old metadata.
 - **Appends are whole lines** (:func:`append_line`): one ``write`` of an ``O_APPEND`` file opened
-  with ``O_NOFOLLOW``; :func:`read_json_lines` reads them back, skipping a torn last line with
-  a warning that names the file and line, and refusing a bad line elsewhere with one line.
+  with ``O_NOFOLLOW``, refused if the file has another name (a hard link: the append would write
+  there too); a program that appends later asks :func:`check_append_target` before it writes
+  anything. :func:`read_json_lines` reads them back, skipping a torn last line with a warning
+  that names the file and line, and refusing a bad line elsewhere with one line.
 - **Every file read is read by one reader** (:func:`read_regular`), the files a user names (a
   config, a rule file, an agent's source, td-search values, checkpoint weights) and those the
   project reads back alike: opened with ``O_NONBLOCK`` (a FIFO opens at once), checked with
@@ -40,6 +45,7 @@ from .file_io import (
     FileProblem,
     NameTaken,
     append_line,
+    check_append_target,
     check_target,
     create_new,
     lstat_or_none,
@@ -47,6 +53,7 @@ from .file_io import (
     read_json_lines,
     read_regular,
     rename_new,
+    replace_folder,
     sha256_of,
     write_atomic,
     write_json,
@@ -60,6 +67,7 @@ __all__ = [
     "NameTaken",
     "OutputFolder",
     "append_line",
+    "check_append_target",
     "check_target",
     "create_new",
     "lock_folder",
@@ -71,6 +79,7 @@ __all__ = [
     "read_regular",
     "remove_temporaries",
     "rename_new",
+    "replace_folder",
     "sha256_of",
     "write_atomic",
     "write_json",

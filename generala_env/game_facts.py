@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import is_whole
+from .checks import is_whole, not_an_action
 from .dice import ALL_HELD, NUM_MASKS, ROLLS
 from .engine import FIRST_ROLL, OVER, PENDING, PLAYER, TOTALS, WINNER, is_winner
 from .rules import RuleSet
@@ -135,7 +135,7 @@ class GameFacts:
     def why_illegal(self, action) -> str | None:
         """``None`` if the action is legal, else a sentence saying why not."""
         if not is_whole(action):
-            return f"an action is an integer from 0 to {self.num_actions - 1}, got {action!r}"
+            return not_an_action(action, self.num_actions)
         a = int(action)
         if not 0 <= a < self.num_actions:
             return f"action {a} is out of range 0..{self.num_actions - 1}"

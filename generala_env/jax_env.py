@@ -44,11 +44,12 @@ except ImportError as e:  # the jax extra
     raise ImportError(f"generala_env.jax_env needs jax and pgx, which are not installed; {how_to_install('jax')}") from e
 
 from . import jax_rules as R
-from .checks import REWARDS, is_whole
-from .dice import ALL_HELD, DICE, EMPTY_KEEP, NUM_MASKS, NUM_ROLLS
+from .checks import REWARDS, NotAnActionError, action_number, is_whole, not_an_action
+from .dice import ALL_HELD, DICE, EMPTY_KEEP, FACES, KEEPS_LIST, NUM_KEEPS, NUM_MASKS, NUM_ROLLS, ROLL_CONTAINS_KEEP, ROLLS
 from .encoding import observation_layout
 from .engine import FIRST_ROLL, OPEN
 from .game import MAX_PLAYERS
+from .game_states import off_sheet
 from .rules import RuleSet, load_rules
 
 Array = jax.Array
@@ -133,6 +134,7 @@ class Generala(core.Env):
         self.layout = observation_layout(rules, num_players)  # name -> slice of the observation
         self._players = num_players
         self._first_turn: State | None = None
+        self._make: Any = None  # _made's compiled call
 
     # -- Pgx's API ------------------------------------------------------------------------------
     @property
@@ -159,7 +161,7 @@ class Generala(core.Env):
         """Pgx's step, the dice drawn from ``key`` (required, as in Pgx v2)."""
         if key is None:
             raise ValueError("step needs a key for the dice: step(state, action, key), as in Pgx v2")
-        return super().step(state, self._in_range(action), key)
+        return super().step(state, self.checked_action(action), key)
 
     def init(self, key: Array) -> core.State:
         """A new game (:func:`generala_env.batched.new_games`): empty sheets, seat 0's first roll
@@ -225,7 +227,7 @@ class Generala(core.Env):
     def afterstate(self, state: State, action: Array) -> Afterstate:
         """The decision ``action`` applied without throwing: what :meth:`step` does before its
         dice, a finished or illegal step included (:class:`Afterstate`)."""
-        action = self._in_range(action)
+        action = self.checked_action(action)
         illegal = ~state.legal_action_mask[action]
         decided = self._decide(state.replace(_step_count=state._step_count + 1), action)
         stay = Afterstate(state.replace(rewards=jnp.zeros_like(state.rewards)), jnp.int32(-1), jnp.bool_(False))
@@ -256,10 +258,106 @@ class Generala(core.Env):
         ``6 ** 5`` (as the numba vector env draws them), of which the dice in the cup are read."""
         return jnp.where(after.keep >= 0, R.landed_roll(self.tables, after.keep, R.throw_code(key)), after.state.roll).astype(jnp.int32)
 
+    # -- a state read back ----------------------------------------------------------------------
+    def state_problem(self, state: State) -> str | None:
+        """The first thing wrong with ``state`` (one game, or games along leading axes) in words
+        naming the field (and the game), or ``None``. Read on the host, for a state read back from
+        a file (a resumed run's games): compiled code cannot refuse one, and plays a state the game
+        cannot reach as if it could. Each number in its range (roll, rolls left, locked keep,
+        seats, writes, winner, step count), each sheet value :data:`OPEN` or points its line can
+        hold, the dice the faces of the roll (1 to 6) with the locked dice among them, ``writes``
+        the lines filled, the floats finite, and the legal mask, the dice and the observation
+        those the game's numbers make."""
+        s = jax.tree_util.tree_map(np.asarray, jax.device_get(state))
+        batch = np.shape(s.roll)
+        n, P, L = int(np.prod(batch, dtype=np.int64)), self._players, self.rules.num_lines
+        g = jax.tree_util.tree_map(lambda x: x.reshape(n, *x.shape[len(batch) :]), s)
+
+        def first(bad) -> tuple[str, int]:
+            j = int(np.flatnonzero(bad)[0])
+            return ("" if batch == () else f"game {j}: "), j
+
+        for name, lo, hi in (
+            ("roll", 0, NUM_ROLLS - 1),
+            ("rolls_left", 0, FIRST_ROLL),
+            ("locked", 0, NUM_KEEPS - 1),
+            ("player", 0, P - 1),
+            ("current_player", 0, P - 1),
+            ("winner", -1, P - 1),
+            ("writes", 0, P * L),
+            ("_step_count", 0, np.iinfo(np.int32).max),
+        ):
+            a = getattr(g, name)
+            bad = (a < lo) | (a > hi)
+            if bad.any():
+                at, j = first(bad)
+                return f"{at}{name} is {a[j]}, outside {lo} to {hi}"
+        for name in ("observation", "rewards"):
+            a = getattr(g, name).reshape(n, -1)
+            bad = ~np.isfinite(a).all(axis=1)
+            if bad.any():
+                at, j = first(bad)
+                return f"{at}{name} holds {a[j][~np.isfinite(a[j])][0]}: not a finite number"
+        bad = ((g.dice < 1) | (g.dice > FACES)).any(axis=1)
+        if bad.any():
+            at, j = first(bad)
+            return f"{at}dice {g.dice[j].tolist()}: a die shows 1 to {FACES}"
+        bad = (g.dice != ROLLS[g.roll]).any(axis=1)
+        if bad.any():
+            at, j = first(bad)
+            return f"{at}dice {g.dice[j].tolist()} are not the faces of roll {g.roll[j]} ({ROLLS[g.roll[j]].tolist()})"
+        bad = ~ROLL_CONTAINS_KEEP[g.roll, g.locked]
+        if bad.any():
+            at, j = first(bad)
+            return f"{at}the locked dice {list(KEEPS_LIST[g.locked[j]])} are not among the dice {ROLLS[g.roll[j]].tolist()}"
+        off = off_sheet(self.rules, g.sheets.reshape(n * P, L))
+        if off is not None:
+            row, line, value = off
+            at = "" if batch == () else f"game {row // P}: "
+            return f"{at}sheets: seat {row % P}'s {self.rules.lines[line]} holds {value}, which is neither {OPEN} (open) nor points the line can hold"
+        filled = (g.sheets != OPEN).sum(axis=(1, 2))
+        bad = filled != g.writes
+        if bad.any():
+            at, j = first(bad)
+            return f"{at}writes is {g.writes[j]}, but the sheets have {filled[j]} lines filled"
+        derived = jax.device_get(self._made(g))
+        mask = np.where(g.terminated[:, None], True, derived.legal_action_mask)
+        for name, ok in (
+            ("current_player", derived.current_player == g.current_player),
+            ("legal_action_mask", (mask == g.legal_action_mask).all(axis=1)),
+            ("observation", np.isclose(derived.observation, g.observation, rtol=0, atol=1e-6).all(axis=1)),
+        ):
+            if not ok.all():
+                at, _ = first(~ok)
+                return f"{at}{name} is not the one the game's numbers make"
+        return None
+
+    def _made(self, games: State) -> State:
+        """The legal mask, dice, player to move and observation of each of ``games`` (one axis),
+        made from its numbers (compiled once per env)."""
+        if self._make is None:
+            self._make = jax.jit(jax.vmap(lambda s: (lambda d: d.replace(observation=self.observe(d)))(self._derived(s))))
+        return self._make(games)
+
     # -- the bookkeeping ------------------------------------------------------------------------
-    def _in_range(self, action: Array) -> Array:
-        """``action``, or an action never legal (hold all five) for one outside the action space."""
-        return jnp.where((action >= 0) & (action < self.num_actions), action, ALL_HELD)
+    def checked_action(self, action) -> Array:
+        """``action`` as :meth:`step` plays it: itself, or an action never legal (hold all five)
+        for an integer outside the action space, so that any integer is an illegal action as
+        ``42`` is. On the host (the values known: ``step`` called without :func:`jax.jit`) it is
+        :func:`generala_env.checks.action_number`'s check, that of every env: any Python or NumPy
+        integer (or 0-d array), however large (``2**63``, an int64 beyond int32), is illegal, and
+        anything else (``3.7``, ``nan``, ``"a"``, ``None``, ``True``, ``[3]``) raises
+        :class:`~generala_env.checks.NotAnActionError` naming it. Traced (under ``jit`` or
+        ``vmap``) only the type is known: an action that is not of an integer type (a float, a
+        bool) is refused when the step is traced, and the values go through ``where``. Call it on
+        the host before a jitted step to get the host's answer (see ``docs/jax.md``)."""
+        n = self.num_actions
+        if isinstance(action, jax.core.Tracer):
+            if not jnp.issubdtype(action.dtype, jnp.integer):
+                raise NotAnActionError(not_an_action(None, n, described=f"a traced {action.dtype} value"))
+            return jnp.where((action >= 0) & (action < n), action, ALL_HELD)
+        number = action_number(np.asarray(action) if isinstance(action, jax.Array) else action, n)
+        return jnp.int32(number if 0 <= number < n else ALL_HELD)
 
     def _decide(self, state: State, action: Array) -> Afterstate:
         """:func:`generala_env.jax_rules.decide` of a legal action, with its rewards; an illegal one

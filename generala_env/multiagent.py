@@ -26,9 +26,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
-from pettingzoo.utils import wrappers
+from pettingzoo.utils import BaseWrapper, wrappers
 
-from .checks import check_finite, check_render_mode, check_reward, is_whole
+from .checks import action_number, check_finite, check_render_mode, check_reward, is_whole
 from .dice import NUM_MASKS
 from .encoding import LAYOUT_VERSION, observation_layout
 from .env import observation_space
@@ -57,8 +57,22 @@ def env(illegal_reward: float = -1.0, **kwargs) -> AECEnv:
     e = raw_env(**kwargs)
     e = wrappers.TerminateIllegalWrapper(e, illegal_reward=illegal_reward)
     e = wrappers.AssertOutOfBoundsWrapper(e)
+    e = ActionChecked(e)
     e = wrappers.OrderEnforcingWrapper(e)
     return e
+
+
+class ActionChecked(BaseWrapper):
+    """The check of an action (:func:`generala_env.checks.action_number`) before PettingZoo's
+    wrappers read it, which cannot take what is not an integer: ``AssertOutOfBoundsWrapper``
+    asserts on it and ``TerminateIllegalWrapper`` indexes the mask with it (``True`` picks a row
+    of the mask, not an action). A dead agent's step passes on unread."""
+
+    def step(self, action) -> None:
+        agent = self.agent_selection
+        if not (self.terminations[agent] or self.truncations[agent]):
+            action = action_number(action, int(self.action_space(agent).n))
+        super().step(action)
 
 
 class raw_env(AECEnv, EzPickle):
@@ -83,7 +97,10 @@ class raw_env(AECEnv, EzPickle):
     - When a served generala wins the game, the only legal action is writing it on
       the generala line.
     - An action is a Python int, a NumPy integer or a 0-d integer array (what a
-      policy's `predict` gives for one observation), as in `Generala-v0`.
+      policy's `predict` gives for one observation), as in `Generala-v0`: any integer
+      outside `0 … 31 + L` is an illegal action (`IllegalActionError` from `raw_env`, the
+      wrappers' handling from `env()`); anything else (`3.7`, `"a"`, `None` while the
+      agent is alive, `True`) raises `NotAnActionError` naming it, from both.
 
     ## Observation Space
     `Dict(observation=Box(-1, 1, (n,), float32), action_mask=Box(0, 1, (32 + L,), int8))`.
@@ -290,8 +307,7 @@ class raw_env(AECEnv, EzPickle):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        if isinstance(action, np.ndarray) and action.shape == ():
-            action = action[()]  # one observation's action from a policy's predict()
+        action = action_number(action, self.game.num_actions)  # not an integer: one error naming it; a 0-d array: its number
         g = self.game
         why = g.why_illegal(action)
         if why is not None:

@@ -96,7 +96,7 @@ from gymnasium.vector.utils import batch_space
 
 from . import env_loops as E
 from . import opponents as opponents_registry
-from .checks import MAX_ILLEGAL_IN_A_ROW, check_obs_type
+from .checks import MAX_ILLEGAL_IN_A_ROW, action_numbers, check_obs_type
 from .dice import ROLLS
 from .engine import OPEN
 from .env import observation_space
@@ -137,6 +137,9 @@ class GeneralaVectorEnv(VectorEnv):
     ``single_observation_space`` is the single env's (the ``Box``, or the ``Dict`` with
     ``obs_type="dict"``), batched over the N games.
     ``action_masks()`` gives the legal actions of every game, ``(N, 32 + L)`` bool.
+    ``step(actions)`` takes one action a game (an array or a list), each as ``Generala-v0``
+    takes one: any integer outside ``0 … 31 + L`` is an illegal action; anything else (a
+    float, a bool, a string, ``None``) raises ``NotAnActionError`` naming the game and it.
 
     ## Arguments
     ```python
@@ -310,12 +313,7 @@ class GeneralaVectorEnv(VectorEnv):
         core = self.core
         if core.halt is not None:
             raise RuntimeError(f"step() cannot go on: {core.halt}")
-        a = np.asarray(actions)
-        if a.shape != (self.num_envs,):
-            raise ValueError(f"actions must have shape ({self.num_envs},), got {a.shape}")
-        if not np.issubdtype(a.dtype, np.integer):
-            raise ValueError(f"actions must be integers from 0 to {self.num_actions - 1}, got dtype {a.dtype}")
-        a = a.astype(np.int64, copy=False)
+        a, given = action_numbers(actions, self.num_envs, self.num_actions)  # int64; one line for a non-integer
         same_step, waiting = self.autoreset_mode == AutoresetMode.SAME_STEP, self._ended
         if len(waiting) and self.autoreset_mode == AutoresetMode.DISABLED:
             raise RuntimeError(
@@ -324,7 +322,7 @@ class GeneralaVectorEnv(VectorEnv):
         obs = np.empty((self.num_envs, self.encoder.size), dtype=np.float32)
         ends = np.zeros((self.num_envs, self.num_players + 2), dtype=np.int64)  # the ended games' totals, winner + 1, served win
         env = core.env
-        rewards = self._step_core(a, obs, ends, waiting) if len(waiting) else core.step(a, obs, ends)
+        rewards = self._step_core(a, obs, ends, waiting, given) if len(waiting) else core.step(a, obs, ends, given)
         terminated, truncated = env[E.TERMINATED] != 0, env[E.TRUNCATED] != 0
         illegal = env[E.ILLEGAL] != 0
         if same_step:
@@ -347,7 +345,7 @@ class GeneralaVectorEnv(VectorEnv):
             self._masks[terminated] = True
         return self._observation(obs), rewards, terminated, truncated, self._info(illegal, ends)
 
-    def _step_core(self, actions: np.ndarray, obs: np.ndarray, ends: np.ndarray, waiting: np.ndarray) -> np.ndarray:
+    def _step_core(self, actions: np.ndarray, obs: np.ndarray, ends: np.ndarray, waiting: np.ndarray, given: list[int] | None = None) -> np.ndarray:
         """The core's step, where the games ``waiting`` (NEXT_STEP: they ended at the last step)
         start anew instead: the step passes over them as over games whose episode has ended
         (``early_end``: no move, their actions ignored), then they start, reward 0, neither
@@ -356,7 +354,7 @@ class GeneralaVectorEnv(VectorEnv):
         was = env[E.EARLY_END, waiting]
         env[E.EARLY_END, waiting] = 1
         try:
-            rewards = core.step(actions, obs, ends)
+            rewards = core.step(actions, obs, ends, given)
         except BaseException:
             env[E.EARLY_END, waiting] = was
             raise

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import generala_env
-from generala_env import OPEN, IllegalActionError, load_rules, observation_layout, observation_size
+from generala_env import OPEN, IllegalActionError, NotAnActionError, load_rules, observation_layout, observation_size
 from generala_env.env import GeneralaEnv, opponent_moves
 from generala_env.render import render_text
 from generala_env.scoring import line_max, line_points
@@ -272,8 +272,10 @@ def test_numpy_actions_are_taken():
         assert_same_step(sa, sb)
     _, _, _, _, info = b.step(np.int64(33))
     assert not info["illegal_action"]
-    _, _, _, _, info = b.step(np.array(33.0))
-    assert info["illegal_action"]  # a float is no action
+    with pytest.raises(NotAnActionError, match=r"^an action is an integer from 0 to 41, got np.float64\(33.0\)$"):
+        b.step(np.array(33.0))  # a float is no action: refused, the game as it was
+    _, _, _, _, info = b.step(np.int64(33))
+    assert info["illegal_action"] and "already filled" in info["illegal_reason"]
 
 
 def test_opponent_playing_an_illegal_action_is_an_error():

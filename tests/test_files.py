@@ -68,6 +68,42 @@ def test_append_line_refuses_a_link_and_a_fifo(tmp_path, victim):
     assert victim.read_text() == "the user's own data\n"
 
 
+def test_append_line_refuses_a_hard_link_and_leaves_both_names_untouched(tmp_path, victim):
+    (tmp_path / "out").mkdir()
+    os.link(victim, tmp_path / "out" / "command.txt")  # the run's log, a second name of the user's file
+    for check in (files.append_line, lambda p, _: files.check_append_target(p)):
+        with pytest.raises(FileProblem) as e:
+            check(tmp_path / "out" / "command.txt", "generala train --resume out")
+        assert str(e.value) == (
+            f"{tmp_path / 'out' / 'command.txt'} has 2 names (a hard link): nothing is appended to it, as that would write into the other names too; move it"
+        )
+    assert victim.read_text() == "the user's own data\n" and os.stat(victim).st_nlink == 2
+    files.append_line(tmp_path / "out" / "own.txt", "a")  # a file of one name, made or appended to
+    files.append_line(tmp_path / "out" / "own.txt", "b")
+    assert (tmp_path / "out" / "own.txt").read_text() == "a\nb\n"
+
+
+def test_replace_folder_swaps_a_whole_folder_in_and_refuses_a_link(tmp_path, monkeypatch):
+    from generala_env import file_io
+
+    best = tmp_path / "best"
+    for swap in (True, False):  # renameat2's exchange, and the two renames where it is missing
+        if not swap:
+            monkeypatch.setattr(file_io, "_renameat2", lambda src, dst, flag: None)
+        new = tmp_path / f".best.new{swap}.tmp"
+        new.mkdir()
+        (new / "w").write_text(f"weights {swap}")
+        (new / "m").write_text(f"metadata {swap}")
+        files.replace_folder(new, best)
+        assert {p.name: p.read_text() for p in best.iterdir()} == {"w": f"weights {swap}", "m": f"metadata {swap}"}
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]  # the old folder removed, nothing left beside
+    (tmp_path / "new").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "best")
+    with pytest.raises(FileProblem, match="linked is a symbolic link: only a folder this program wrote is replaced"):
+        files.replace_folder(tmp_path / "new", tmp_path / "linked")
+    assert (tmp_path / "best" / "w").read_text() == "weights False"
+
+
 def test_read_regular_refuses_fifo_device_link_and_size_at_once(tmp_path):
     os.mkfifo(tmp_path / "hang.json")
     (tmp_path / "zero.json").symlink_to("/dev/zero")

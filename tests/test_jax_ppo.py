@@ -1,6 +1,7 @@
 """PPO in JAX (generala_training.jax_ppo, generala jax-train): the exported network plays as
 the JAX one does, a run's folder plays as an agent and says how it learned, a resumed run goes
-on bit for bit, and the keys the learner cannot honour are refused in one line."""
+on bit for bit, the keys the learner cannot honour are refused in one line, and a resume trusts
+nothing it reads (hard-linked logs, a best/ of two steps, forged arrays: one line each)."""
 
 import json
 import os
@@ -134,3 +135,126 @@ def test_generala_train_sends_a_jax_config_to_jax_train(tmp_path):
     )
     assert out.returncode == 2 and "generala jax-train" in out.stderr and "Traceback" not in out.stderr
     assert not any(Path(tmp_path).iterdir())
+
+
+# -- a resume trusts nothing it reads (the trust issue, round three) ------------------------------
+@pytest.fixture
+def run_copy(tiny_run, tmp_path):
+    """A copy of the module's tiny run that a test may damage."""
+    import shutil
+
+    return Path(shutil.copytree(tiny_run, tmp_path / "run"))
+
+
+def _tree(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else None for p in sorted(folder.rglob("*"))}
+
+
+def _the_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err and len(lines) == 1 and lines[0].startswith("generala jax-train: error: "), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", ["command.txt", "evaluations.csv"])
+def test_a_hard_linked_log_stops_a_jax_resume_with_one_line_and_the_linked_file_untouched(run_copy, tmp_path, capsys, name):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own data\n")
+    (run_copy / name).unlink()
+    os.link(victim, run_copy / name)
+    before = _tree(run_copy)
+    assert jax_train_main(["--resume", str(run_copy), "total_timesteps=384"]) == 2
+    assert _the_error_line(capsys).endswith(
+        f"{run_copy / name} has 2 names (a hard link): nothing is appended to it, as that would write into the other names too; move it"
+    )
+    assert victim.read_text() == "the user's own data\n" and _tree(run_copy) == before
+
+
+def test_newer_weights_under_older_metadata_in_best_stop_a_resume_with_one_line(run_copy, capsys):
+    """What a kill between the two writes of an older best/ left: the weights of a later step under
+    the metadata of an earlier one. The resume sees it and changes nothing."""
+    best, ck = run_copy / "best", run_copy / "checkpoints"
+    (best / "policy.safetensors").write_bytes((ck / "step_256" / "policy.safetensors").read_bytes())
+    (best / "metadata.json").write_bytes((ck / "step_128" / "metadata.json").read_bytes())
+    before = _tree(run_copy)
+    assert jax_train_main(["--resume", str(run_copy), "total_timesteps=384"]) == 2
+    line = _the_error_line(capsys)
+    assert f"{best} is not whole: its policy.safetensors is not the file its metadata.json (step 128) names" in line, line
+    assert _tree(run_copy) == before
+
+
+def test_best_is_written_whole_and_a_swap_cut_short_is_settled_on_resume(run_copy):
+    """best/ is made in a fresh folder and swapped in; a kill leaves the old best/ (or, where the
+    file system cannot swap, the old folder renamed aside), never parts of both."""
+    from generala_training.jax_train import _best_steps, settle_best
+
+    meta = json.loads((run_copy / "best" / "metadata.json").read_text())
+    assert meta["weights_sha256"] and _best_steps(run_copy) == meta["training_steps"]
+    (run_copy / "best").rename(run_copy / ".best.abcdefgh.tmp.old")  # the old best/ aside, the new one not yet in
+    new = run_copy / ".best.ijklmnop.tmp"
+    new.mkdir()
+    (new / "policy.safetensors").write_bytes(b"half written")
+    mine = run_copy / ".best.qrstuvwx.tmp"  # not what write_best makes: left alone
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    settle_best(run_copy)
+    assert _best_steps(run_copy) == meta["training_steps"]
+    assert sorted(p.name for p in run_copy.iterdir() if p.name.startswith(".best")) == [".best.qrstuvwx.tmp"]
+
+
+def _forge(run: Path, change) -> None:
+    """``change(arrays, index)`` on the arrays of the run's latest.safetensors, written back with
+    its own metadata; ``index``: an array's key by its place in the runner (``.games.dice``)."""
+    from safetensors import safe_open
+    from safetensors.numpy import save
+
+    from generala_training.config import load_config
+    from generala_training.jax_train import hyper_of
+
+    path = run / "latest.safetensors"
+    with safe_open(str(path), "np") as f:
+        said = f.metadata()
+    arrays = load_file(str(path))
+    names = jax_ppo.runner_names(jax_ppo.init_runner(make("classic", 1, "score"), hyper_of(load_config(run / "config.yaml"), 1), 0))
+    change(arrays, {name: f"{i:04d}" for i, name in enumerate(names)})
+    path.write_bytes(save(arrays, metadata=said))
+
+
+def _set(name: str, where, value):
+    def change(arrays, index):
+        arrays[index[name]][where] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        (_set(".params['params']['action']['bias']", 0, np.nan), r"array \d{4} \(\.params\['params'\]\['action'\]\['bias'\]\) holds nan: every weight"),
+        (_set(".opt_state[1][0].mu['params']['pi_0']['kernel']", (0, 0), np.inf), r"\.mu\['params'\]\['pi_0'\]\['kernel'\]\) holds inf"),
+        (_set(".updates", (), -3), r"array \d{4} \(\.updates\) is -3: a count of updates or steps is never below 0"),
+        (_set(".games.dice", (0, 0), 99), r"its games are not games of classic: game 0: dice \[99, \d, \d, \d, \d\]: a die shows 1 to 6"),
+        (_set(".games.rolls_left", 3, 7), r"game 3: rolls_left is 7, outside 0 to 2"),
+        (_set(".games.sheets", (0, 0, 0), 7), r"game 0: sheets: seat 0's ones holds 7, which is neither -1 \(open\) nor points the line can hold"),
+        (_set(".updates", (), 5), r"it holds 5 updates of 128 steps but says it holds 256 steps"),
+    ],
+    ids=["nan-weight", "inf-moment", "updates-minus-3", "dice-99", "rolls-left-7", "sheet-7", "updates-not-its-steps"],
+)
+def test_a_forged_latest_stops_a_jax_resume_with_one_line(run_copy, capsys, change, named):
+    import re
+
+    _forge(run_copy, change)
+    before = _tree(run_copy)
+    assert jax_train_main(["--resume", str(run_copy), "total_timesteps=384"]) == 2
+    line = _the_error_line(capsys)
+    assert line.startswith(f"generala jax-train: error: {run_copy / 'latest.safetensors'} cannot be resumed from: ") and re.search(named, line), line
+    assert _tree(run_copy) == before and not (run_copy / "checkpoints" / "step_-384").exists()
+
+
+def test_a_state_json_ahead_of_latest_stops_a_jax_resume(run_copy, capsys):
+    state = json.loads((run_copy / "state.json").read_text())
+    state["num_timesteps"] = 1_000_000
+    (run_copy / "state.json").write_text(json.dumps(state))
+    assert jax_train_main(["--resume", str(run_copy), "total_timesteps=384"]) == 2
+    assert "state.json says 1000000 steps, but" in _the_error_line(capsys)

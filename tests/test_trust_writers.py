@@ -297,6 +297,24 @@ def _replace_with_link(path: Path) -> None:
     path.symlink_to(hostile.name)
 
 
+@pytest.mark.parametrize("name", ["command.txt", "evaluations.csv"])
+def test_a_hard_linked_log_stops_resume_with_one_line_and_the_linked_file_untouched(run, tmp_path, capsys, name):
+    """The red team's attack: a run's log made a second name of a file elsewhere (``ln``); an
+    append would write into it. Refused before anything is written, the first row included."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own data\n")
+    (run / name).unlink()
+    os.link(victim, run / name)
+    before = _tree(run)
+    assert _train(["--resume", str(run), "total_timesteps=1024"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "train")
+    assert (
+        line
+        == f"generala train: error: {run / name} has 2 names (a hard link): nothing is appended to it, as that would write into the other names too; move it"
+    )
+    assert victim.read_text() == "the user's own data\n" and _tree(run) == before
+
+
 def test_a_torn_last_evaluation_row_is_skipped_with_a_warning_and_the_run_resumes(run):
     with open(run / "evaluations.csv", "a") as f:
         f.write("768,12.5,10")  # an append cut short: no newline, too few fields

@@ -319,17 +319,49 @@ def runner_arrays(runner: Runner) -> dict[str, np.ndarray]:
     return {f"{i:04d}": np.asarray(x) for i, x in enumerate(leaves)}
 
 
-def runner_from_arrays(template: Runner, arrays: dict[str, np.ndarray]) -> Runner:
+def runner_names(template: Runner) -> list[str]:
+    """Each leaf's place in the runner (``.games.dice``, ``.opt_state[1][0].mu[...]``), in the
+    order of :func:`runner_arrays`' names."""
+    return [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(template)[0]]
+
+
+def runner_from_arrays(template: Runner, arrays: dict[str, np.ndarray], env: Generala | None = None) -> Runner:
     """``template`` (a fresh :func:`init_runner` of the same config) with its leaves replaced by
-    ``arrays``; a :class:`ValueError` names the first leaf whose shape or type differs."""
+    ``arrays``, read back from a file and trusted in nothing: a :class:`ValueError` names the first
+    leaf whose shape or type differs, a float that is not finite (weights, Adam's moments, a
+    game's observation or score: a NaN would train on), Adam's second moments below 0, a counter
+    below 0 (the updates done, Adam's step counts, which cannot be fewer than the updates), and
+    with ``env``, the first game the env cannot reach (:meth:`Generala.state_problem`: dice of
+    99, rolls left, sheets out of range)."""
     leaves, tree = jax.tree.flatten(template)
+    names = runner_names(template)
     if len(arrays) != len(leaves):
         raise ValueError(f"it holds {len(arrays)} arrays, the run's config makes {len(leaves)}")
-    out = []
+    got_leaves = []
     for i, leaf in enumerate(leaves):
         got = arrays.get(f"{i:04d}")
         if got is None or got.shape != leaf.shape or got.dtype != leaf.dtype:
             what = "none" if got is None else f"{got.dtype}{list(got.shape)}"
-            raise ValueError(f"array {i:04d} is {what}, the run's config makes {leaf.dtype}{list(leaf.shape)}")
-        out.append(jnp.asarray(got))
-    return jax.tree.unflatten(tree, out)
+            raise ValueError(f"array {i:04d} ({names[i]}) is {what}, the run's config makes {leaf.dtype}{list(leaf.shape)}")
+        got_leaves.append(got)
+    by_name = dict(zip(names, got_leaves, strict=True))
+    for i, (name, got) in enumerate(by_name.items()):
+        where = f"array {i:04d} ({name})"
+        if got.dtype.kind == "f" and not np.isfinite(got).all():
+            raise ValueError(f"{where} holds {got[~np.isfinite(got)].flat[0]}: every weight, moment and score must be a finite number")
+        if ".nu[" in name and (got < 0).any():
+            raise ValueError(f"{where} holds {got[got < 0].flat[0]}: Adam's second moments are never below 0")
+        if (name.endswith(".count") or name == ".updates") and (got < 0).any():
+            raise ValueError(f"{where} is {got}: a count of updates or steps is never below 0")
+    updates = int(by_name[".updates"])
+    for name, got in by_name.items():
+        if name.endswith(".count") and int(got) < updates:
+            raise ValueError(f"{name} is {int(got)}, fewer than the {updates} updates done: each update takes at least one optimizer step")
+    if (by_name[".episode_score"] < 0).any():
+        raise ValueError(f".episode_score holds {by_name['.episode_score'].min()}: points written are never below 0")
+    runner = jax.tree.unflatten(tree, [jnp.asarray(x) for x in got_leaves])
+    if env is not None:
+        problem = env.state_problem(runner.games)
+        if problem is not None:
+            raise ValueError(f"its games are not games of {env.rules.name}: {problem}")
+    return runner

@@ -32,20 +32,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import platform
+import re
 import shlex
+import shutil
 import signal
+import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from generala_env.checks import is_whole
 from generala_env.extras import how_to_install
-from generala_env.files import FileProblem, append_line, lstat_or_none, read_json, write_atomic
+from generala_env.files import FileProblem, append_line, lstat_or_none, read_json, read_regular, replace_folder, sha256_of, write_atomic
 
 from .config import Config, ConfigError, load_config, run_rules
 from .options import HelpFormatter
@@ -53,6 +59,7 @@ from .run_folder import append_evaluation, check_run_name, fresh_run, open_run, 
 from .runs import EVALUATIONS, Evaluator, make_evaluator
 
 LATEST = "latest.safetensors"
+LATEST_LIMIT = 4 << 30  # bytes of latest.safetensors read back: weights, Adam's moments and the games
 BEST = "best"
 
 
@@ -160,32 +167,69 @@ class JaxRun:
         self.template = jax_ppo.init_runner(self.env, self.hp, cfg.seed)
 
     # the files
-    def load_latest(self):
+    def load_latest(self, state: dict):
+        """The runner of the run's ``latest.safetensors``, trusted in nothing
+        (:func:`~generala_training.jax_ppo.runner_from_arrays` with the env: shapes, types, finite
+        weights and moments, counters, games the env can reach), its updates agreeing with the
+        steps it says it holds and ``state.json`` no ahead of it; one line otherwise."""
         from safetensors import SafetensorError
-        from safetensors.numpy import load_file
+        from safetensors.numpy import load
 
         from .jax_ppo import runner_from_arrays
 
         path = self.run / LATEST
-        st = lstat_or_none(path)
-        if st is None or not path.is_file() or path.is_symlink():
-            raise ConfigError(f"{path} is missing or not a regular file: --resume needs the run's own {LATEST}")
         try:
-            return runner_from_arrays(self.template, load_file(str(path)))
-        except (SafetensorError, OSError, ValueError) as e:
+            data = read_regular(path, LATEST_LIMIT, "the run's state")
+        except FileProblem as e:
+            raise ConfigError(f"{e}: --resume needs the run's own {LATEST}") from None
+        try:
+            runner = runner_from_arrays(self.template, load(data), self.env)
+            said = _said(data)
+        except (SafetensorError, ValueError) as e:
             raise ConfigError(f"{path} cannot be resumed from: {e}") from None
+        updates = int(runner.updates)
+        rollout = said.get("rollout", self.rollout)  # a file from before it said: the config's
+        steps = updates * rollout
+        if said.get("num_timesteps", steps) != steps:
+            raise ConfigError(
+                f"{path} cannot be resumed from: it holds {updates:,} updates of {rollout:,} steps but says it holds {said['num_timesteps']:,} steps"
+            )
+        saved = state.get("num_timesteps")
+        if not isinstance(saved, int) or saved > steps:
+            raise ConfigError(
+                f"{self.run / 'state.json'} says {saved!r} steps, but {path} holds {updates:,} updates of {rollout:,} steps ({steps:,}): "
+                f"state.json is saved after {LATEST}, never ahead of it, so one of them is not the run's"
+            )
+        if saved < steps:  # a kill between the two saves of save_latest
+            print(f"{path} holds step {steps:,}, state.json step {saved:,} (stopped between the two saves): the run goes on from step {steps:,}")
+        return runner
 
     def save_latest(self, runner, state: dict) -> None:
         from safetensors.numpy import save
 
         from .jax_ppo import runner_arrays
 
-        write_atomic(self.run / LATEST, save(runner_arrays(runner)))
-        state["num_timesteps"] = int(runner.updates) * self.rollout
+        steps = int(runner.updates) * self.rollout
+        write_atomic(self.run / LATEST, save(runner_arrays(runner), metadata={"num_timesteps": str(steps), "rollout": str(self.rollout)}))
+        state["num_timesteps"] = steps
         write_atomic(self.run / "state.json", json.dumps(state, indent=2, default=float))
 
-    def write_checkpoint(self, folder: Path, runner, state: dict, source: str) -> None:
-        """The policy of ``runner`` as a checkpoint folder (``policy.safetensors``, ``metadata.json``)."""
+    def write_best(self, runner, state: dict, source: str) -> None:
+        """The checkpoint of ``runner`` as the run's ``best/``, written whole in a fresh folder
+        beside it and swapped in (:func:`generala_env.files.replace_folder`): a kill leaves the
+        old ``best/`` or the new one, never new weights under old metadata."""
+        fresh = Path(tempfile.mkdtemp(prefix=f".{BEST}.", suffix=".tmp", dir=self.run))
+        try:
+            os.chmod(fresh, 0o755)
+            self.write_checkpoint(fresh, runner, state, source, name=self.run.name)
+            replace_folder(fresh, self.run / BEST)
+        finally:
+            if fresh.is_dir() and not fresh.is_symlink():
+                shutil.rmtree(fresh, ignore_errors=True)
+
+    def write_checkpoint(self, folder: Path, runner, state: dict, source: str, name: str | None = None) -> None:
+        """The policy of ``runner`` as a checkpoint folder (``policy.safetensors``, ``metadata.json``
+        naming the weights' SHA-256, ``weights_sha256``) named ``name`` (default: the folder's)."""
         from safetensors.numpy import save
 
         from generala_agents.policy_net import WEIGHTS_FILE
@@ -198,12 +242,14 @@ class JaxRun:
             if own.is_symlink():
                 raise FileProblem(f"{own} is a symbolic link: a run writes only into its own folders")
             own.mkdir(exist_ok=True)
-        write_atomic(folder / WEIGHTS_FILE, save(export_tensors(runner.params, self.hp)))
+        weights = save(export_tensors(runner.params, self.hp))
+        write_atomic(folder / WEIGHTS_FILE, weights)
         cfg = dataclasses.asdict(self.cfg)
         steps = int(runner.updates) * self.rollout
         inside = solver_ingredients(cfg)
         meta = {
-            "name": folder.name if folder.name != BEST else self.run.name,
+            "name": name or folder.name,
+            "weights_sha256": hashlib.sha256(weights).hexdigest(),
             "algorithm": "PPO in JAX (generala_training.jax_ppo: env, rollout and update compiled together)",
             "rules_name": self.rules.name,
             "rules": self.rules.settings(),
@@ -241,13 +287,80 @@ class JaxRun:
         return self.evaluator(lambda obs, masks: np.where(np.asarray(masks, dtype=bool), net.logits(obs), -np.inf).argmax(axis=1))
 
 
+def _said(data: bytes) -> dict[str, int]:
+    """What a ``latest.safetensors`` says of itself (its header's ``__metadata__``, written by
+    :meth:`JaxRun.save_latest`): ``num_timesteps`` and ``rollout``, each a whole number ≥ 0."""
+    size = int.from_bytes(data[:8], "little")
+    said = json.loads(data[8 : 8 + size]).get("__metadata__") or {}
+    out = {}
+    for key in ("num_timesteps", "rollout"):
+        if key in said:
+            value = said[key]
+            if not (isinstance(value, str) and value.isascii() and value.isdigit()) or (key == "rollout" and int(value) == 0):
+                raise ValueError(f"its metadata's {key} is {value!r}, not a whole number of steps")
+            out[key] = int(value)
+    return out
+
+
 def _best_steps(run: Path) -> int | None:
-    """The step of the run's ``best/`` checkpoint, from its metadata."""
-    try:
-        steps = read_json(run / BEST / "metadata.json", what="the best model's metadata").get("training_steps")
-    except (FileProblem, AttributeError):  # missing, a link, torn, or not a mapping: no best step
+    """The step of the run's ``best/`` checkpoint, from its metadata, once its weights are checked
+    to be those the metadata names (``weights_sha256``); ``None`` without ``best/``. A ``best/``
+    that is not whole (new weights under old metadata, as a kill between the two writes of a
+    version before ``best/`` was swapped in whole left it, or a file changed since) is one line."""
+    from generala_agents.policy_net import WEIGHTS_FILE
+
+    best = run / BEST
+    st = lstat_or_none(best)
+    if st is None:
         return None
-    return steps if isinstance(steps, int) else None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{best} is not a folder (a link or a file): a run reads only the folders it wrote")
+    try:
+        meta = read_json(best / "metadata.json", what="the best model's metadata")
+    except FileProblem as e:
+        raise ConfigError(f"{e}; move {best} away to resume (the run writes it again at its next evaluation above state.json's best)") from None
+    steps, named = (meta.get("training_steps"), meta.get("weights_sha256")) if isinstance(meta, dict) else (None, None)
+    if not is_whole(steps) or steps < 0:
+        raise ConfigError(f"{best / 'metadata.json'}: training_steps is {steps!r}, not a whole number of steps")
+    found = sha256_of(best / WEIGHTS_FILE)
+    if found is None or found != named:
+        if named is None:
+            why = f"its metadata.json (step {steps:,}) names no SHA-256 of its weights (a best/ written before it was written whole)"
+        elif found is None:
+            why = f"its {WEIGHTS_FILE} is missing or not a regular file"
+        else:
+            why = f"its {WEIGHTS_FILE} is not the file its metadata.json (step {steps:,}) names (a save cut short between the two, or a file changed since)"
+        raise ConfigError(f"{best} is not whole: {why}; move {best} away to resume (the run writes it again at its next evaluation above state.json's best)")
+    return int(steps)
+
+
+_UNSWAPPED = re.compile(rf"\.{BEST}\.[A-Za-z0-9_]{{8}}\.tmp(?P<old>\.old)?")
+
+
+def settle_best(run: Path) -> None:
+    """On resume, the folders :meth:`JaxRun.write_best` leaves when a kill cuts it short: a new
+    ``best/`` not yet swapped in is removed (its evaluation is after ``state.json`` and is made
+    again); an old one renamed aside (where the file system cannot swap) is put back where no
+    ``best/`` is, else removed. Only real folders of that name holding only regular files are
+    touched."""
+    from generala_agents.policy_net import WEIGHTS_FILE
+
+    ours = {WEIGHTS_FILE, "metadata.json"}
+    for p in sorted(run.iterdir()):
+        m = _UNSWAPPED.fullmatch(p.name)
+        if m is None or p.is_symlink() or not p.is_dir():
+            continue
+        files = list(p.iterdir())
+        if any(
+            f.is_symlink() or not f.is_file() or not (f.name in ours or (f.name.startswith(tuple(f".{n}." for n in ours)) and f.name.endswith(".tmp")))
+            for f in files
+        ):
+            continue  # not what write_best makes: left alone
+        if m.group("old") and lstat_or_none(run / BEST) is None:
+            p.rename(run / BEST)
+            print(f"put back {run / BEST} from {p.name} (stopped while it was being replaced)")
+        else:
+            shutil.rmtree(p)
 
 
 def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Path:
@@ -264,8 +377,9 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Pa
         evaluator.prepare()  # its workers fork before JAX starts its threads
         t0 = time.time()
         job = JaxRun(cfg, run, rules, evaluator)
-        runner = job.load_latest() if resume else job.template
+        runner = job.load_latest(state) if resume else job.template
         if resume:
+            settle_best(run)
             reconcile_best(run, state, "mean_score", _best_steps)
         else:
             held.enter_context(fresh_run(run))
@@ -343,7 +457,7 @@ def _evaluate(job: JaxRun, runner, state: dict, metrics: dict) -> None:
     append_evaluation(job.run / EVALUATIONS, line)
     if res["mean_score"] > state.get("best", -np.inf):
         state["best"], state["best_step"] = res["mean_score"], step
-        job.write_checkpoint(job.run / BEST, runner, state, f"step {step}")
+        job.write_best(runner, state, f"step {step}")
     rate = step / max(state["train_seconds"], 1e-9)
     print(
         f"step {step:,} ({state['train_seconds']:.0f} s, {rate:,.0f} steps/s): eval score {res['mean_score']:.2f} "

@@ -18,11 +18,14 @@ import time
 import zipfile
 from pathlib import Path
 
-from generala_env.files import append_line, lock_folder, lstat_or_none, write_atomic
+from generala_env.files import append_line, check_append_target, lock_folder, lstat_or_none, write_atomic
 
 from . import runs
 from .config import Config, ConfigError, load_config
 from .runs import EVALUATIONS
+
+# the files a run appends to (generala_env.files.append_line), checked when a run resumes
+APPENDED = ("command.txt", EVALUATIONS)
 
 
 def append_evaluation(path: Path, line: dict) -> None:
@@ -262,11 +265,15 @@ def check_fresh(run: Path) -> None:
 def open_run(held: contextlib.ExitStack, run: Path, resume: bool, state: dict) -> None:
     """Take a run's folder for this process: resuming, lock it (held by ``held``), remove the
     temporary files of saves cut short and read its ``state.json`` into ``state``; starting,
-    refuse a folder a fresh run may not use (:func:`check_fresh`)."""
+        refuse a folder a fresh run may not use (:func:`check_fresh`). A file the run appends to
+    (:data:`APPENDED`) that is a link, not a regular file or has another name (a hard link) is
+    refused with one line before anything is written."""
     if not resume:
         check_fresh(run)
         return
     held.enter_context(lock_run(run))
+    for name in APPENDED:  # before anything is written: the first evaluation's row comes long after
+        check_append_target(run / name)
     gone = sweep_temporaries(run)
     if gone:
         print(f"removed the temporary files of saves cut short in {run}: {', '.join(gone)}")
