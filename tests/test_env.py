@@ -275,7 +275,7 @@ def test_numpy_actions_are_taken():
     with pytest.raises(NotAnActionError, match=r"^an action is an integer from 0 to 41, got np.float64\(33.0\)$"):
         b.step(np.array(33.0))  # a float is no action: refused, the game as it was
     _, _, _, _, info = b.step(np.int64(33))
-    assert info["illegal_action"] and "already filled" in info["illegal_reason"]
+    assert info["illegal_action"] and "already filled" in b.illegal_reason()
 
 
 def test_opponent_playing_an_illegal_action_is_an_error():

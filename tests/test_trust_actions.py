@@ -55,7 +55,7 @@ def test_single_env_takes_any_integer_as_an_illegal_action_as_it_takes_42(x):
     obs, reward, terminated, truncated, info = env.step(x)
     _, ref_reward, _, _, ref_info = ref.step(42)
     assert (reward, terminated, truncated, info["illegal_action"]) == (ref_reward, False, False, True) == (-2.0, False, False, ref_info["illegal_action"])
-    assert info["illegal_reason"] == _out_of_range(x) and np.array_equal(obs, obs0)
+    assert env.illegal_reason() == _out_of_range(x) and np.array_equal(obs, obs0)
     strict = GeneralaEnv(illegal_action="raise")
     strict.reset(seed=5)
     with pytest.raises(IllegalActionError) as e:

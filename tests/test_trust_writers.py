@@ -9,6 +9,7 @@ import errno
 import json
 import os
 import shutil
+import types
 from pathlib import Path
 
 import numpy as np
@@ -237,7 +238,10 @@ def test_a_full_disk_during_a_resumes_save_keeps_the_last_model(run, monkeypatch
 def test_save_model_refuses_a_link_and_writes_through_a_fresh_temporary(tmp_path):
     from generala_training.train import save_model
 
-    class Model:
+    class Model:  # what save_model reads of a model: its zip, and its policy's tensors for the twin
+        num_timesteps = 0
+        policy = types.SimpleNamespace(state_dict=dict)
+
         def save(self, f):
             f.write(b"a model")
 
@@ -250,6 +254,10 @@ def test_save_model_refuses_a_link_and_writes_through_a_fresh_temporary(tmp_path
     (tmp_path / ".best_model.zip.tmp").symlink_to(victim)  # an older version's fixed temporary name, planted
     save_model(Model(), tmp_path / "best_model.zip")
     assert (tmp_path / "best_model.zip").read_bytes() == b"a model" and victim.read_text() == "mine"
+    (tmp_path / "final_model.safetensors").symlink_to(victim)  # the twin's name is a link: refused as well
+    with pytest.raises(ValueError, match="final_model.safetensors is a symbolic link"):
+        save_model(Model(), tmp_path / "final_model.zip")
+    assert victim.read_text() == "mine" and (tmp_path / "best_model.safetensors").is_file()
 
 
 # -- 5. forged run files: one line naming the file ------------------------------------------------
