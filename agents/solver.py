@@ -36,7 +36,16 @@ from pathlib import Path
 import numpy as np
 
 from generala_env import planner
-from generala_env.cache import CacheWarning, Progress, cache_dir, cache_file_problem, notice, private_cache  # cache_dir: also agents.solver.cache_dir
+from generala_env.cache import (
+    CacheWarning,
+    Progress,
+    cache_dir,
+    cache_file_problem,
+    how_long,
+    notice,
+    private_cache,
+    record_seconds,
+)  # cache_dir: also agents.solver.cache_dir
 from generala_env.dice import (
     FULL_ROLL_PROB,
     KEEP_CONTAINS,
@@ -354,12 +363,17 @@ def _solve_announced(rules: RuleSet, kept: Path | None) -> Solver:
     if seconds < NOTICE_SECONDS:
         return solver.solve()
     where = f"cached in {kept} afterwards" if kept is not None else "not cached"
-    notice(f"solve {rules.fingerprint()}", f"solving the one-player game of rules {rules.name} (about {seconds:.0f} s; {where})")
+    what = f"solving the one-player game of rules {rules.fingerprint()}"
+    # never solved here: the estimate of one quiet core to three times it (a busy machine)
+    notice(f"solve {rules.fingerprint()}", f"solving the one-player game of rules {rules.name} ({how_long(what, seconds, 3 * seconds)}; {where})")
     bar = Progress("solving", solver.sheets, "sheet")
+    t0 = time.monotonic()
     try:
-        return solver.solve(bar.update)
+        solved = solver.solve(bar.update)
     finally:
         bar.close()
+    record_seconds(what, time.monotonic() - t0)
+    return solved
 
 
 def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:

@@ -116,6 +116,66 @@ class Progress:
             self._bar = None
 
 
+# -- how long waits took on this machine ------------------------------------------------------
+# A wait's notice says how long it takes as this machine last measured it (a busy machine and
+# a quiet one differ by more than any fixed figure), or, never measured here, as a range.
+TIMINGS = "timings.json"
+
+
+def _timings_key(what: str) -> str:
+    import platform
+
+    return f"{platform.node()}: {what}"
+
+
+def _timings() -> dict:
+    folder = private_cache(make=False)
+    if folder is None:
+        return {}
+    try:
+        from .file_io import read_json
+
+        data = read_json(folder / TIMINGS, limit=1 << 20, what="timings file")
+    except (OSError, ValueError):  # none yet, or not readable: nothing measured
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def measured_seconds(what: str) -> float | None:
+    """How long ``what`` took the last time this machine recorded it (:func:`record_seconds`), or ``None``."""
+    v = _timings().get(_timings_key(what))
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e7 else None
+
+
+def record_seconds(what: str, seconds: float) -> None:
+    """Keep how long ``what`` took on this machine (``timings.json`` in the cache folder,
+    written atomically; a folder that is not private keeps nothing)."""
+    folder = private_cache()
+    if folder is None:
+        return
+    data = _timings()
+    data[_timings_key(what)] = round(float(seconds), 1)
+    try:
+        from .file_io import write_json
+
+        write_json(folder / TIMINGS, data)
+    except (OSError, ValueError):  # a full disk, a link in its place: the estimate stays a range
+        pass
+
+
+def how_long(what: str, low: float, high: float) -> str:
+    """How long ``what`` takes, for a notice: ``about 23 s, as it took here last time`` when this
+    machine recorded it, else ``from LOW to HIGH s`` (what it took on the machines measured)."""
+    seconds = measured_seconds(what)
+    if seconds is not None:
+        return f"about {_seconds(seconds)} s, as it took here last time"
+    return f"{_seconds(low)}–{_seconds(high)} s"
+
+
+def _seconds(x: float) -> str:
+    return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
+
+
 def private_cache(*parts: str, root: str | os.PathLike | None = None, make: bool = True) -> Path | None:
     """The folder ``root/parts...`` (``root``: :func:`cache_dir`) if it and every folder from
     ``root`` down to it are private; missing ones are made (mode 0700) when ``make``. ``None``
@@ -178,4 +238,17 @@ def numba_cache_root() -> tuple[Path, tuple[str, ...]]:
     return cache_dir(), ("numba",)
 
 
-__all__ = ["CacheWarning", "Progress", "cache_dir", "cache_file_problem", "notice", "numba_cache_root", "private_cache", "quiet", "warn_once"]
+__all__ = [
+    "CacheWarning",
+    "Progress",
+    "cache_dir",
+    "cache_file_problem",
+    "how_long",
+    "measured_seconds",
+    "notice",
+    "numba_cache_root",
+    "private_cache",
+    "quiet",
+    "record_seconds",
+    "warn_once",
+]

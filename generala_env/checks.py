@@ -57,7 +57,7 @@ def action_numbers(actions, num_envs: int, num_actions: int) -> tuple[np.ndarray
     if a.shape != (num_envs,):
         raise ValueError(f"actions must have shape ({num_envs},), got {a.shape}")
     if a.dtype.kind == "i" or (a.dtype.kind == "u" and not (a > _INT64.max).any()):
-        return a.astype(np.int64, copy=False), None
+        return np.require(a, np.int64, ("C", "W")), None  # int64, contiguous, writable: one compiled step (a read-only or strided array is another signature)
     given = []
     for j, x in enumerate(a.tolist()):  # Python scalars, named as a user would write them
         try:

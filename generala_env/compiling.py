@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import notice, numba_cache_root, warn_once
+from .cache import how_long, notice, numba_cache_root, record_seconds, warn_once
 
 try:
     if os.environ.get("GENERALA_NUMBA", "1") == "0":
@@ -79,6 +79,11 @@ def cache_root() -> Path:
 # About how long this process waits for numba to compile the loops a first game and the
 # batched env use, the first time (about 30 s of one core; measured in docs/install.md).
 COMPILE_SECONDS = 30
+# What the notice says before this machine has measured it (cache.how_long): from a quiet
+# fast core to a shared, busy one (measured 20-75 s on the project's 2-core machine).
+COMPILE_RANGE = (20, 90)
+MORE_RANGE = (5, 60)  # a later wait: the loops a program reaches later (the vector env, an agent's)
+FIRST_COMPILE = "compiling the game engine"  # what cache.record_seconds keeps the first wait's length under
 # A compile that starts this long (seconds) after the last one ended is a new wait, announced
 # again: the loops compile as they are first called, and a program can do other work between.
 COMPILE_GAP = 2.0
@@ -97,7 +102,8 @@ def announce_compile(dispatcher, waits: int = 0) -> None:
     else:
         where = "its cache is not used, so each process compiles it again"
         what = "compiling the game engine" if not waits else "compiling more of the game engine"
-    notice(f"compile {waits}", f"{what} ({'about' if not waits else 'up to about'} {COMPILE_SECONDS} s; {where})")
+    took = how_long(FIRST_COMPILE, *COMPILE_RANGE) if not waits else f"{MORE_RANGE[0]}–{MORE_RANGE[1]} s"
+    notice(f"compile {waits}", f"{what} ({took}; {where})")
 
 
 def _listen_for_compiles() -> None:
@@ -114,6 +120,7 @@ def _listen_for_compiles() -> None:
             self.running = 0  # compiles of the loops under way (one can start another)
             self.ended = -float("inf")  # when the last one ended (time.monotonic)
             self.waits = 0
+            self.wait_started = 0.0
 
         def on_start(self, ev):
             if not self._ours(ev):
@@ -121,12 +128,16 @@ def _listen_for_compiles() -> None:
             if not self.running and time.monotonic() - self.ended > COMPILE_GAP:
                 announce_compile(ev.data["dispatcher"], self.waits)
                 self.waits += 1
+                self.wait_started = time.monotonic()
             self.running += 1
 
         def on_end(self, ev):
             if self._ours(ev):
                 self.running = max(self.running - 1, 0)
                 self.ended = time.monotonic()
+                took = self.ended - self.wait_started
+                if not self.running and self.waits == 1 and took >= COMPILE_RANGE[0] / 2:  # the first wait, the whole engine: what the next first notice says
+                    record_seconds(FIRST_COMPILE, took)
 
         @staticmethod
         def _ours(ev) -> bool:
@@ -174,6 +185,42 @@ def cached_njit(**options):
         return dispatcher
 
     return decorate
+
+
+# -- one compiled version of a loop, whatever copies an object --------------------------------
+# numba compiles a loop once for each signature it is called with, and a read-only array is
+# another type than a writable one. Pickling and copy.deepcopy make every array writable: a
+# copied env handed its tables to the loops as a new signature, and each such process
+# compiled them again (and saved a second entry beside the first). An object whose arrays go
+# to the loops keeps their flags through a copy with these two.
+READ_ONLY = "_read_only_arrays"
+
+
+def _read_only_at(value) -> list[int]:
+    """Where ``value`` is a read-only array (``[-1]``) or holds some (their places in a tuple or list)."""
+    if isinstance(value, np.ndarray):
+        return [] if value.flags.writeable else [-1]
+    if isinstance(value, (tuple, list)):
+        return [i for i, a in enumerate(value) if isinstance(a, np.ndarray) and not a.flags.writeable]
+    return []
+
+
+def mark_read_only(state: dict) -> dict:
+    """``state`` (an object's attributes, for ``__getstate__``) with the places of its read-only
+    arrays, alone or in a tuple or list (:func:`restore_read_only` sets them read-only again)."""
+    marks = [(name, i) for name, value in state.items() for i in _read_only_at(value)]
+    return {**state, READ_ONLY: marks}
+
+
+def restore_read_only(state: dict) -> dict:
+    """``state`` from :func:`mark_read_only` (in ``__setstate__``), its marked arrays read-only
+    again; the marks removed."""
+    for name, i in state.pop(READ_ONLY, ()):
+        value = state.get(name)
+        a = value if i < 0 else value[i] if isinstance(value, (tuple, list)) and i < len(value) else None
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False
+    return state
 
 
 # The loops over games allocate nothing (their outputs come in) and run without numba's

@@ -37,6 +37,7 @@ import numpy as np
 
 from . import engine
 from .checks import is_whole
+from .compiling import mark_read_only, restore_read_only
 from .game import Game
 from .observe import EncodingTables
 from .rules import RuleSet, load_rules
@@ -140,6 +141,14 @@ class Encoder:
         self.observe_tables = one_game.pack_encoding(self.tables, self.size)  # the tables as encode() and Game.step(observe=...) take them
         for table in (self.points_now, self.points_obs, self.opponent_starts):
             table.flags.writeable = False  # the compiled encoding indexes by them
+
+    def __getstate__(self) -> dict:
+        """Pickling and ``copy.deepcopy``: the tables keep their read-only flags (a writable copy
+        would be another signature of the compiled encoding, compiled again)."""
+        return mark_read_only(self.__dict__)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(restore_read_only(state))
 
     def encode(self, game: Game, seat: int, pending: bool | None = None) -> np.ndarray:
         """The observation of ``game`` from ``seat`` (:func:`~generala_env.observe.encode_game`, compiled when numba

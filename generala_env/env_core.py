@@ -34,6 +34,7 @@ from . import batched as K
 from . import env_loops as E
 from . import opponents as opponents_registry
 from .checks import MAX_ILLEGAL_IN_A_ROW, check_arguments, check_finite, check_max_illegal, check_share, is_whole
+from .compiling import mark_read_only, restore_read_only
 from .dice import DICE, DiceCup
 from .encoding import Encoder
 from .engine import MOVER, OPEN, POINTS, facts_size, new_state, numbers_of, state_of, tables
@@ -169,10 +170,10 @@ class EnvCore:
         if self.game is not None:  # the game carries them
             for k in ("numbers", "sheets", "masks", "facts"):
                 state.pop(k, None)
-        return state
+        return mark_read_only(state)  # the tables stay read-only: one compiled version of each loop
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update(restore_read_only(state))
         if self.game is None or "_numbers" in self.game.__dict__:  # else the env that holds the game links them (GeneralaEnv.__setstate__)
             self._views()
 

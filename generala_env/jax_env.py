@@ -39,7 +39,7 @@ try:
     import jax
     import jax.numpy as jnp
     import pgx.core as core  # type: ignore[import-untyped]  # pgx ships no type information
-    from pgx._src.struct import dataclass  # type: ignore[import-untyped]
+    from pgx._src.struct import dataclass, field  # type: ignore[import-untyped]
 except ImportError as e:  # the jax extra
     raise ImportError(f"generala_env.jax_env needs jax and pgx, which are not installed; {how_to_install('jax')}") from e
 
@@ -56,6 +56,12 @@ Array = jax.Array
 ENV_ID = "generala"
 
 
+def _game_field(name: str, doc: str) -> property:
+    """A read-only property for the game's field ``_name`` of a :class:`State` (Pgx keeps a
+    game's own fields private: ``pgx.api_test`` checks that; the documented names read them)."""
+    return property(lambda self: getattr(self, f"_{name}"), doc=doc)
+
+
 @dataclass
 class State(core.State):
     """One game (a leading axis for a batch under :func:`jax.vmap`): Pgx's fields, then the
@@ -67,29 +73,63 @@ class State(core.State):
     ``truncated`` (never set by the game), ``legal_action_mask`` (bool ``(32 + L,)``; every
     action once terminated, as Pgx does), ``_step_count``.
 
-    The game's (int32 unless said): ``roll`` (index into :data:`~generala_env.dice.ROLLS`),
-    ``rolls_left`` (2 after a turn's first roll, 0 after its third), ``locked`` (keep index of
-    the dice held this turn, which may not go back under ``locked_holds``), ``player`` (whose
-    move), ``writes`` (lines filled, all players together), ``over`` (bool: the game ended;
-    ``terminated`` is also set by an illegal action), ``winner`` (the seat whose served
-    generala ended the game, -1: none), ``sheets`` (``(players, L)``, -1 for an open line, as
-    ``Game.sheets``) and ``dice`` (``(5,)``: the faces of ``roll``, sorted as the hold bits
-    read them).
+    The game's, private as Pgx's own games keep theirs (``_roll`` …), each read by a read-only
+    property of the public name (int32 unless said): ``roll`` (index into
+    :data:`~generala_env.dice.ROLLS`), ``rolls_left`` (2 after a turn's first roll, 0 after its
+    third), ``locked`` (keep index of the dice held this turn, which may not go back under
+    ``locked_holds``), ``player`` (whose move), ``writes`` (lines filled, all players together),
+    ``over`` (bool: the game ended; ``terminated`` is also set by an illegal action), ``winner``
+    (the seat whose served generala ended the game, -1: none), ``sheets`` (``(players, L)``, -1
+    for an open line, as ``Game.sheets``) and ``dice`` (``(5,)``: the faces of ``roll``, sorted
+    as the hold bits read them). ``_rules``, the rule set, is static (not an array): what the
+    picture names the lines by.
+
+    A state draws itself as the game's one picture (:mod:`generala_env.picture`, the frame of
+    ``render_mode="rgb_array"``): :meth:`to_svg`, :meth:`save_svg`, and in a notebook; a batch
+    as its games side by side.
     """
 
-    roll: Array
-    rolls_left: Array
-    locked: Array
-    player: Array
-    writes: Array
-    over: Array
-    winner: Array
-    sheets: Array
-    dice: Array
+    _roll: Array
+    _rolls_left: Array
+    _locked: Array
+    _player: Array
+    _writes: Array
+    _over: Array
+    _winner: Array
+    _sheets: Array
+    _dice: Array
+    _rules: RuleSet = field(pytree_node=False)
+
+    roll = _game_field("roll", "Index into ``ROLLS`` of the dice (sorted).")
+    rolls_left = _game_field("rolls_left", "2 after a turn's first roll, 0 after its third.")
+    locked = _game_field("locked", "Keep index of the dice held this turn (they may not go back under ``locked_holds``).")
+    player = _game_field("player", "Whose move (``current_player`` is the same).")
+    writes = _game_field("writes", "Lines filled, all players together.")
+    over = _game_field("over", "The game ended (``terminated`` is also set by an illegal action).")
+    winner = _game_field("winner", "The seat whose served generala ended the game, -1: none.")
+    sheets = _game_field("sheets", "``(players, L)``, -1 for an open line, as ``Game.sheets``.")
+    dice = _game_field("dice", "The five faces of ``roll``, sorted (the order hold bits read).")
 
     @property
     def env_id(self) -> Any:  # Any: Pgx's EnvId lists its own games
         return ENV_ID
+
+    def to_svg(self, *, color_theme: str | None = None, scale: float | None = None) -> str:
+        """The state as an SVG picture: the frame :mod:`generala_env.picture` draws of its game
+        (a batch: its games side by side). ``color_theme`` is Pgx's and not read (the picture has
+        one look); ``scale`` the picture's size, 1 as drawn."""
+        from .jax_picture import state_svg
+
+        return state_svg(self, scale)
+
+    def save_svg(self, filename, *, color_theme: str | None = None, scale: float | None = None) -> None:
+        """:meth:`to_svg` written to ``filename`` (ending ``.svg``, as Pgx asks), atomically."""
+        from .jax_picture import save_state_svg
+
+        save_state_svg(self, filename, scale)
+
+    def _repr_html_(self) -> str:  # a notebook shows the picture
+        return self.to_svg()
 
 
 class Afterstate(NamedTuple):
@@ -169,7 +209,7 @@ class Generala(core.Env):
         from each first roll once (a new game is made at every step of Pgx's ``auto_reset``)."""
         roll = R.landed_roll(self.tables, EMPTY_KEEP, R.throw_code(key))
         first = self.first_turn
-        return self._new_game(roll).replace(legal_action_mask=first.legal_action_mask[roll], observation=first.observation[roll], dice=first.dice[roll])
+        return self._new_game(roll).replace(legal_action_mask=first.legal_action_mask[roll], observation=first.observation[roll], _dice=first.dice[roll])
 
     def _init(self, key: Array) -> State:
         """Pgx's hook for a new game (:meth:`init` is Pgx's ``init`` with the mask and the
@@ -203,15 +243,16 @@ class Generala(core.Env):
             truncated=jnp.bool_(False),
             legal_action_mask=jnp.zeros(self.num_actions, dtype=bool),
             _step_count=i32(0),
-            roll=roll.astype(i32),
-            rolls_left=i32(FIRST_ROLL),
-            locked=i32(EMPTY_KEEP),
-            player=i32(0),
-            writes=i32(0),
-            over=jnp.bool_(False),
-            winner=i32(-1),
-            sheets=jnp.full((P, L), OPEN, dtype=i32),
-            dice=jnp.zeros(DICE, dtype=i32),
+            _roll=roll.astype(i32),
+            _rolls_left=i32(FIRST_ROLL),
+            _locked=i32(EMPTY_KEEP),
+            _player=i32(0),
+            _writes=i32(0),
+            _over=jnp.bool_(False),
+            _winner=i32(-1),
+            _sheets=jnp.full((P, L), OPEN, dtype=i32),
+            _dice=jnp.zeros(DICE, dtype=i32),
+            _rules=self.rules,
         )
 
     def _step(self, state: core.State, action: Array, key: Array | None) -> State:
@@ -365,13 +406,13 @@ class Generala(core.Env):
         t = self.tables.rules
         d = R.decide(t, state.roll, state.rolls_left, state.locked, state.player, state.writes, state.over, state.winner, state.sheets, action)
         decided = state.replace(
-            rolls_left=d.rolls_left,
-            locked=d.locked,
-            player=d.player,
-            writes=d.writes,
-            over=d.over,
-            winner=d.winner,
-            sheets=d.sheets,
+            _rolls_left=d.rolls_left,
+            _locked=d.locked,
+            _player=d.player,
+            _writes=d.writes,
+            _over=d.over,
+            _winner=d.winner,
+            _sheets=d.sheets,
             rewards=self._rewards(d, state.player),
             terminated=d.over,
         )
@@ -393,16 +434,16 @@ class Generala(core.Env):
         s, thrown = after.state, after.keep >= 0
         turn = thrown & after.starts_turn
         s = s.replace(
-            roll=jnp.where(thrown, roll, s.roll).astype(jnp.int32),
-            rolls_left=jnp.where(turn, FIRST_ROLL, s.rolls_left),
-            locked=jnp.where(turn, EMPTY_KEEP, s.locked),
+            _roll=jnp.where(thrown, roll, s.roll).astype(jnp.int32),
+            _rolls_left=jnp.where(turn, FIRST_ROLL, s.rolls_left),
+            _locked=jnp.where(turn, EMPTY_KEEP, s.locked),
         )
         return self._derived(s)
 
     def _derived(self, s: State) -> State:
         """The state's legal mask, dice and player to move, from its game's numbers."""
         mask = R.legal_mask(self.tables.rules, s.over, s.rolls_left, s.roll, s.locked, s.player, s.sheets)
-        return s.replace(legal_action_mask=mask, dice=self.tables.rolls[s.roll], current_player=s.player)
+        return s.replace(legal_action_mask=mask, _dice=self.tables.rolls[s.roll], current_player=s.player)
 
 
 def make(rules: str | RuleSet | dict | None = "classic", num_players: int = 1, reward: str = "score") -> Generala:

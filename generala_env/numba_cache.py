@@ -162,7 +162,27 @@ class CheckedFile(caching.IndexDataCacheFile):
 
     def save(self, key, data):
         if not self._refused:  # a file that is not ours stays as it is (reported when it was refused)
-            super().save(key, data)
+            with self._saving():
+                super().save(key, data)
+
+    @contextlib.contextmanager
+    def _saving(self):
+        """Numba's save reads the index, adds the entry, names a data file and writes both: two
+        processes compiling two signatures of one loop at once would each write the index
+        without the other's entry (compiled again by the next process) and could give both
+        entries one data file. A lock beside the index (``flock``, where there is one) makes
+        each save whole."""
+        try:
+            import fcntl
+        except ImportError:  # no flock (Windows): numba's save as it is
+            yield
+            return
+        fd = os.open(f"{self._index_path}.lock", os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     @contextlib.contextmanager
     def _open_for_write(self, filepath):

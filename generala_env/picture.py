@@ -14,6 +14,9 @@ array copies.
 
 from __future__ import annotations
 
+import base64
+import struct
+import zlib
 from functools import cache, lru_cache
 from typing import NamedTuple
 
@@ -352,4 +355,56 @@ def _draw(pic: Picture) -> np.ndarray:
     return img
 
 
-__all__ = ["render_rgb", "Picture", "picture_of", "draw", "describe_move", "held_dice", "frame_size", "check_scale", "draw_text", "text_mask"]
+# -- the picture as a file: PNG, and SVG for what shows SVG (a notebook, Pgx's save_svg) --------
+def png_bytes(img: np.ndarray) -> bytes:
+    """A frame (``uint8 (H, W, 3)``) as a PNG file's bytes (8-bit RGB, rows unfiltered)."""
+    h, w, _ = img.shape
+    rows = np.zeros((h, 1 + 3 * w), dtype=np.uint8)  # each row: filter type 0, then its pixels
+    rows[:, 1:] = np.ascontiguousarray(img, dtype=np.uint8).reshape(h, 3 * w)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    head = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8 bits, RGB, deflate, no filter choice, no interlace
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + chunk(b"IEND", b"")
+
+
+def svg_of(img: np.ndarray, scale: float = 1.0) -> str:
+    """A frame as an SVG document: the frame itself (a PNG inside), ``scale`` times its size."""
+    h, w, _ = img.shape
+    data = base64.b64encode(png_bytes(img)).decode("ascii")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+        f'width="{w * scale:g}" height="{h * scale:g}" viewBox="0 0 {w} {h}">'
+        f'<image width="{w}" height="{h}" href="data:image/png;base64,{data}" xlink:href="data:image/png;base64,{data}"/></svg>'
+    )
+
+
+def side_by_side(frames: list[np.ndarray], per_row: int = 4, gap: int = 8) -> np.ndarray:
+    """Frames of one size in rows of ``per_row``, ``gap`` pixels of paper between them (a batch of games)."""
+    h, w, _ = frames[0].shape
+    rows = -(-len(frames) // per_row)
+    cols = min(len(frames), per_row)
+    out = np.empty((rows * h + (rows - 1) * gap, cols * w + (cols - 1) * gap, 3), dtype=np.uint8)
+    out[:] = PAPER
+    for i, f in enumerate(frames):
+        y, x = (i // per_row) * (h + gap), (i % per_row) * (w + gap)
+        out[y : y + h, x : x + w] = f
+    return out
+
+
+__all__ = [
+    "render_rgb",
+    "Picture",
+    "picture_of",
+    "draw",
+    "describe_move",
+    "held_dice",
+    "frame_size",
+    "check_scale",
+    "draw_text",
+    "text_mask",
+    "png_bytes",
+    "svg_of",
+    "side_by_side",
+]

@@ -211,16 +211,27 @@ class GeneralaVectorEnv(VectorEnv):
         self.single_action_space = spaces.Discrete(self.num_actions)
         self.observation_space = batch_space(self.single_observation_space, N)
         self.action_space = batch_space(self.single_action_space, N)
-        # the state of every game, the core's (read it, don't write it)
+        self._link()
+        self._every = np.ones(N, dtype=bool)
+        self._every.setflags(write=False)
+        self._masks = np.zeros((N, self.num_actions), dtype=bool)  # what the agent may play in each game
+        self._ended = _NONE  # the games that ended at the last step and wait to start anew (NEXT_STEP, DISABLED)
+
+    def _link(self) -> None:
+        """The state of every game as attributes: the core's own arrays (read them, don't write them)."""
+        core = self.core
         self.state = core.state
         self.roll, self.rolls_left, self.locked, self.player = core.roll, core.rolls_left, core.locked, core.player
         self.writes, self.over, self.sheets = core.writes, core.over, core.sheets
         self.served_generala_winner, self.seat, self.illegal_streak = core.served_generala_winner, core.seat, core.illegal_streak
         self._all = core._all
-        self._every = np.ones(N, dtype=bool)
-        self._every.setflags(write=False)
-        self._masks = np.zeros((N, self.num_actions), dtype=bool)  # what the agent may play in each game
-        self._ended = _NONE  # the games that ended at the last step and wait to start anew (NEXT_STEP, DISABLED)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling and ``copy.deepcopy``: the attributes above are the copy's core's arrays again
+        (pickled, each was a copy of its own, and a reset read stale games from them)."""
+        self.__dict__.update(state)
+        self._link()
+        self._every.flags.writeable = False
 
     @property
     def ended_before_move(self) -> np.ndarray:

@@ -262,3 +262,28 @@ def test_help_of_a_program_whose_extra_is_missing_says_what_it_does_and_what_to_
         out.startswith("generala serve: play in the browser")
         and 'it needs the serve extra, which is not installed; in the project\'s clone: pip install ".[serve]"' in out
     )
+
+
+def test_a_waits_estimate_is_this_machines_last_measure_or_a_range(tmp_path, monkeypatch, capsys):
+    """A notice's estimate: a range while this machine has not measured the wait, then what the
+    last one took here (kept in the cache folder's timings.json); a solve is measured as it runs."""
+    import generala_agents.solver as solver_mod
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("GENERALA_QUIET", raising=False)
+    assert cache_mod.how_long("compiling the game engine", 20, 90) == "20–90 s"
+    cache_mod.record_seconds("compiling the game engine", 41.26)
+    assert cache_mod.how_long("compiling the game engine", 20, 90) == "about 41 s, as it took here last time"
+    (tmp_path / "cache" / cache_mod.TIMINGS).write_text("not json")
+    assert cache_mod.measured_seconds("compiling the game engine") is None  # a damaged file: a range again
+
+    monkeypatch.setattr(cache_mod, "_noticed", set())
+    monkeypatch.setattr(solver_mod, "NOTICE_SECONDS", 0.0)  # every solve counts as long
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    rules = {"lines": ["ones", "fives", "generala"]}
+    solver_mod.load_or_solve(rules, use_cache=False)
+    first = capsys.readouterr().err.splitlines()[0]
+    assert "(0.0039–0.012 s;" in first  # three lines: 0.5 s x 2 ** -7 on one core to three times it, never solved here
+    monkeypatch.setattr(cache_mod, "_noticed", set())
+    solver_mod.load_or_solve(rules, use_cache=False)
+    assert "as it took here last time" in capsys.readouterr().err.splitlines()[0]

@@ -391,3 +391,60 @@ def test_terminal_mask_marks_every_action_and_applies_none():
     assert term and info["action_mask"].all() and env.action_masks().all()
     with pytest.raises(RuntimeError, match="after the episode ended"):
         env.step(0)
+
+
+# -- processes, Shimmy, AEC: docs/interop.md's last section, its examples as written ---------------
+def _section_examples() -> list[str]:
+    """The Python examples of docs/interop.md's section on processes, Shimmy and AEC, in order."""
+    import re
+
+    text = (ROOT / "docs" / "interop.md").read_text()
+    section = text[text.index("## Processes, OpenSpiel through Shimmy") :]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def _run_example(source: str, name: str = "interop_example") -> dict:
+    namespace: dict = {"__name__": name}
+    exec(compile(source, "docs/interop.md", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("start_method", ["spawn", "forkserver"])
+def test_subproc_vec_env_workers_started_afresh_find_the_env_by_module_id(start_method):
+    """SB3's SubprocVecEnv with spawn or forkserver: the example's ``"generala_env:Generala-v0"``
+    makes each fresh worker import generala_env; the plain id stops them (``NameNotFound`` in
+    the worker, which SB3 reports as a broken pipe)."""
+    pytest.importorskip("stable_baselines3")
+    import multiprocessing as mp
+
+    if start_method not in mp.get_all_start_methods():
+        pytest.skip(f"no {start_method} here")
+    source = _section_examples()[0].replace('"start_method": "spawn"', f'"start_method": "{start_method}"')
+    obs, masks = _run_example(source)["main"]()
+    assert obs.shape == (2, gym.make("Generala-v0").observation_space.shape[0])
+    assert len(masks) == 2 and all(m.dtype == bool and m.any() for m in masks)
+
+    plain = _run_example(source.replace('"generala_env:Generala-v0"', '"Generala-v0"'))
+    with pytest.raises((EOFError, ConnectionError, BrokenPipeError)):
+        plain["main"]()
+
+
+def test_shimmy_plays_the_openspiel_game_by_game_name_and_config():
+    pytest.importorskip("pyspiel")
+    pytest.importorskip("shimmy.openspiel_compatibility")
+    played = _run_example(_section_examples()[1])
+    assert played["env"].possible_agents == ["player_0", "player_1"]
+    assert not played["env"].agents  # the game was played to its end
+    assert sorted(played["returns"]) in ([-1.0, 1.0], [0.0, 0.0])  # reward="win": a sole win, or a shared one
+
+
+def test_the_pettingzoo_env_is_aec_and_says_it_cannot_be_made_parallel():
+    pytest.importorskip("pettingzoo")
+    from pettingzoo.utils.conversions import aec_to_parallel
+
+    from generala_env.multiagent import env as aec_env
+
+    e = aec_env(num_players=2)
+    assert e.metadata["is_parallelizable"] is False
+    with pytest.raises(AssertionError, match="is_parallelizable"):
+        aec_to_parallel(e)

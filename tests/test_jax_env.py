@@ -420,7 +420,7 @@ def test_the_docs_examples_run():
     """docs/jax.md's examples, as written (each asserts what it shows)."""
     text = (Path(__file__).resolve().parents[1] / "docs" / "jax.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 3  # random play, the dice model, the PPO learner
+    assert len(blocks) == 4  # random play, a picture, the dice model, the PPO learner
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, "docs/jax.md", "exec"), namespace)

@@ -258,3 +258,20 @@ def test_a_state_json_ahead_of_latest_stops_a_jax_resume(run_copy, capsys):
     (run_copy / "state.json").write_text(json.dumps(state))
     assert jax_train_main(["--resume", str(run_copy), "total_timesteps=384"]) == 2
     assert "state.json says 1000000 steps, but" in _the_error_line(capsys)
+
+
+def test_every_wait_of_a_run_says_what_it_does_and_how_long_here(tmp_path, capsys, monkeypatch):
+    """The set-up, the training step's compile and the evaluations each start with a line; the
+    compile's estimate is a range on a machine that never compiled it, then its own last time."""
+    from generala_env.cache import measured_seconds
+
+    monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))  # timings.json of its own: nothing measured yet
+    assert _run(tmp_path, "said") == 0
+    out = capsys.readouterr().out
+    assert "setting up the JAX env and the learner's first state (compiled) (3–30 s)" in out
+    assert "compiling the training step (10–90 s; its first update included)" in out
+    assert "evaluating the policy on 12 seeded games in NumPy, every 128 steps" in out
+    key = "jax-train compile 16x8 minibatch 64 net [16]"
+    assert measured_seconds(key) is not None
+    assert _run(tmp_path, "again") == 0
+    assert "as it took here last time; its first update included)" in capsys.readouterr().out

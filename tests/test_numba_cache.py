@@ -72,3 +72,88 @@ def test_the_cache_goes_to_the_project_cache_folder_not_beside_the_sources(tmp_p
     assert [p for p in (cache / "numba").rglob("*.nbi")]
     _, _, log = _probe(package.parent, GENERALA_CACHE=str(cache))
     assert "data loaded" in log  # and read from there
+
+
+# -- no process compiles what the cache holds --------------------------------------------------
+def _signatures() -> dict[str, int]:
+    from generala_env.compiling import _LOOPS
+
+    return {d.py_func.__qualname__: len(d.signatures) for d in list(_LOOPS)}
+
+
+def _play_single(env, steps: int = 12) -> None:
+    import numpy as np
+
+    env.reset(seed=0)
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(int(np.flatnonzero(env.action_masks())[-1]))
+        if terminated or truncated:
+            env.reset()
+
+
+def test_a_copied_env_and_read_only_actions_run_the_compiled_loops():
+    """A pickled or deep-copied env (an env sent to a worker, a checker's copy) and actions
+    from a read-only or strided array (``np.asarray`` of a JAX array, a column of a table)
+    use the loops compiled for the original: numba types a read-only array apart from a
+    writable one, and pickling makes every array writable, so a copy used to compile the
+    whole engine again (a minute on a small machine) and keep a second entry in the cache."""
+    import copy
+    import pickle
+
+    import numpy as np
+
+    from generala_env.env import GeneralaEnv
+    from generala_env.vector import GeneralaVectorEnv
+
+    env, venv = GeneralaEnv(num_players=2), GeneralaVectorEnv(4, num_players=2)
+    _play_single(env)
+    venv.reset(seed=0)
+    venv.step(np.zeros(4, dtype=np.int64))
+    before = _signatures()
+
+    for other in (pickle.loads(pickle.dumps(env)), copy.deepcopy(env)):
+        _play_single(other)
+    for other in (pickle.loads(pickle.dumps(venv)), copy.deepcopy(venv), venv):
+        other.reset(seed=1)
+        frozen = np.zeros(4, dtype=np.int64)
+        frozen.flags.writeable = False
+        other.step(frozen)
+        other.step(np.zeros((4, 2), dtype=np.int64)[:, 0])  # strided
+    assert _signatures() == before
+
+
+PLAY = """
+import sys
+if sys.argv[1] == "jax":
+    import jax, jax.numpy as jnp
+    jnp.zeros(3).block_until_ready()
+import copy, pickle
+import numpy as np
+from generala_env.env import GeneralaEnv
+from generala_env.vector import GeneralaVectorEnv
+env, venv = GeneralaEnv(num_players=2), GeneralaVectorEnv(2, num_players=2)
+for e in (env, copy.deepcopy(env)):
+    e.reset(seed=0)
+    e.step(int(np.flatnonzero(e.action_masks())[-1]))
+for v in (venv, pickle.loads(pickle.dumps(venv))):
+    v.reset(seed=0)
+    v.step(np.zeros(2, dtype=np.int64))
+print("played")
+"""
+
+
+def test_a_later_process_reads_the_cache_with_jax_imported_first_or_not(tmp_path):
+    """A fresh cache: the first process compiles the engine and says so; later ones, JAX
+    imported first or not, read every loop from the cache and print no compile notice."""
+    pytest.importorskip("jax")
+    env = {k: v for k, v in os.environ.items() if k not in ("GENERALA_NUMBA", "NUMBA_DISABLE_JIT", "NUMBA_CACHE_DIR", "GENERALA_QUIET")}
+    env["GENERALA_CACHE"] = str(tmp_path / "cache")
+
+    def run(first: str) -> str:
+        done = subprocess.run([sys.executable, "-c", PLAY, first], env=env, capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout.strip() == "played", done.stderr
+        return done.stderr
+
+    assert "compiling the game engine for first use" in run("numba")
+    for first in ("jax", "numba", "jax"):
+        assert "compiling" not in run(first), first

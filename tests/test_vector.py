@@ -388,3 +388,17 @@ def test_the_results_kernel_mirrors_winners_and_win_reward(players):
         assert served_win[i] == (served[i] >= 0)
         assert reward[i] == win_reward(w, int(seat[i]))
     assert {-1.0, 0.0, 1.0} <= set(reward.tolist())  # every outcome came up
+
+
+def test_a_pickled_or_copied_vector_env_resets_and_steps_its_own_games():
+    """Pickled before its first reset (an env sent to a worker), the copy's state attributes
+    were copies of their own, so its reset read stale games and refused every step."""
+    import copy
+    import pickle
+
+    for make_copy in (lambda e: pickle.loads(pickle.dumps(e)), copy.deepcopy):
+        env = make_copy(GeneralaVectorEnv(2, num_players=2))
+        env.reset(seed=0)
+        env.step(np.zeros(2, dtype=np.int64))
+        assert env.player is env.core.player and env.sheets is env.core.sheets
+        assert (env.player == env.seat).all()  # the agent's move again after the opponent's

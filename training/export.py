@@ -77,7 +77,7 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
     evaluation: dict = {"games": games, "seed": seed}
     if players == 1:
         optimal = load_or_solve(rules)[0].expected_score
-        recs = play_many([(str(dest),)] * games, seeds, rules, desc=name)
+        recs = play_many([(str(dest),)] * games, seeds, rules, desc=f"evaluating {name}: {games:,} seeded games")
         m, lo, hi = mean_ci([r.totals[0] for r in recs])
         evaluation.update(
             mean_score=m,
@@ -96,7 +96,7 @@ def evaluate(dest: Path, name: str, rules, players: int, games: int, seed: int, 
                 lu[seat] = str(dest)
                 lineups.append(tuple(lu))
                 ss.append(s)
-        recs = play_many(lineups, ss, rules, desc=f"{name} vs {opp}")
+        recs = play_many(lineups, ss, rules, desc=f"evaluating {name} vs {opp}: {len(lineups):,} seeded games")
         wins = draws = 0
         for lineup, r in zip(lineups, recs, strict=True):
             points = outcome_points(r.winners, lineup.index(str(dest)))

@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from generala_env.cache import how_long, record_seconds
 from generala_env.checks import is_whole
 from generala_env.extras import how_to_install
 from generala_env.files import FileProblem, append_line, lstat_or_none, read_json, read_regular, replace_folder, sha256_of, write_atomic
@@ -165,6 +166,7 @@ class JaxRun:
         self.rollout = rollout
         self.update = jax_ppo.make_update(self.env, self.hp)
         self.template = jax_ppo.init_runner(self.env, self.hp, cfg.seed)
+        self.evaluated = False  # whether this process has evaluated yet (its first evaluation is announced)
 
     # the files
     def load_latest(self, state: dict):
@@ -376,7 +378,8 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Pa
         evaluator = make_evaluator(cfg, rules)
         evaluator.prepare()  # its workers fork before JAX starts its threads
         t0 = time.time()
-        job = JaxRun(cfg, run, rules, evaluator)
+        with said_and_timed("setting up the JAX env and the learner's first state (compiled)", f"jax-train setup {cfg.vec_env.n_envs} games", 3, 30):
+            job = JaxRun(cfg, run, rules, evaluator)
         runner = job.load_latest(state) if resume else job.template
         if resume:
             settle_best(run)
@@ -398,6 +401,29 @@ def train(cfg: Config, run: Path, resume: bool = False, command: str = "") -> Pa
     return run
 
 
+LINE_SECONDS = 5  # training prints a line at least this often (an evaluation's line included)
+
+
+@contextlib.contextmanager
+def said_and_timed(what: str, key: str, low: float, high: float):
+    """A line saying ``what`` is done and how long it takes on this machine (as last recorded, or
+    ``low``-``high`` s), then the wait, whose length is recorded."""
+    print(f"{what} ({how_long(key, low, high)})", flush=True)
+    t0 = time.time()
+    yield
+    record_seconds(key, time.time() - t0)
+
+
+def compile_key(job: JaxRun) -> str:
+    """What the training step's compile time is recorded under: it depends on the shapes compiled."""
+    cfg = job.cfg
+    return f"jax-train compile {cfg.vec_env.n_envs}x{cfg.algo.n_steps} minibatch {cfg.algo.batch_size} net {list(cfg.policy.net_arch)}"
+
+
+def eval_key(job: JaxRun) -> str:
+    return f"jax-train evaluation {len(job.evaluator.seeds)} games"
+
+
 def _term(signum, frame):  # SIGTERM saves like Ctrl-C
     raise KeyboardInterrupt
 
@@ -410,7 +436,7 @@ def _train_in(job: JaxRun, runner, state: dict) -> None:
         return
     print(
         f"training {(job.end_update - start) * job.rollout:,} steps in JAX on {state.get('machine', {}).get('jax_devices', ['?'])[0]}: "
-        f"{job.end_update - start:,} updates of {job.rollout:,} (algo.n_steps x vec_env.n_envs); the first is compiled (seconds)",
+        f"{job.end_update - start:,} updates of {job.rollout:,} (algo.n_steps x vec_env.n_envs); a line every {LINE_SECONDS} s at most",
         flush=True,
     )
     every, ckpt = max(1, cfg.eval.every // job.rollout), max(1, cfg.checkpoint_every // job.rollout)
@@ -419,18 +445,22 @@ def _train_in(job: JaxRun, runner, state: dict) -> None:
     try:
         for u in range(start, job.end_update):
             t_up = time.time()
+            if u == start:
+                print(f"compiling the training step ({how_long(compile_key(job), 10, 90)}; its first update included)", flush=True)
             runner, metrics = job.update(runner)
             metrics = {k: float(v) for k, v in metrics.items()}  # waits for the update
             done = u + 1
-            if u == start and "compile_seconds" not in state:
-                state["compile_seconds"] = time.time() - t_up
+            if u == start:
+                record_seconds(compile_key(job), time.time() - t_up)
+                if "compile_seconds" not in state:
+                    state["compile_seconds"] = time.time() - t_up
             now = time.time()
             if done % every == 0 or done == job.end_update:
                 state["train_seconds"] += now - t_mark
                 t_mark = now
                 _evaluate(job, runner, state, metrics)
                 t_mark = time.time()
-            elif now - last_line > 15:
+            elif now - last_line > LINE_SECONDS:
                 print(f"step {done * job.rollout:,}: rollout score {metrics['episode_score']:.1f}, entropy {metrics['entropy']:.3f}", flush=True)
                 last_line = now
             if done % ckpt == 0 or done == job.end_update:
@@ -448,7 +478,14 @@ def _train_in(job: JaxRun, runner, state: dict) -> None:
 
 def _evaluate(job: JaxRun, runner, state: dict, metrics: dict) -> None:
     t = time.time()
+    if not job.evaluated:  # the first of this process: what the pauses between lines are
+        job.evaluated = True
+        games = len(job.evaluator.seeds) * job.evaluator.players
+        print(
+            f"evaluating the policy on {games:,} seeded games in NumPy, every {job.cfg.eval.every:,} steps ({how_long(eval_key(job), 1, 30)} each)", flush=True
+        )
     res = job.evaluate(runner)
+    record_seconds(eval_key(job), time.time() - t)
     state["eval_seconds"] = state.get("eval_seconds", 0.0) + time.time() - t
     state["train_seconds"] += time.time() - t
     step = int(runner.updates) * job.rollout

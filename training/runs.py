@@ -260,7 +260,14 @@ class Evaluator:
     def _opponent_alone(self) -> np.ndarray:
         """The one-player opponent's totals on the evaluation games (played once, on every core)."""
         if self._alone is None:
+            from generala_env.cache import notice
+
             from .harness import play_many
+
+            notice(
+                f"opponent alone {self.opponent_spec}",
+                f"playing the evaluation's opponent ({self.opponent_spec}) alone on the {len(self.seeds):,} evaluation games, once, on every core",
+            )
 
             recs = play_many([(self.opponent_spec,)] * len(self.seeds), self.seeds, self.rules, progress=False)
             self._alone = np.array([r.totals[0] for r in recs], dtype=float)
