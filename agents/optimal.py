@@ -8,7 +8,7 @@ import numpy as np
 from generala_env.scoring import generala_scored
 
 from .base import Agent, AgentError, SeatView, best_legal
-from .solver import load_or_solve
+from .solver import load_or_solve, shared_solver
 
 
 class OptimalAgent(Agent):
@@ -22,7 +22,8 @@ class OptimalAgent(Agent):
 
     def __init__(self, rules="classic", seed: int | None = None, use_cache: bool = True):
         super().__init__(rules, seed)
-        self.solver, self.source = load_or_solve(self.rules, use_cache=use_cache)
+        # the process's values, shared by every optimal of these rules; without the cache, its own
+        self.solver, self.source = shared_solver(self.rules) if use_cache else load_or_solve(self.rules, use_cache=False)
 
     @property
     def expected_score(self) -> float:

@@ -62,6 +62,8 @@ from generala_env.planner import sheet_index
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import generala_scored, points_table
 
+from . import shared
+
 SOLVER_VERSION = 1
 NEG = -np.inf
 _KRP_T = np.ascontiguousarray(KEEP_ROLL_PROB.T)  # (252, 462)
@@ -404,6 +406,22 @@ def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
         except (OSError, FileProblem) as err:  # no reason to fail: the values are in memory
             warnings.warn(f"cannot write the solver cache {path}: {err}; the values are kept in memory only", RuntimeWarning, stacklevel=2)
     return s, "solved"
+
+
+def shared_solver(rules) -> tuple[Solver, str]:
+    """The solved :class:`Solver` of ``rules`` that the whole process shares and where its
+    values came from: :func:`load_or_solve`'s, read or solved once per rule set
+    (:func:`generala_agents.shared.once`), its arrays read-only."""
+    rules = load_rules(rules)
+
+    def build() -> tuple[Solver, str]:
+        s, source = load_or_solve(rules)
+        shared.read_only(s.V, s.points, s.gen_scores)
+        return s, source
+
+    got = shared.once(str(cache_path(rules)), build)
+    assert got is not None  # build never gives None
+    return got
 
 
 def read_or_replace(path: Path, read, what: str, again: str, keep: str):

@@ -34,6 +34,7 @@ from generala_env.cache import cache_file_problem, private_cache, warn_once
 from generala_env.files import FileProblem, lstat_or_none, read_json, write_atomic, write_json
 from generala_env.rules import RuleSet, load_rules
 
+from . import shared
 from .solver import cache_dir, cache_meta, meta_problem, replaceable
 from .solver2p_layout import Layout
 from .solver2p_solve import DEFAULT_MAX_MEMORY, TILE, Progress, SolveTooBigError, TwoPlayerSolver, turn_arrays
@@ -146,40 +147,35 @@ def _read_cache(path: Path, rules: RuleSet) -> tuple[TwoPlayerSolver | None, str
     return solver, None
 
 
-# the tables loaded or solved in this process, by their place in the cache (which names the
-# rule set's fingerprint): every agent of the same rules plays from one read-only copy
-_tables: dict[str, TwoPlayerSolver] = {}
-_tables_lock = threading.Lock()
-
-
 def _shared(rules: RuleSet) -> tuple[TwoPlayerSolver | None, bool]:
-    """The shared table of ``rules`` (loading it from the cache at the first call), or
-    ``None``; and whether the files there may be replaced (not when a link, a FIFO, a folder
-    or another user's file lies at the table's or its record's name)."""
-    key = str(cache_path(rules))
-    with _tables_lock:
-        if key in _tables:
-            return _tables[key], True
+    """The shared table of ``rules`` (loading it from the cache at the first call,
+    :func:`generala_agents.shared.once`), or ``None``; and whether the files there may be
+    replaced (not when a link, a FIFO, a folder or another user's file lies at the table's or
+    its record's name)."""
+    path = cache_path(rules)
+    replace = True
+
+    def read() -> TwoPlayerSolver | None:
+        nonlocal replace
         if private_cache(make=False) is None:
-            return None, True
-        path = cache_path(rules)
+            return None
         solver, why = _read_cache(path, rules)
         if solver is not None:
-            _tables[key] = solver
-            return solver, True
+            return solver  # its values a read-only memory map
         replace = replaceable(path) and replaceable(path.with_suffix(".json"))
         if why is not None:
             left = "" if replace else "; it is neither read nor replaced: remove it to keep a table there"
             # once per process and reason: a hint asks again at every move, and reads the file again
-            warn_once(f"{path}: {why}", f"the two-player solver cache {path} is not used: {why}{left}", stacklevel=4)
-        return None, replace
+            warn_once(f"{path}: {why}", f"the two-player solver cache {path} is not used: {why}{left}", stacklevel=6)
+        return None
+
+    return shared.once(str(path), read), replace
 
 
 def forget_tables() -> None:
     """Drop the tables this process holds (:func:`shared_table`): the next call reads the cache
     again, as a new process would."""
-    with _tables_lock:
-        _tables.clear()
+    shared.forget(lambda key: Path(key).name.startswith("solve2p-"))
 
 
 def shared_table(rules) -> TwoPlayerSolver | None:
@@ -197,7 +193,7 @@ def is_cached(rules) -> bool:
     process, or in the cache (a private folder) with a record of these rules and this solver
     version. Never solves, and reads only the record (:func:`shared_table` checks the values)."""
     rules = load_rules(rules)
-    if str(cache_path(rules)) in _tables:
+    if shared.held(str(cache_path(rules))):
         return True
     if private_cache(make=False) is None:
         return False
@@ -329,8 +325,7 @@ def load_or_solve_2p(
     finally:
         if report is not None:
             report.close()
-    with _tables_lock:
-        return _tables.setdefault(str(path), solver), "solved"
+    return shared.keep(str(path), solver), "solved"
 
 
 __all__ = [

@@ -42,9 +42,10 @@ from generala_env.planner import sheet_id
 from generala_env.rules import RuleSet, load_rules
 from generala_env.scoring import generala_scored
 
+from . import shared
 from .base import Agent, AgentError, best_legal
 from .distributions import RemainingPoints, bin_width, build_all, layer_sheets
-from .solver import Solver, cache_meta, checksum, load_or_solve, meta_problem, read_cached_arrays, read_or_replace
+from .solver import Solver, cache_meta, checksum, load_or_solve, meta_problem, read_cached_arrays, read_or_replace, shared_solver
 
 TABLE_VERSION = 1
 # the risk of each table (see RemainingPoints) per 150 points of the one-player expected
@@ -195,6 +196,24 @@ def load_or_build(rules, served_wins: bool, use_cache: bool = True, solver: Solv
     return tables, "built"
 
 
+def shared_tables(rules, served_wins: bool) -> tuple[list[RemainingPoints], str]:
+    """:func:`load_or_build`'s tables of ``rules`` as the whole process shares them: read or
+    built once per rule set (:func:`generala_agents.shared.once`: callers of the same rules
+    wait for that one build, others do not), on the shared one-player solver
+    (:func:`generala_agents.solver.shared_solver`), every array read-only."""
+    rules = load_rules(rules)
+
+    def build() -> tuple[list[RemainingPoints], str]:
+        tables, source = load_or_build(rules, served_wins, solver=shared_solver(rules)[0])
+        for t in tables:
+            shared.read_only(t.dist, t.served, t.utility)
+        return tables, source
+
+    got = shared.once(str(table_path(rules, served_wins)), build)
+    assert got is not None  # build never gives None
+    return got
+
+
 # -- the player ---------------------------------------------------------------------------
 class WinMaxAgent(Agent):
     """Plays to win at a table of 2-6: a planner on the one-player solver's tables (nothing learned).
@@ -215,11 +234,15 @@ class WinMaxAgent(Agent):
         if lookahead not in (1, 2):
             raise AgentError(f"{self.name}: lookahead must be 1 or 2 turns, got {lookahead!r}")
         self.lookahead = lookahead
-        self.solver, self.source = load_or_solve(self.rules, use_cache=use_cache)
         self.served_wins = self.rules.served_generala_wins(2)
-        self.tables, self.table_source = load_or_build(self.rules, self.served_wins, use_cache=use_cache, solver=self.solver)
+        if use_cache:  # the process's tables, shared by every win-max of these rules
+            self.solver, self.source = shared_solver(self.rules)
+            self.tables, self.table_source = shared_tables(self.rules, self.served_wins)
+        else:  # tables of its own, nothing read or written
+            self.solver, self.source = load_or_solve(self.rules, use_cache=False)
+            self.tables, self.table_source = load_or_build(self.rules, self.served_wins, use_cache=False, solver=self.solver)
         self.table = self.tables[0]  # the one-player optimal policy's: every opponent's
-        self._sheets: dict[int, tuple] = {}  # per sheet index: points, next sheet and the solver's write values
+        self._sheets: dict[int, tuple] = {}  # per sheet index: points, next sheet and the solver's write values, of this turn's sheets only
         self._turn: tuple | None = None  # (key, write values, turn arrays) of the turn under way
         self._tie_weight = 1e-7 / max(1.0, float(self.solver.points.max(axis=(1, 2)).sum()))
 
@@ -228,8 +251,6 @@ class WinMaxAgent(Agent):
         if index not in self._sheets:
             from .distributions import successors
 
-            if len(self._sheets) >= 256:  # at most 256 sheets kept (about 30 MB)
-                self._sheets.pop(next(iter(self._sheets)))
             m, f = np.array([index // 2]), np.array([index % 2])
             points, nxt = successors(self.solver, m, f)
             self._sheets[index] = (points[0], nxt[0], self.solver.write_values(m, f, self.solver.V)[0])
@@ -305,7 +326,9 @@ class WinMaxAgent(Agent):
         if self._turn is not None and self._turn[0] == key:
             return self._turn[1], self._turn[2]
         w = self.table.width
-        points, nxt, solver_values = self._sheet(self.index(sheets[v.seat]))
+        own = self.index(sheets[v.seat])
+        self._sheets = {own: self._sheets[own]} if own in self._sheets else {}  # a new turn: earlier turns' sheets never come back
+        points, nxt, solver_values = self._sheet(own)
         H = self.win_share(sheets, v.seat)
         total = int(np.where(sheets[v.seat] == OPEN, 0, sheets[v.seat]).sum())
         live = nxt >= 0

@@ -51,7 +51,7 @@ t0 = time.perf_counter()
 s = old.TwoPlayerSolver(rules).solve(max_memory=None)
 out = {"solve_seconds": time.perf_counter() - t0, "first_player_value": s.first_player_value}
 if save:
-    lay = s._index()
+    lay = s.sheet_layout()
     np.savez(save, V=s.V, a=lay.pair_a, b=lay.pair_b, off=lay.off, size=lay.size)
 print(json.dumps(out))
 """.replace("SOLVER2P_MODULES", repr(SOLVER2P_MODULES))
@@ -95,12 +95,12 @@ def largest_difference(old_file: Path, new_cache: Path, rules: str) -> tuple[flo
     """The largest |old - new| over every value both tables store, and how many values."""
     import numpy as np
 
-    from generala_agents.solver2p import Layout, _cache_path
+    from generala_agents.solver2p import Layout, cache_path
     from generala_env.rules import load_rules
 
     old = np.load(old_file)
     os.environ["GENERALA_CACHE"] = str(new_cache)
-    new_V = np.load(_cache_path(load_rules(rules)), mmap_mode="r")
+    new_V = np.load(cache_path(load_rules(rules)), mmap_mode="r")
     lay = Layout(load_rules(rules))
     # the same pairs and differences in both; only the order of the pairs differs
     where = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(old["a"], old["b"], strict=True))}

@@ -25,8 +25,11 @@ bodies only (``Content-Type: application/json``: a cross-site form cannot send o
 asking the browser first) of at most 64 KiB, and an agent is a name from its list
 (:attr:`agents.Trust.WEB`): never a path, a module or a pickle; a person's name is 1 to 24
 printable characters, shown as text. Slow work (a new game, a move, a hint, a replay) runs off
-the event loop. It keeps at most ``--max-games`` games (the least recently played goes first),
-and one two-player table per rule set it offers (read once, shared by every game). A bad
+the event loop. It keeps at most ``--max-games`` games (the least recently played goes first);
+every agent's tables are read or built once per rule set and shared by every game, read-only
+(:mod:`generala_agents.shared`). A request's head and body arrive within ``--read-timeout``
+seconds, at most ``--max-connections`` are held at once (:mod:`generala_play.web_limits`), and
+a header the guard judges a request by is sent once. A bad
 request gets a JSON ``{"detail": "..."}`` with a 4xx status that names the problem, quoting at
 most 80 characters of any value.
 
@@ -49,10 +52,11 @@ from collections.abc import Iterable
 from importlib.resources import files
 from typing import Any
 
-from generala_training.options import HelpFormatter, positive_int, require_extra
+from generala_training.options import HelpFormatter, positive_float, positive_int, require_extra
 
 from .web_games import HOW_NEW, MAX_GAMES, Games
 from .web_guard import MAX_BODY, MAX_DETAIL, Guard, HostCheck, bounded, is_loopback, is_wildcard, shown
+from .web_limits import KEEP_ALIVE, MAX_CONNECTIONS, MAX_HEAD, READ_TIMEOUT, bounded_protocol, descriptors_for
 from .web_table import HOW_MOVE, GameError, Session
 
 __all__ = ["MAX_BODY", "MAX_DETAIL", "MAX_GAMES", "GameError", "Games", "Guard", "HostCheck", "Session", "make_app", "main", "shown"]
@@ -170,6 +174,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-games", type=positive_int, default=MAX_GAMES, help=f"games kept at once, the least recently played forgotten first (default {MAX_GAMES})"
     )
     p.add_argument(
+        "--read-timeout",
+        type=positive_float,
+        default=READ_TIMEOUT,
+        metavar="SECONDS",
+        help=f"a request's head and body arrive within this many seconds of its first byte, or it gets a 408 and its connection is closed (default {READ_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=positive_int,
+        default=MAX_CONNECTIONS,
+        metavar="N",
+        help=f"connections held at once; one more gets a 503 and is closed at once (default {MAX_CONNECTIONS}; an idle one is closed after {KEEP_ALIVE} s)",
+    )
+    p.add_argument(
         "--allowed-host",
         action="append",
         default=[],
@@ -191,6 +209,23 @@ def exposure_warning(host: str, port: int) -> str:
     ])  # fmt: skip
 
 
+def server_settings(host: str = "127.0.0.1", port: int = 8000, read_timeout: float = READ_TIMEOUT, max_connections: int = MAX_CONNECTIONS) -> dict[str, Any]:
+    """uvicorn's settings (``uvicorn.run(app, **settings)``): its h11 protocol with a deadline
+    per request and a cap on connections (:mod:`generala_play.web_limits`), idle connections
+    closed after :data:`~generala_play.web_limits.KEEP_ALIVE` seconds, no ``Server`` header."""
+    return {
+        "host": host,
+        "port": port,
+        "http": bounded_protocol(read_timeout, max_connections),
+        "ws": "none",  # the page uses no websocket: an Upgrade is answered as a plain request
+        "limit_concurrency": max_connections,  # requests in the app at once: the connections' cap again
+        "timeout_keep_alive": KEEP_ALIVE,
+        "h11_max_incomplete_event_size": MAX_HEAD,
+        "log_level": "warning",
+        "server_header": False,
+    }
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     require_extra("serve", SERVE_MODULES, "generala serve")
@@ -198,12 +233,15 @@ def main(argv=None) -> int:
         raise ValueError(f"--port must be from 1 to 65535, got {args.port}")
     import uvicorn
 
+    why = descriptors_for(args.max_connections)
+    if why is not None:
+        raise ValueError(why)
     app = make_app(args.rules, args.max_games, host=args.host, port=args.port, allowed_hosts=args.allowed_host)
     if not is_loopback(args.host):
         print(exposure_warning(args.host, args.port), file=sys.stderr, flush=True)
     shown_host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Generala at http://{shown_host}:{args.port}/ (Ctrl-C stops)", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", server_header=False)
+    uvicorn.run(app, **server_settings(args.host, args.port, args.read_timeout, args.max_connections))
     return 0
 
 

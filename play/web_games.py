@@ -1,8 +1,10 @@
 """The games ``generala serve`` keeps: a new table from a request (its seats validated here, at
 the boundary), the games by id with the least recently played forgotten first, and what the
-games share: the agents offered for each rule set and number of players, the one-player
-solvers and the two-player tables (one of each per rule set, never solved in a request for two
-players).
+games share: the agents offered for each rule set and number of players, and the agents'
+tables, the process's (:mod:`generala_agents.shared`): the one-player solver, win-max's
+distributions and the two-player table, each read or built once per rule set, read-only, by
+one request while the others go on (the two-player table never solved in a request). A game
+holds its own state and its agents' few scratch arrays only, and lets its agents go when it ends.
 
 A new game is ``{"seats": [{"person": "Ana"}, {"agent": "win-max"}, ...], "rules": R, "seed":
 S}`` (a table of 2 to 6 seats, or one person alone), or the older one-person form ``{"opponent":
@@ -54,7 +56,6 @@ class Games:
         self._games: OrderedDict[str, WebTable] = OrderedDict()
         self._lock = threading.Lock()
         self._offered: dict[tuple[str, int], list[str]] = {}
-        self._solvers: dict[str, Any] = {}
         self._shared_lock = threading.Lock()
 
     def rules_of(self, name: Any):
@@ -75,9 +76,11 @@ class Games:
 
         key = (rules.fingerprint(), players)
         with self._shared_lock:
-            if key not in self._offered:
-                self._offered[key] = [n for n in agents.names() if opponents.cannot_play(n, rules, players) is None]
-            return self._offered[key]
+            if key in self._offered:
+                return self._offered[key]
+        names = [n for n in agents.names() if opponents.cannot_play(n, rules, players) is None]  # reads files: not under the lock
+        with self._shared_lock:
+            return self._offered.setdefault(key, names)
 
     def default_agent(self, rules, players: int = 2) -> str | None:
         """The agent a table's agent seat gets unless one is chosen: ``win-max`` where it is
@@ -86,14 +89,12 @@ class Games:
         return next((n for n in PREFERRED if n in offered), offered[0] if offered else None)
 
     def solver(self, rules):
-        """The one-player solver of ``rules`` (seconds to solve where it is not cached), one per rule set."""
-        from generala_agents.solver import load_or_solve
+        """The one-player solver of ``rules`` (seconds to solve where it is not cached), the
+        process's one (:func:`generala_agents.solver.shared_solver`): a solve of one rule set
+        holds up only the requests that need it."""
+        from generala_agents.solver import shared_solver
 
-        key = rules.fingerprint()
-        with self._shared_lock:
-            if key not in self._solvers:
-                self._solvers[key] = load_or_solve(rules)[0]
-            return self._solvers[key]
+        return shared_solver(rules)[0]
 
     def agent(self, name: str, rules, players: int):
         """The agent ``name`` for a seat: offered for ``rules`` and ``players``, loaded as the web may (registered names only)."""

@@ -14,6 +14,8 @@ MAX_BODY = 64 * 1024  # bytes of a request body
 MAX_DETAIL = 400  # characters of an error's detail
 ECHO = 80  # characters of a value quoted in an error
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+# the headers the guard judges a request by, each to be sent once (lower-cased: as it is shown)
+GUARDED = {"host": "Host", "origin": "Origin", "sec-fetch-site": "Sec-Fetch-Site", "content-type": "Content-Type", "content-length": "Content-Length"}
 
 
 def shown(value) -> str:
@@ -108,8 +110,9 @@ def _error_body(detail: str) -> bytes:
 
 
 class Guard:
-    """ASGI middleware in front of every route: refuses a request addressed by a name the
-    server does not serve (403), a state-changing one from another site's page (403), one
+    """ASGI middleware in front of every route: refuses a request that sends a header it is
+    judged by (:data:`GUARDED`) more than once (400), one addressed by a name the server does
+    not serve (403), a state-changing one from another site's page (403), one
     whose body is not JSON (415) or is larger than ``max_body`` bytes (413); each with a JSON
     ``detail`` of one line."""
 
@@ -131,19 +134,23 @@ class Guard:
         headers: dict[str, list[str]] = {}
         for k, v in scope.get("headers", []):
             headers.setdefault(k.decode("latin-1").lower(), []).append(v.decode("latin-1"))
+        repeated = [name for name in GUARDED if len(headers.get(name, ())) > 1]
+        if repeated:  # which copy a check reads must never decide: a request says each once
+            name = GUARDED[repeated[0]]
+            return await self.refuse(send, 400, f"a request sends its {name} header once, not {len(headers[repeated[0]])} times")
         host = headers.get("host", [])
         if len(host) != 1 or not self.hosts(host[0]):
-            got = shown(host[0]) if len(host) == 1 else f"{len(host)} Host headers"
+            got = shown(host[0]) if len(host) == 1 else "no Host header"
             return await self.refuse(send, 403, f"this server answers requests addressed to it by the name it serves, not {got}")
         if scope["method"] in self.SAFE_METHODS:
             return await self.app(scope, receive, send)
         origin = headers.get("origin", [])
-        if origin and (len(origin) != 1 or origin[0].lower() not in (f"http://{host[0].lower()}", f"https://{host[0].lower()}")):
+        if origin and (origin[0].lower() not in (f"http://{host[0].lower()}", f"https://{host[0].lower()}")):
             return await self.refuse(send, 403, f"a request from another site's page is refused (Origin {shown(origin[0])})")
         if headers.get("sec-fetch-site", [""])[0].lower() == "cross-site":
             return await self.refuse(send, 403, "a request from another site's page is refused (Sec-Fetch-Site: cross-site)")
         kind = headers.get("content-type", [""])
-        if len(kind) != 1 or kind[0].split(";", 1)[0].strip().lower() != "application/json":
+        if kind[0].split(";", 1)[0].strip().lower() != "application/json":
             return await self.refuse(send, 415, f"a request body is JSON: send Content-Type: application/json, not {shown(kind[0] if kind else None)}")
         length = headers.get("content-length", [])
         if length and (not (length[0].strip().isascii() and length[0].strip().isdigit()) or int(length[0]) > self.max_body):

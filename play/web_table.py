@@ -158,7 +158,8 @@ class WebTable:
         self.log.append(f"{self.seats[seat].label}: {text}")
 
     def _play_agents(self) -> None:
-        """Agents move until a person has the move or the game is over; one that fails stops the game."""
+        """Agents move until a person has the move or the game is over; one that fails stops
+        the game. A game that ends lets its agents go (their scratch arrays with them)."""
         g = self.game
         while not g.over and not self.stopped and not self.seats[g.player].person:
             seat = self.seats[g.player]
@@ -173,6 +174,9 @@ class WebTable:
             except Exception as e:  # an agent's own fault must not bring down the server
                 problem = e
             self.stopped = bounded(f"the opponent {seat.agent_name} failed: {type(problem).__name__}: {problem}", 300)
+        if g.over or self.stopped:
+            for chair in self.seats:
+                chair.agent = None  # its name stays on the seat
 
     # -- what the page shows -----------------------------------------------------------
     def names(self) -> list[str]:

@@ -292,7 +292,7 @@ def test_cache_is_used_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch):
     from generala_env.cache import CacheWarning
 
     def new_process():  # the table a process shares is read once: the next process reads the file
-        monkeypatch.setattr(s2p, "_tables", {})
+        s2p.forget_tables()
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules({"lines": ["ones", "twos", "generala"]})

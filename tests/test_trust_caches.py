@@ -35,11 +35,11 @@ TINY = {"lines": ["ones", "fives", "generala"]}
 
 @pytest.fixture(autouse=True)
 def fresh_process_state(monkeypatch):
-    """Each test starts as a new process would: no cache warning given yet, no two-player table shared."""
-    import generala_agents.solver2p as s2p
+    """Each test starts as a new process would: no cache warning given yet, no table shared."""
+    from generala_agents import shared
 
     monkeypatch.setattr(cache_mod, "_reported", set())
-    monkeypatch.setattr(s2p, "_tables", {})
+    monkeypatch.setattr(shared, "_tables", {})
 
 
 def give_away(*paths: Path, mode: int | None = None) -> None:
