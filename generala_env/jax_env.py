@@ -300,6 +300,7 @@ class Generala(core.Env):
         return jnp.where(after.keep >= 0, R.landed_roll(self.tables, after.keep, R.throw_code(key)), after.state.roll).astype(jnp.int32)
 
     # -- a state read back ----------------------------------------------------------------------
+    # long: one check a field of the state, in the order they depend on one another, each its own message
     def state_problem(self, state: State) -> str | None:
         """The first thing wrong with ``state`` (one game, or games along leading axes) in words
         naming the field (and the game), or ``None``. Read on the host, for a state read back from

@@ -91,8 +91,14 @@ def _run(args: list[str], token: str, kill_after: float | None, sig, counts: dic
 
 
 def _steps(zip_path: Path) -> int:
+    """The step count of a saved model: its zip's, which its twin (NAME.safetensors, what the
+    project reads back) must agree with."""
+    from generala_agents.sb3_tensors import counts_of, read_twin
+
     with zipfile.ZipFile(zip_path) as z:  # a torn file fails here
-        return json.loads(z.read("data"))["num_timesteps"]
+        steps = json.loads(z.read("data"))["num_timesteps"]
+    assert counts_of(read_twin(zip_path.with_suffix(".safetensors"))[1])["num_timesteps"] == steps, zip_path  # a torn twin fails here
+    return steps
 
 
 def _check_run(run: Path) -> None:
@@ -103,7 +109,8 @@ def _check_run(run: Path) -> None:
     assert steps == sorted(set(steps)), f"evaluations.csv repeats or reorders steps: {steps}"
     assert _steps(run / "best_model.zip") == state["best_step"]
     for f in (run / "checkpoints").iterdir():
-        assert f.name.startswith("step_") and _steps(f) == int(f.stem.split("_")[1])
+        assert f.name.startswith("step_") and f.suffix in (".zip", ".safetensors")
+        assert f.suffix == ".safetensors" or _steps(f) == int(f.stem.split("_")[1])
     temps = [str(p) for p in run.rglob("*") if p.name.endswith(".tmp") or ".tmp." in p.name]
     assert not temps, temps
 

@@ -271,7 +271,7 @@ def test_prefixes_and_resolvers_reach_names_not_known_in_advance(tmp_path):
     obs, info = env.reset(seed=0)
     env.step(int(np.flatnonzero(info["action_mask"])[-1]))
     assert type(env.unwrapped.opponent_agents[0]).__name__ == "PPOAgent"
-    with pytest.raises(AgentError, match=r"unknown agent '.*nowhere'"):
+    with pytest.raises(AgentError, match=r"agent '.*nowhere': no such folder"):
         agents.load(str(tmp_path / "nowhere"))
 
 

@@ -175,12 +175,17 @@ def test_a_resumed_run_loads_only_its_own_checkpoint(name, tmp_path):
     folder = tmp_path / "run"
     (folder / "ckpt_128").mkdir(parents=True)
     (folder / "ckpt_128" / "model.zip").write_bytes(b"zip")
+    (folder / "ckpt_128" / "model.safetensors").write_bytes(b"tensors")  # what the run goes on from
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "model.zip").write_bytes(b"a forged zip")
+    (tmp_path / "elsewhere" / "model.safetensors").write_bytes(b"forged tensors")
     (folder / "ckpt_7").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     with pytest.raises(BenchmarkError, match="not a checkpoint folder of the run"):
         _own_checkpoint(folder, name)
     assert _own_checkpoint(folder, "ckpt_128") == folder / "ckpt_128"
+    (folder / "ckpt_128" / "model.safetensors").unlink()  # a checkpoint of a zip alone: never unpickled, refused
+    with pytest.raises(BenchmarkError, match="holds no model.safetensors"):
+        _own_checkpoint(folder, "ckpt_128")
 
 
 # -- 2. report --runs reads regular files only, bounded --------------------------------------------

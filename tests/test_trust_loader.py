@@ -254,7 +254,7 @@ def test_a_hint_never_solves_even_when_the_cache_holds_a_table_without_its_recor
     def no_solve(self, *args, **kwargs):
         raise AssertionError("a hint started a two-player solve")
 
-    monkeypatch.setattr(s2p.TwoPlayerSolver, "_index", no_solve)
+    monkeypatch.setattr(s2p.TwoPlayerSolver, "sheet_layout", no_solve)
     why = two_player_table(rules)
     assert isinstance(why, str) and "generala solve --players 2" in why
     monkeypatch.undo()

@@ -325,6 +325,7 @@ def _md_shares(rows: list[dict]) -> list[str]:
     return md
 
 
+# long: the tally, the printed table and the three files of one report, written in that order
 def report(args, rules, table: dict, plan, recs, out: Path, wall: float, command: str) -> None:
     """Tally the games, print the table and write ``results.json``, ``results.md`` and
     ``winrates.png`` into ``out``: with two players each pair's results; with more, each
