@@ -5,7 +5,7 @@ Every agent has ``act(observation, info) -> action`` and plays legal actions onl
     import generala_agents as agents
     greedy = agents.load("greedy", rules="classic")
 
-Importing this package registers its agents by name in :mod:`generala_env.opponents`, where
+Importing this package registers its agents by name in :mod:`generala_env.envs.opponents`, where
 the env finds its opponents (``gym.make("Generala-v0", num_players=2, opponents="greedy")``);
 the installed project declares this package under the entry-point group ``generala.agents``,
 so the env finds them without anyone importing it first.
@@ -20,8 +20,9 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from generala_env import __version__, opponents
-from generala_env.opponents import Trust
+from generala_env import __version__
+from generala_env.envs import opponents
+from generala_env.envs.opponents import Trust
 
 from . import run_folder, specs
 from .base import Agent, AgentError, SeatView
@@ -32,7 +33,7 @@ from .optimal import OptimalAgent, OptimalTwoPlayerAgent
 BUILTIN = {cls.name: cls for cls in (RandomAgent, GreedyAgent, TurnOptimalAgent, RulesOfThumbAgent, OptimalAgent, OptimalTwoPlayerAgent)}
 
 
-# -- registration in generala_env.opponents -----------------------------------------------------
+# -- registration in generala_env.envs.opponents -----------------------------------------------------
 def _batched_greedy(rules):
     from .batched import BatchedGreedy  # numba loops, loaded when a vector env plays greedy
 
@@ -40,7 +41,7 @@ def _batched_greedy(rules):
 
 
 def _batched_random(rules):
-    from generala_env.vector import BatchedRandom  # the vector env's own uniform draw
+    from generala_env.envs.vector import BatchedRandom  # the vector env's own uniform draw
 
     return BatchedRandom()
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from generala_env.dice import FACES, KEEP_OF_KEY, KEY_WEIGHTS, NUM_MASKS, keep_index, roll_index
-from generala_env.game import OPEN
-from generala_env.rules import RulesError, RuleSet, load_rules
-from generala_env.scoring import sheet_totals
+from generala_env.core.dice import FACES, KEEP_OF_KEY, KEY_WEIGHTS, NUM_MASKS, keep_index, roll_index
+from generala_env.core.game import OPEN
+from generala_env.core.rules import RulesError, RuleSet, load_rules
+from generala_env.core.scoring import sheet_totals
 
 WRITE = NUM_MASKS  # first write action
 COMBOS = ("straight", "full_house", "four_of_a_kind", "generala", "double_generala")  # the lines that score only some rolls
@@ -34,7 +34,7 @@ class SeatView:
 
     @property
     def totals(self) -> np.ndarray:
-        """Every seat's total (:func:`~generala_env.scoring.sheet_totals`)."""
+        """Every seat's total (:func:`~generala_env.core.scoring.sheet_totals`)."""
         return sheet_totals(self.sheets)
 
     @property

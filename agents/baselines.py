@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env import planner
-from generala_env.dice import KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
-from generala_env.engine import new_state
-from generala_env.rules import NUMBER_LINES
-from generala_env.scoring import generala_scored, line_max, points_table
+from generala_env.core.dice import KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
+from generala_env.core.engine import new_state
+from generala_env.core.rules import NUMBER_LINES
+from generala_env.core.scoring import generala_scored, line_max, points_table
+from generala_env.planning import planner
 
 from .base import COMBOS, WRITE, Agent, AgentError, SeatView, best_legal
 from .solver import Solver

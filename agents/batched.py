@@ -1,15 +1,15 @@
-"""Agents that play many games of :class:`generala_env.vector.GeneralaVectorEnv` at once.
+"""Agents that play many games of :class:`generala_env.envs.vector.GeneralaVectorEnv` at once.
 
 :class:`BatchedGreedy` plays :mod:`generala_agents.greedy`'s compiled rule for every game of a
 vector env, as :class:`generala_agents.baselines.GreedyAgent` plays it for one game
 (``tests/test_vector.py`` checks them game for game). ``agents`` registers it as the batched
-version of ``"greedy"``; the vector env finds it through :mod:`generala_env.opponents`.
+version of ``"greedy"``; the vector env finds it through :mod:`generala_env.envs.opponents`.
 """
 
 from __future__ import annotations
 
-from generala_env.rules import RuleSet
-from generala_env.vector import BatchedOpponent
+from generala_env.core.rules import RuleSet
+from generala_env.envs.vector import BatchedOpponent
 
 from .greedy import greedy_actions, greedy_tables
 

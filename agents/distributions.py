@@ -17,7 +17,7 @@ game) and the vector then holds the points of the games that do not end so; the 
 and ``served[s]`` add up to 1.
 
 Points are counted in bins of ``width`` points: 1 for every preset; a rule set whose totals
-would make the table too large (values near :data:`generala_env.rules.MAX_VALUE`) takes wider
+would make the table too large (values near :data:`generala_env.core.rules.MAX_VALUE`) takes wider
 bins, each write's points split between the two nearest bins so that the means stay exact.
 """
 
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from generala_env.dice import FIVE_ALIKE, FULL_ROLL_PROB, KEEP_ROLL_PROB, NUM_KEEPS, NUM_ROLLS, ROLL_PROPER_KEEPS
+from generala_env.core.dice import FIVE_ALIKE, FULL_ROLL_PROB, KEEP_ROLL_PROB, NUM_KEEPS, NUM_ROLLS, ROLL_PROPER_KEEPS
 
 from .solver import Solver, locked_pairs
 

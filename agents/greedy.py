@@ -6,7 +6,7 @@ scores with the dice, hold every die of the most common face (the higher face on
 with the smallest possible worth, so a zero crosses out the cheapest line.
 
 :func:`greedy_actions` is that rule as a loop over games compiled by numba (like the env's own
-loops in :mod:`generala_env.batched`); :class:`~generala_agents.baselines.GreedyAgent` plays it
+loops in :mod:`generala_env.compiled.batched`); :class:`~generala_agents.baselines.GreedyAgent` plays it
 for its one game and :class:`~generala_agents.batched.BatchedGreedy` for many games of a vector env.
 """
 
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env.batched import FIRST_ROLL, GameState, U, blocked_line, cached_njit
-from generala_env.dice import FACES, KEEP_COUNTS, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
-from generala_env.encoding import Encoder
-from generala_env.game import OPEN
-from generala_env.rules import RuleSet
-from generala_env.scoring import points_table
+from generala_env.compiled.batched import FIRST_ROLL, GameState, U, blocked_line, cached_njit
+from generala_env.core.dice import FACES, KEEP_COUNTS, KEEP_OF_KEY, KEY_WEIGHTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, ROLLS
+from generala_env.core.encoding import Encoder
+from generala_env.core.game import OPEN
+from generala_env.core.rules import RuleSet
+from generala_env.core.scoring import points_table
 
 from .base import COMBOS
 
@@ -41,10 +41,10 @@ def greedy_tables(rules: RuleSet) -> tuple:
     return (points, tiebreak, combo, TOP_KEEP, MASK_FOR_KEEP_I, rules.generala_line, rules.double_generala_line, rules.locked_holds)
 
 
-@cached_njit(error_model="numpy")  # blocked_line is inlined from generala_env.engine: the cache is keyed on it too
+@cached_njit(error_model="numpy")  # blocked_line is inlined from generala_env.core.engine: the cache is keyed on it too
 def greedy_actions(games, masks, state, greedy):
     """``GreedyAgent.act`` for each game (legal ``masks[j]``, the mover's view): ``state`` is the
-    games' :class:`~generala_env.engine.GameState` as a tuple, ``greedy`` the greedy's tables
+    games' :class:`~generala_env.core.engine.GameState` as a tuple, ``greedy`` the greedy's tables
     (points, tiebreak, combo, top_keep, mask_for_keep) and the rules' numbers (gen, dbl,
     locked_holds)."""
     st = GameState(*state)

@@ -1,5 +1,5 @@
 """Agents by name or spec: :func:`load`, and the names it knows (the registry in
-:mod:`generala_env.opponents`, which this package fills when it is imported).
+:mod:`generala_env.envs.opponents`, which this package fills when it is imported).
 
 :func:`load` is the one door from a string to an agent: every program, the env's
 ``opponents=``, the self-play pool and the browser game come through it or through the
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 
-from generala_env import opponents
-from generala_env.opponents import Trust
-from generala_env.safe_yaml import short_repr
+from generala_env.envs import opponents
+from generala_env.envs.opponents import Trust
+from generala_env.files.safe_yaml import short_repr
 from generala_env.suggest import closest
 
 from . import specs

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env.scoring import generala_scored
+from generala_env.core.scoring import generala_scored
 
 from .base import Agent, AgentError, SeatView, best_legal
 from .solver import load_or_solve, shared_solver

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from generala_env.checks import is_whole
-from generala_env.dice import NUM_MASKS
-from generala_env.safe_yaml import short_repr
+from generala_env.core.checks import is_whole
+from generala_env.core.dice import NUM_MASKS
+from generala_env.files.safe_yaml import short_repr
 
 from .base import AgentError
 

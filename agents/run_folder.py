@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from generala_env.checks import is_whole
-from generala_env.opponents import Trust
+from generala_env.core.checks import is_whole
+from generala_env.envs.opponents import Trust
 
 from .base import AgentError
 from .policy_net import WEIGHTS_FILE

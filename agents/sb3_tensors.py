@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.file_io import FileProblem, read_regular
+from generala_env.files.file_io import FileProblem, read_regular
 
 from .base import AgentError
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.cache import notice
-from generala_env.encoding import Encoder
+from generala_env.core.encoding import Encoder
 from generala_env.extras import how_to_install
+from generala_env.files.cache import notice
 
 from .base import WRITE, Agent, AgentError
 

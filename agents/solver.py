@@ -35,18 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env import planner
-from generala_env.cache import (
-    CacheWarning,
-    Progress,
-    cache_dir,
-    cache_file_problem,
-    how_long,
-    notice,
-    private_cache,
-    record_seconds,
-)  # cache_dir: also agents.solver.cache_dir
-from generala_env.dice import (
+from generala_env.core.dice import (
     FULL_ROLL_PROB,
     KEEP_CONTAINS,
     KEEP_COUNTS,
@@ -57,10 +46,21 @@ from generala_env.dice import (
     ROLL_COUNTS,
     ROLL_PROPER_KEEPS,
 )
+from generala_env.core.rules import RuleSet, load_rules
+from generala_env.core.scoring import generala_scored, points_table
 from generala_env.files import FileProblem, lstat_or_none, read_regular, write_atomic
-from generala_env.planner import sheet_index
-from generala_env.rules import RuleSet, load_rules
-from generala_env.scoring import generala_scored, points_table
+from generala_env.files.cache import (
+    CacheWarning,
+    Progress,
+    cache_dir,
+    cache_file_problem,
+    how_long,
+    notice,
+    private_cache,
+    record_seconds,
+)  # cache_dir: also agents.solver.cache_dir
+from generala_env.planning import planner
+from generala_env.planning.planner import sheet_index
 
 from . import shared
 
@@ -112,7 +112,7 @@ class Solver:
 
     # -- state indexing ---------------------------------------------------------
     def state(self, filled_mask: int, generala_scored: bool) -> int:
-        """The index of a sheet in :attr:`V` (:func:`generala_env.planner.sheet_index`)."""
+        """The index of a sheet in :attr:`V` (:func:`generala_env.planning.planner.sheet_index`)."""
         return sheet_index(self.rules, filled_mask, generala_scored)
 
     # -- one turn, for a batch of states ------------------------------------------
@@ -302,7 +302,7 @@ def _write_cache(path: Path, V: np.ndarray, meta: dict) -> None:
 def read_cached_arrays(path: Path, limit: int, what: str) -> tuple[dict | None, str | None]:
     """The arrays of a cache file written by ``np.savez`` (with its JSON record as ``meta``,
     parsed), or ``None`` and why not (``None``, ``None``: there is no file). The file must be a
-    regular file of a private cache (:func:`~generala_env.cache.cache_file_problem`), read
+    regular file of a private cache (:func:`~generala_env.files.cache.cache_file_problem`), read
     bounded by ``limit`` bytes, no pickle; anything else is a reason, never an error."""
     try:
         why = cache_file_problem(path)
@@ -383,10 +383,10 @@ def load_or_solve(rules, use_cache: bool = True) -> tuple[Solver, str]:
 
     The cache is a file per rule set in :func:`cache_dir` (``$GENERALA_CACHE``; unset or
     empty: ``~/.cache/generala``), used only when that folder is private
-    (:func:`generala_env.cache.private_cache`). A cache file is read only when it is a regular
+    (:func:`generala_env.files.cache.private_cache`). A cache file is read only when it is a regular
     file of this user, and its values are used only when they match the rule set, the solver
     version and their checksum and pass :func:`values_problem`; otherwise a
-    :class:`~generala_env.cache.CacheWarning` says why, the values are solved again and the
+    :class:`~generala_env.files.cache.CacheWarning` says why, the values are solved again and the
     file is replaced (a link, a FIFO, a folder or another user's file in its place is left alone). A cache that
     cannot be written costs only a ``RuntimeWarning``: the values are returned all the same,
     and no temp file is left.
@@ -427,7 +427,7 @@ def shared_solver(rules) -> tuple[Solver, str]:
 def read_or_replace(path: Path, read, what: str, again: str, keep: str):
     """``(value, False)`` where ``read()`` finds the cached value at ``path``; else ``(None,
     replace)``: whether what is made anew may be written there. A file that is there and not
-    used is one :class:`~generala_env.cache.CacheWarning` naming why, and what happens
+    used is one :class:`~generala_env.files.cache.CacheWarning` naming why, and what happens
     (``again``: "solved again"; ``keep``: what removing it would keep)."""
     value, why = read()
     if value is not None:

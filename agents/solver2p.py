@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.cache import cache_file_problem, private_cache, warn_once
+from generala_env.core.rules import RuleSet, load_rules
 from generala_env.files import FileProblem, lstat_or_none, read_json, write_atomic, write_json
-from generala_env.rules import RuleSet, load_rules
+from generala_env.files.cache import cache_file_problem, private_cache, warn_once
 
 from . import shared
 from .solver import cache_dir, cache_meta, meta_problem, replaceable
@@ -183,7 +183,7 @@ def shared_table(rules) -> TwoPlayerSolver | None:
     neither loaded nor in the cache. Never solves (a hint may call it). The first call reads
     it from the cache (a private folder only) as a read-only memory map, after checking it
     (:func:`values_problem_2p`; a table that fails is not used, with a
-    :class:`~generala_env.cache.CacheWarning`); every later call, and :func:`load_or_solve_2p`,
+    :class:`~generala_env.files.cache.CacheWarning`); every later call, and :func:`load_or_solve_2p`,
     returns the same object."""
     return _shared(load_rules(rules))[0]
 

@@ -32,9 +32,9 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from generala_env.batched import disk_cached
-from generala_env.cache import warn_once
-from generala_env.dice import NUM_KEEPS, NUM_ROLLS
+from generala_env.compiled.batched import disk_cached
+from generala_env.core.dice import NUM_KEEPS, NUM_ROLLS
+from generala_env.files.cache import warn_once
 
 # Numba's GNU OpenMP layer kills a process that forks after a parallel loop, and the
 # evaluation and tournament programs fork their workers: take the fork-safe workqueue
@@ -66,7 +66,7 @@ def start_threads() -> str:
 
 def cached(**options):
     """``njit(**options)`` with the project's on-disk cache, in a private cache folder only,
-    never beside this file (:func:`generala_env.compiling.disk_cached`)."""
+    never beside this file (:func:`generala_env.compiled.compiling.disk_cached`)."""
     return lambda f: disk_cached(njit(**options)(f))
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env.rules import RuleSet
-from generala_env.scoring import points_table
+from generala_env.core.rules import RuleSet
+from generala_env.core.scoring import points_table
 
 
 def _sheets(rules: RuleSet) -> tuple[list[list[int]], np.ndarray, np.ndarray]:

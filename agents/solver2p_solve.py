@@ -23,8 +23,7 @@ from typing import IO
 
 import numpy as np
 
-from generala_env import planner
-from generala_env.dice import (
+from generala_env.core.dice import (
     FACES,
     FIVE_ALIKE,
     FULL_ROLL_PROB,
@@ -36,9 +35,10 @@ from generala_env.dice import (
     NUM_ROLLS,
     ROLL_COUNTS,
 )
-from generala_env.planner import sheet_id
-from generala_env.rules import RuleSet, load_rules
-from generala_env.scoring import points_table
+from generala_env.core.rules import RuleSet, load_rules
+from generala_env.core.scoring import points_table
+from generala_env.planning import planner
+from generala_env.planning.planner import sheet_id
 
 from .solver import NEG, locked_pairs
 from .solver2p_layout import Layout
@@ -123,7 +123,7 @@ def _locked_lists():
     """The (first keep, roll) pairs of locked holds as flat arrays for the kernel: each pair's
     roll, first keep, probability and the second keeps allowed (a slice of one flat list),
     keeps in the kernel's numbering."""
-    from generala_env.dice import KEEP_ROLL_PROB, ROLL_CONTAINS_KEEP
+    from generala_env.core.dice import KEEP_ROLL_PROB, ROLL_CONTAINS_KEEP
 
     roll_of_pair, idx, _, _ = locked_pairs()
     keep_of_pair, rolls = np.nonzero(ROLL_CONTAINS_KEEP.T)  # the order locked_pairs uses
@@ -296,7 +296,7 @@ class TwoPlayerSolver:
         return digest.hexdigest(), offset
 
     # -- reading the table ------------------------------------------------------------------------
-    sheet_id = staticmethod(sheet_id)  # a seat's sheet as the solvers index it (generala_env.planner)
+    sheet_id = staticmethod(sheet_id)  # a seat's sheet as the solvers index it (generala_env.planning.planner)
 
     def value(self, a: int, b: int, d: int) -> float:
         """``V(a, b, d)`` for sheet ids ``a`` (mover) and ``b``; a finished game's result when

@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from generala_env.opponents import Trust
+from generala_env.envs.opponents import Trust
 
 from .base import Agent, AgentError
 
@@ -279,7 +279,7 @@ def portable(spec: Any) -> bool:
     parts = split(spec)
     if parts is not None:
         return parts[0] != "__main__"
-    from generala_env import opponents
+    from generala_env.envs import opponents
 
     factory = opponents.factory_of(spec)
     if factory is None:

@@ -6,7 +6,7 @@ exactly, down to the turn's end. The turn's end is valued by a learned function 
 sheet it leaves; that function is all that is learned, by temporal-difference learning
 from the agent's own games. No solver values and no cloning: the within-turn array code is
 :class:`generala_agents.solver.Solver`'s (``write_values`` and ``turn``, fed the learned values),
-which is the same expectimax a search through :mod:`generala_env.model` would compute,
+which is the same expectimax a search through :mod:`generala_env.planning.model` would compute,
 in arrays.
 
 * ``td-search`` (one player): a table ``V[filled lines, generala scored]`` of the points
@@ -32,13 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env import planner
-from generala_env.dice import FIVE_ALIKE, FULL_ROLL_PROB, NUM_MASKS, NUM_ROLLS
-from generala_env.game import OPEN, Game
-from generala_env.planner import sheet_id
-from generala_env.rules import RuleSet, load_rules
-from generala_env.safe_yaml import short_repr
-from generala_env.scoring import blocked_line, generala_scored, points_table
+from generala_env.core.dice import FIVE_ALIKE, FULL_ROLL_PROB, NUM_MASKS, NUM_ROLLS
+from generala_env.core.game import OPEN, Game
+from generala_env.core.rules import RuleSet, load_rules
+from generala_env.core.scoring import blocked_line, generala_scored, points_table
+from generala_env.files.safe_yaml import short_repr
+from generala_env.planning import planner
+from generala_env.planning.planner import sheet_id
 
 from .base import Agent, AgentError, best_legal, recorded_rules
 from .ppo import SHIPPED
@@ -53,7 +53,7 @@ FORMAT = "td-search-v1"
 def turn_action_values(W: np.ndarray, t: dict, roll: int, rolls_left: int) -> np.ndarray:
     """Values of every action (holds 0..31, writes 32+l) at a decision of a turn whose
     writes are worth ``W[l, r, served]`` and whose within-turn arrays are ``t`` (the one-player
-    solver's, for one sheet): :func:`generala_env.planner.turn_action_values`."""
+    solver's, for one sheet): :func:`generala_env.planning.planner.turn_action_values`."""
     return planner.turn_action_values(W, t["K1"][0], t["K2"][0], roll, rolls_left, NEG)
 
 
@@ -68,7 +68,7 @@ def optimistic_values(rules: RuleSet) -> np.ndarray:
 
 def sheet_state(rules: RuleSet, sheet) -> tuple[int, int]:
     """(filled mask, generala-scored flag) of one seat's sheet, as the solver indexes them
-    (:func:`generala_env.planner.sheet_id`)."""
+    (:func:`generala_env.planning.planner.sheet_id`)."""
     return divmod(sheet_id(rules, sheet), 2)
 
 

@@ -12,7 +12,7 @@ heuristic for multi-player Yahtzee (Computers and Games 2010), not a learner:
 * ending this turn by writing line ``l`` for ``p`` points leaves this seat's sheet with line
   ``l`` filled; its value is the chance that the seat's total now plus ``p`` plus a draw from
   that sheet's distribution beats every opponent's final total, a tie among ``k`` best
-  totals counting ``1/k`` (a win shared, as :func:`generala_env.game.outcome_points` counts it);
+  totals counting ``1/k`` (a win shared, as :func:`generala_env.core.game.outcome_points` counts it);
   for its own sheet the seat takes the best of a few distributions: the one-player optimal
   policy's and those of policies that play for more or less risk (:data:`RISKS`), each a
   policy it could follow from its next turn on;
@@ -33,14 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env import planner
-from generala_env.cache import cache_dir, private_cache
-from generala_env.dice import FIVE_ALIKE, NUM_ROLLS
+from generala_env.core.dice import FIVE_ALIKE, NUM_ROLLS
+from generala_env.core.game import OPEN
+from generala_env.core.rules import RuleSet, load_rules
+from generala_env.core.scoring import generala_scored
 from generala_env.files import FileProblem, write_atomic
-from generala_env.game import OPEN
-from generala_env.planner import sheet_id
-from generala_env.rules import RuleSet, load_rules
-from generala_env.scoring import generala_scored
+from generala_env.files.cache import cache_dir, private_cache
+from generala_env.planning import planner
+from generala_env.planning.planner import sheet_id
 
 from . import shared
 from .base import Agent, AgentError, best_legal
@@ -156,7 +156,7 @@ def load_or_build(rules, served_wins: bool, use_cache: bool = True, solver: Solv
     (:func:`generala_agents.solver.load_or_solve`): one file per rule set in a private cache
     folder, read only when it is this user's regular file, its checksums hold and
     :func:`table_problem` finds nothing in any table; otherwise a
-    :class:`~generala_env.cache.CacheWarning` says why and the tables are built again."""
+    :class:`~generala_env.files.cache.CacheWarning` says why and the tables are built again."""
     rules = load_rules(rules)
     if solver is None:
         solver = load_or_solve(rules, use_cache=use_cache)[0]
@@ -257,7 +257,7 @@ class WinMaxAgent(Agent):
         return self._sheets[index]
 
     def index(self, sheet: np.ndarray) -> int:
-        """A sheet's index in the tables (:func:`generala_env.planner.sheet_id`, as ``Solver.V``)."""
+        """A sheet's index in the tables (:func:`generala_env.planning.planner.sheet_id`, as ``Solver.V``)."""
         return sheet_id(self.rules, sheet)
 
     def win_share(self, sheets: np.ndarray, seat: int) -> np.ndarray:

@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     import generala_agents as agents
     from generala_agents.solver import load_or_solve
     from generala_agents.td_search import OnePlayerLearner, TDSearchAgent
-    from generala_env.game import outcome_points
+    from generala_env.core.game import outcome_points
     from generala_training.harness import game_seed, play_game
 
     seeds = [game_seed(EVAL_SEED, i) for i in range(args.eval_games)]

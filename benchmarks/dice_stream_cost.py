@@ -1,7 +1,7 @@
 """What one game's refill of 1024 faces costs: numpy's ``Generator.integers(1, 7, size=1024,
 dtype=np.int8)`` called from Python once per game (one generator per game, as a vector env of
-numpy generators would), against :func:`generala_env.dice_stream.faces_into` called inside one
-compiled loop over the games' rows, and :func:`~generala_env.dice_stream.cup_fill` refilling
+numpy generators would), against :func:`generala_env.compiled.dice_stream.faces_into` called inside one
+compiled loop over the games' rows, and :func:`~generala_env.compiled.dice_stream.cup_fill` refilling
 every game's cup in such a loop (the faces left over moved first, as ``DiceCup.refill`` does);
 and what seeding all the games' streams costs, from Python and in a compiled loop.
 Both draw the same faces (checked before timing). The variants alternate for several rounds, each first in turn;
@@ -32,7 +32,7 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     if args.quick:
         args.games, args.rounds = 1024, 5
-    from generala_env import dice_stream as ds
+    from generala_env.compiled import dice_stream as ds
 
     if not ds.NUMBA:
         sys.exit("dice_stream_cost: needs numba")

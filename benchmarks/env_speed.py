@@ -5,7 +5,7 @@ Contestants, each choosing uniformly among the legal actions at every decision:
 * ``pyhtzee``: the pyhtzee Yahtzee engine (``get_possible_actions`` + ``take_action``).
 * ``OpenSpiel yacht``: OpenSpiel's C++ ``yacht`` game through pyspiel (two players; its
   explicit chance nodes are sampled too, but only the players' moves count as decisions).
-* ``Game engine``: ``generala_env.game.Game`` (``legal_actions`` + ``step``), no env,
+* ``Game engine``: ``generala_env.core.game.Game`` (``legal_actions`` + ``step``), no env,
   its dice from a ``DiceCup`` as the env draws them.
 * ``Generala-v0 (gym.make)``: the single env with gym.make's wrappers, actions chosen
   from ``info["action_mask"]``.
@@ -196,7 +196,7 @@ def main(argv=None) -> None:
             decisions, elapsed = run(seconds)
             rates[name].append(decisions / elapsed)
 
-    from generala_env import batched
+    from generala_env.compiled import batched
     from generala_env.extras import how_to_install
 
     print(

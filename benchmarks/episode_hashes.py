@@ -66,7 +66,7 @@ def single_env(rules, players: int, episodes: int = 40) -> str:
 
 
 def vector_env(rules, players: int, n: int = 64, steps: int = 400) -> str:
-    from generala_env.vector import GeneralaVectorEnv
+    from generala_env.envs.vector import GeneralaVectorEnv
 
     h = hashlib.sha256()
     opponents = "greedy" if players > 1 else None
@@ -84,7 +84,7 @@ def vector_env(rules, players: int, n: int = 64, steps: int = 400) -> str:
 
 
 def pettingzoo(rules, players: int, games: int = 10) -> str:
-    from generala_env.multiagent import raw_env
+    from generala_env.envs.multiagent import raw_env
 
     h = hashlib.sha256()
     env = raw_env(rules=rules, num_players=players)

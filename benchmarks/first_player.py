@@ -23,8 +23,8 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
 
     from generala_agents.solver2p import load_or_solve_2p
-    from generala_env.game import outcome_points
-    from generala_env.rules import load_rules
+    from generala_env.core.game import outcome_points
+    from generala_env.core.rules import load_rules
     from generala_training.harness import game_seed, play_many
     from generala_training.stats import mean_ci
 

@@ -56,7 +56,7 @@ def main(argv=None) -> None:
 
     import jax
 
-    from generala_env.jax_env import make
+    from generala_env.jax.env import make
     from generala_training.jax_ppo import init_runner, make_update
     from generala_training.jax_train import hyper_of
 

@@ -1,4 +1,4 @@
-"""Steps per second of random legal play: the JAX env (generala_env.jax_env) against the numba vector env.
+"""Steps per second of random legal play: the JAX env (generala_env.jax.env) against the numba vector env.
 
 Contestants, each choosing uniformly among the legal actions of every game at every step:
 
@@ -52,7 +52,7 @@ def spell(play, steps: int):
 
 def uniform_legal(masks, u):
     """The ``floor(u[i] * n_legal)``-th legal action of each row of ``masks`` (at most 64
-    actions), as ``generala_env.vector.uniform_legal`` picks them: the mask as two 32-bit words,
+    actions), as ``generala_env.envs.vector.uniform_legal`` picks them: the mask as two 32-bit words,
     the chosen bit found by halving with population counts (a cumulative sum along the
     actions is several times slower in XLA on a CPU)."""
     import jax
@@ -77,7 +77,7 @@ def jax_runner(num_envs: int, rules: str, players: int, seed: int, scan: int, un
     import jax
     from pgx.experimental import auto_reset
 
-    from generala_env.jax_env import make
+    from generala_env.jax.env import make
 
     env = make(rules, players)
     step = auto_reset(env.step, env.init)
@@ -104,7 +104,7 @@ def jax_runner(num_envs: int, rules: str, players: int, seed: int, scan: int, un
 
 
 def numba_runner(num_envs: int, rules: str, players: int, seed: int):
-    from generala_env import vector
+    from generala_env.envs import vector
 
     rng = np.random.default_rng(seed)
     env = vector.GeneralaVectorEnv(num_envs, rules=rules, num_players=players, autoreset_mode="SameStep")  # as measured before the modes
@@ -153,7 +153,7 @@ def main(argv=None) -> None:
             steps, elapsed = run(seconds)
             rates[name].append(steps / elapsed)
 
-    from generala_env import batched
+    from generala_env.compiled import batched
 
     device = jax.devices()[0]
     print(

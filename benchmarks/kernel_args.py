@@ -26,10 +26,10 @@ def main(argv=None) -> None:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--rules", default="classic")
     args = p.parse_args(argv)
-    from generala_env import batched, one_game
-    from generala_env.encoding import Encoder
-    from generala_env.engine import NUMBERS, facts_size, tables
-    from generala_env.rules import load_rules
+    from generala_env.compiled import batched, one_game
+    from generala_env.core.encoding import Encoder
+    from generala_env.core.engine import NUMBERS, facts_size, tables
+    from generala_env.core.rules import load_rules
 
     if not batched.NUMBA:
         sys.exit("kernel_args: needs numba")

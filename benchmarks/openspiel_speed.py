@@ -10,7 +10,7 @@ uniform legal action, ``apply_action`` for both. Contestants:
   outcomes are equally likely), which spares building the list of probabilities.
 * ``python_generala P=2`` and ``P=1``: this project's game, classic rules (10 lines; chance over
   the distinct sorted rolls).
-* ``Model P=2``: the same playouts straight through :class:`generala_env.model.Model`, no pyspiel.
+* ``Model P=2``: the same playouts straight through :class:`generala_env.planning.model.Model`, no pyspiel.
 
 Each contestant plays for ``--seconds`` (after one warm-up game); the rate is playouts over
 wall-clock, on one core.
@@ -82,8 +82,8 @@ def main(argv=None) -> int:
         from generala_env.extras import how_to_install
 
         raise SystemExit(f"benchmarks/openspiel_speed.py needs OpenSpiel, which is not installed; {how_to_install('openspiel')}") from None
-    import generala_env.openspiel  # noqa: F401
-    from generala_env.model import Model
+    import generala_env.adapters.openspiel  # noqa: F401
+    from generala_env.planning.model import Model
 
     rnd = random.Random(0)
     yacht, two, one, model = (

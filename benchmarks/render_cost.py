@@ -1,7 +1,7 @@
 """What ``render_mode="rgb_array"`` costs: one frame, and training with a video of every 100th episode.
 
 1. ``frame``: microseconds per ``env.render()`` of a one-player and a two-player game
-   (:func:`generala_env.picture.render_rgb`), and per encoded video of one episode
+   (:func:`generala_env.rendering.picture.render_rgb`), and per encoded video of one episode
    (moviepy, what ``RecordVideo`` calls at the end of a recorded episode).
 2. ``training``: sb3-contrib's MaskablePPO as ``configs/ppo_classic.yaml`` trains it (CPU, one
    torch thread, ``DummyVecEnv`` x16 of one-player classic ``Generala-v0``, ``net_arch
@@ -11,7 +11,7 @@
    away, the cost of the pictures alone; ``video``: every env wrapped in
    ``gymnasium.wrappers.RecordVideo`` with that trigger, so every 100th episode is also
    written as an mp4 (moviepy); ``video-half``: the same with ``render_scale=1`` (half the
-   width and height); ``project-video``: :class:`generala_env.video.RecordVideo` instead,
+   width and height); ``project-video``: :class:`generala_env.rendering.video.RecordVideo` instead,
    which encodes at x264's ``ultrafast`` preset off the loop and skips the ``gc.collect()``:
    for ``Generala-v0`` it keeps only each frame's ``Picture`` in the loop, and a child process
    draws and encodes the video; ``project-video-loop``: the same recorder with
@@ -132,7 +132,7 @@ def train_seconds(steps: int, mode: str, seed: int = 0) -> tuple[float, int, int
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     import generala_env  # noqa: F401
-    from generala_env.video import RecordVideo as ProjectRecordVideo
+    from generala_env.rendering.video import RecordVideo as ProjectRecordVideo
 
     class TimedRecordVideo(RecordVideo):
         _capture_frame = _timed(RecordVideo._capture_frame, "draw")

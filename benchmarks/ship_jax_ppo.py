@@ -20,7 +20,7 @@ from generala_env.files import read_json  # noqa: E402
 
 
 def record(folder: Path, name: str, games: int, seed: int) -> tuple[dict, dict]:
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
     from generala_training.export import evaluate
 
     meta = read_json(folder / "metadata.json")

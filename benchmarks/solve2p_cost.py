@@ -96,7 +96,7 @@ def largest_difference(old_file: Path, new_cache: Path, rules: str) -> tuple[flo
     import numpy as np
 
     from generala_agents.solver2p import Layout, cache_path
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     old = np.load(old_file)
     os.environ["GENERALA_CACHE"] = str(new_cache)

@@ -53,7 +53,7 @@ def solve_in_this_process(rules: str, repeat: int) -> dict:
 
 def solve_2p_in_this_process(rules: str, max_memory_gib: float) -> dict:
     from generala_agents.solver2p import Layout, SolveTooBigError, TwoPlayerSolver
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     need = Layout.bytes_needed(load_rules(rules)) / 2**20
     TwoPlayerSolver({"lines": ["ones", "generala"]}).solve()  # compile (or load) the kernel: not timed
@@ -94,7 +94,7 @@ def main(argv=None) -> None:
     p.add_argument("--players", type=int, choices=(1, 2), default=1, help="2: the exact two-player table (P(win) + 1/2 P(draw))")
     p.add_argument("--max-memory", type=float, default=2.0, metavar="GIB", help="two players: refuse tables bigger than this")
     args = p.parse_args(argv)
-    from generala_env.rules import preset_names
+    from generala_env.core.rules import preset_names
 
     rules = args.rules or (["classic"] if args.quick else preset_names())
     repeat = args.repeat or (1 if args.quick else 3)

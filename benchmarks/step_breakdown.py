@@ -39,9 +39,9 @@ def variant(kind: str, seed: int):
     import gymnasium as gym
 
     import generala_env  # noqa: F401  # registers Generala-v0
-    from generala_env.dice import DiceCup
-    from generala_env.env import GeneralaEnv
-    from generala_env.info import make_info
+    from generala_env.core.dice import DiceCup
+    from generala_env.core.info import make_info
+    from generala_env.envs.env import GeneralaEnv
 
     rnd = random.Random(seed)
     env = gym.make("Generala-v0", rules="classic") if kind == "gym.make" else GeneralaEnv(rules="classic")

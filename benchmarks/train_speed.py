@@ -5,8 +5,8 @@ Generala with the same rollout size (``n_envs * n_steps``), minibatch size and e
 the same budget of environment steps:
 
 * ``DummyVecEnv x8`` / ``SubprocVecEnv x8``: eight ``gym.make("Generala-v0")`` envs;
-* ``batched N=...``: :class:`generala_env.sb3.GeneralaSB3VecEnv`, one
-  :class:`generala_env.vector.GeneralaVectorEnv` of N games (``n_steps`` shrunk so the
+* ``batched N=...``: :class:`generala_env.adapters.sb3.GeneralaSB3VecEnv`, one
+  :class:`generala_env.envs.vector.GeneralaVectorEnv` of N games (``n_steps`` shrunk so the
   rollout holds as many steps).
 
 ``learn steps/s`` is what training runs at (rollouts and gradient updates);
@@ -42,7 +42,7 @@ def _single_env():
 
 def make_venv(kind: str, n: int, seed: int):
     if kind == "batched":
-        from generala_env.sb3 import make_sb3_vec_env
+        from generala_env.adapters.sb3 import make_sb3_vec_env
 
         return make_sb3_vec_env(n, seed=seed, rules="classic", monitor=False)
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
@@ -94,7 +94,7 @@ def _rss_mib() -> float:
 
 
 def _memory_child(n: int, steps: int, out) -> None:
-    from generala_env.vector import GeneralaVectorEnv, uniform_legal
+    from generala_env.envs.vector import GeneralaVectorEnv, uniform_legal
 
     GeneralaVectorEnv(1).reset(seed=0)  # load the compiled kernels before measuring
     base = _rss_mib()
@@ -110,7 +110,7 @@ def _memory_child(n: int, steps: int, out) -> None:
 
 
 def batched_memory(n: int = 4096, steps: int = 200) -> dict:
-    import generala_env.batched  # noqa: F401  (compile the kernels here first, so the child loads them from the cache)
+    import generala_env.compiled.batched  # noqa: F401  (compile the kernels here first, so the child loads them from the cache)
 
     ctx = mp.get_context("spawn")
     q = ctx.Queue()

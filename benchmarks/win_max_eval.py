@@ -43,7 +43,7 @@ def rotations(opponents: list[str]) -> list[tuple[str, ...]]:
 
 
 def play_table(opponents: list[str], rules, games: int, seed: int, workers: int | None, me=None) -> dict:
-    from generala_env.game import outcome_points
+    from generala_env.core.game import outcome_points
     from generala_training.harness import game_seed, play_many
     from generala_training.stats import mean_ci
 
@@ -112,7 +112,7 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
 
     import generala_agents.win_max as win_max
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     rules = load_rules(args.rules)
     if args.risks:

@@ -1,4 +1,4 @@
-"""Self-play on the PettingZoo env ``generala_env.multiagent``: two seats, one masked PPO policy.
+"""Self-play on the PettingZoo env ``generala_env.envs.multiagent``: two seats, one masked PPO policy.
 
     pip install -e ".[train,multiagent]"
     python examples/pettingzoo_selfplay.py --steps 1000000
@@ -33,7 +33,7 @@ from torch import nn
 from torch.distributions import Categorical
 
 import generala_agents as agents
-from generala_env.multiagent import env as generala_aec
+from generala_env.envs.multiagent import env as generala_aec
 
 
 def mlp(n_in: int, n_out: int) -> nn.Sequential:

@@ -10,7 +10,7 @@ picks legal actions. The hyperparameters are the project's from-scratch recipe
 10 epochs, lr 3e-4, gamma 1, GAE lambda 0.1, no entropy bonus, rewards x 0.02, and a
 256-256 ReLU network with LayerNorm (``generala_training.policies.LayerNormMaskablePolicy``). The
 recipe reached 95.9% of the optimal player's mean after 6.5M steps; it ran on the batched
-env (``generala_env.sb3.make_sb3_vec_env``), which steps all games at once and is what
+env (``generala_env.adapters.sb3.make_sb3_vec_env``), which steps all games at once and is what
 ``generala train`` uses. Here each game is its own ``GeneralaEnv`` in a ``DummyVecEnv``.
 
 Evaluation: sb3-contrib's maskable ``evaluate_policy`` on unscaled rewards, so an episode's

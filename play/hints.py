@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env.dice import NUM_MASKS, ROLL_COUNTS
-from generala_env.env import make_info
-from generala_env.game import Game
-from generala_env.render import line_label
-from generala_env.rules import NUMBER_LINES
-from generala_env.scoring import generala_scored
+from generala_env.core.dice import NUM_MASKS, ROLL_COUNTS
+from generala_env.core.game import Game
+from generala_env.core.rules import NUMBER_LINES
+from generala_env.core.scoring import generala_scored
+from generala_env.envs.env import make_info
+from generala_env.rendering.render import line_label
 
 from .moves import describe, dice_without, faces_text, locked_faces, points_if_written
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from generala_env.dice import ALL_HELD, KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
-from generala_env.game import OPEN, Game
-from generala_env.render import line_label
-from generala_env.rules import NUMBER_LINES
+from generala_env.core.dice import ALL_HELD, KEEP_COUNTS, MASK_FOR_KEEP, NUM_MASKS, ROLL_COUNTS, keep_index
+from generala_env.core.game import OPEN, Game
+from generala_env.core.rules import NUMBER_LINES
+from generala_env.rendering.render import line_label
 
 FACE_WORDS = ("one", "two", "three", "four", "five", "six")
 COMMANDS = {

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.dice import NUM_MASKS
-from generala_env.game import OPEN, Game
-from generala_env.render import PIPS
-from generala_env.rules import RuleSet, load_rules
+from generala_env.core.dice import NUM_MASKS
+from generala_env.core.game import OPEN, Game
+from generala_env.core.rules import RuleSet, load_rules
+from generala_env.rendering.render import PIPS
 from generala_training.diagnose import Watched, judged_values
 from generala_training.harness import game_seed, play_game
 from generala_training.options import HelpFormatter, positive_int, seed_int
@@ -98,7 +98,7 @@ class Recorder(Watched):
         self.solver, self.two_player = solver, two_player
 
     def record(self, a: int, obs, info) -> None:
-        from generala_env.picture import held_dice
+        from generala_env.rendering.picture import held_dice
 
         g = game_from_info(self.rules, info)
         seat = int(info["player"])

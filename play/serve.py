@@ -78,7 +78,7 @@ def make_app(rules="classic", max_games: int = MAX_GAMES, *, host: str = "127.0.
     from starlette.concurrency import run_in_threadpool
     from starlette.exceptions import HTTPException
 
-    from generala_env.rules import preset_names
+    from generala_env.core.rules import preset_names
 
     games = Games(rules, max_games)
     app = FastAPI(title="Generala", docs_url=None, redoc_url=None, openapi_url=None)

@@ -2,9 +2,9 @@
 and the loop that asks each seat for its move.
 
 People's moves are read by :func:`generala_play.moves.parse_move`; agents see exactly what they
-see in the environments (:class:`~generala_env.encoding.Encoder` and
-:func:`~generala_env.env.make_info`). The sheets are drawn here rather than by
-:func:`generala_env.render.render_text`: in colour, with the mover's points on each open
+see in the environments (:class:`~generala_env.core.encoding.Encoder` and
+:func:`~generala_env.envs.env.make_info`). The sheets are drawn here rather than by
+:func:`generala_env.rendering.render.render_text`: in colour, with the mover's points on each open
 line, and the seats by name.
 """
 
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from generala_env.dice import NUM_MASKS
-from generala_env.encoding import Encoder
-from generala_env.env import make_info
-from generala_env.game import OPEN, Game
-from generala_env.render import PIPS, line_label
-from generala_env.rules import RuleSet
+from generala_env.core.dice import NUM_MASKS
+from generala_env.core.encoding import Encoder
+from generala_env.core.game import OPEN, Game
+from generala_env.core.rules import RuleSet
+from generala_env.envs.env import make_info
+from generala_env.rendering.render import PIPS, line_label
 
 from .hints import Moves, moves_help, optimal_advice, two_player_table, win_advice
 from .moves import MoveError, faces_text, locked_faces, parse_move, points_if_written

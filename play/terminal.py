@@ -23,8 +23,8 @@ import sys
 
 import numpy as np
 
-from generala_env.game import MAX_PLAYERS
-from generala_env.rules import load_rules, preset_names
+from generala_env.core.game import MAX_PLAYERS
+from generala_env.core.rules import load_rules, preset_names
 from generala_training.options import HelpFormatter, seed_int
 
 from .moves import (

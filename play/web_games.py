@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from generala_env.checks import is_whole
+from generala_env.core.checks import is_whole
 
 from .web_guard import ECHO, bounded, shown
 from .web_table import GameError, Seat, WebTable
@@ -47,7 +47,7 @@ class Games:
     the one-player solvers, one per rule set."""
 
     def __init__(self, rules="classic", max_games: int = MAX_GAMES):
-        from generala_env.rules import load_rules, preset_names
+        from generala_env.core.rules import load_rules, preset_names
 
         self.default = load_rules(rules)
         # the rule sets a request may name: the presets, and the server's own by the name it was given
@@ -60,7 +60,7 @@ class Games:
 
     def rules_of(self, name: Any):
         """The rule set a request names (``None``: the server's), from the list it serves only."""
-        from generala_env.rules import load_rules
+        from generala_env.core.rules import load_rules
 
         if name is None:
             return self.default
@@ -72,7 +72,7 @@ class Games:
         """The agents offered for ``players``-player games of ``rules``: every registered agent
         that fits them (as far as its package says)."""
         import generala_agents as agents
-        from generala_env import opponents
+        from generala_env.envs import opponents
 
         key = (rules.fingerprint(), players)
         with self._shared_lock:

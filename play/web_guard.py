@@ -8,7 +8,7 @@ import ipaddress
 import json
 from collections.abc import Iterable
 
-from generala_env.safe_yaml import short_repr
+from generala_env.files.safe_yaml import short_repr
 
 MAX_BODY = 64 * 1024  # bytes of a request body
 MAX_DETAIL = 400  # characters of an error's detail

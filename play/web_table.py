@@ -1,12 +1,12 @@
 """One game in the browser: a table of 1 to 6 seats, each a person (hot seat: people take
 turns at the same browser) or an agent, whose turns play out between the people's moves.
 
-The game is a :class:`generala_env.game.Game` driven as :class:`generala_env.env.GeneralaEnv`
-drives it: its dice come from a :class:`generala_env.dice.DiceCup` on the generator of the
+The game is a :class:`generala_env.core.game.Game` driven as :class:`generala_env.envs.env.GeneralaEnv`
+drives it: its dice come from a :class:`generala_env.core.dice.DiceCup` on the generator of the
 game's seed, and each agent's own randomness is seeded from that generator after the first
 roll, in the order of the seats after the first person's. A one-person game against one agent
 is therefore the env's game with the same seed, bit for bit. An agent sees what it sees in the
-environments (:class:`~generala_env.encoding.Encoder` and :func:`~generala_env.env.make_info`).
+environments (:class:`~generala_env.core.encoding.Encoder` and :func:`~generala_env.envs.env.make_info`).
 An agent that fails (raises, or plays an illegal move) stops the game: it says which one.
 Every move is kept, with what the seat to move saw, so that the game's replay
 (:mod:`generala_play.replay`) can judge each move once the game is over.
@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from generala_env.checks import is_whole
-from generala_env.dice import NUM_MASKS, ROLLS, cup_for
-from generala_env.encoding import Encoder
-from generala_env.env import make_info
-from generala_env.game import OPEN, Game, IllegalActionError
+from generala_env.core.checks import is_whole
+from generala_env.core.dice import NUM_MASKS, ROLLS, cup_for
+from generala_env.core.encoding import Encoder
+from generala_env.core.game import OPEN, Game, IllegalActionError
+from generala_env.envs.env import make_info
 
 from .web_guard import ECHO, bounded, shown
 
@@ -142,7 +142,7 @@ class WebTable:
 
     def _step(self, action: int) -> None:
         """Play ``action`` for the seat to move (legal: checked before), logged and kept for the replay."""
-        from generala_env.picture import describe_move, held_dice
+        from generala_env.rendering.picture import describe_move, held_dice
 
         from .moves import describe, faces_text
 
@@ -183,7 +183,7 @@ class WebTable:
         return [s.label for s in self.seats]
 
     def state(self) -> dict[str, Any]:
-        from generala_env.picture import held_dice
+        from generala_env.rendering.picture import held_dice
 
         from .moves import points_if_written
 

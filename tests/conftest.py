@@ -25,8 +25,8 @@ def engine_compiled_first():
 
     import numpy as np
 
-    from generala_env.env import GeneralaEnv
-    from generala_env.vector import GeneralaVectorEnv
+    from generala_env.envs.env import GeneralaEnv
+    from generala_env.envs.vector import GeneralaVectorEnv
 
     t0 = time.perf_counter()
     for env in (GeneralaEnv(num_players=2, opponents="greedy"), GeneralaVectorEnv(2, num_players=2, opponents="greedy")):

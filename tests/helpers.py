@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from hypothesis import settings
 
-from generala_env.dice import NUM_MASKS
+from generala_env.core.dice import NUM_MASKS
 
 ROOT = Path(__file__).resolve().parent.parent  # the clone the tests belong to, whatever the working folder
 TINY_CONFIG = str(ROOT / "configs" / "ppo_tiny.yaml")  # the smallest training config, by its path in the clone

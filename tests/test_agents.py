@@ -7,7 +7,7 @@ import pytest
 import generala_agents as agents
 import generala_env  # noqa: F401
 from generala_agents.base import AgentError
-from generala_env.env import opponent_moves
+from generala_env.envs.env import opponent_moves
 from generala_training.harness import game_seed, play_game, play_many
 
 BASELINES = ["random", "greedy", "turn-optimal", "rules-of-thumb", "optimal"]

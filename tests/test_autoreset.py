@@ -12,8 +12,8 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers import vector as vw
 
 import generala_env  # noqa: F401  (registers Generala-v0)
-from generala_env.game import OPEN
-from generala_env.vector import GeneralaVectorEnv, uniform_legal
+from generala_env.core.game import OPEN
+from generala_env.envs.vector import GeneralaVectorEnv, uniform_legal
 
 SHORT = {"base": "classic", "lines": ["ones", "twos", "fours", "generala"]}  # games of 4 turns: many ends in few steps
 MODES = [pytest.param(m, id=m.value) for m in AutoresetMode]
@@ -195,7 +195,7 @@ def test_human_rendering_wrapper():
 
 def test_the_sb3_adapter_asks_for_same_step_and_refuses_another():
     pytest.importorskip("stable_baselines3")
-    from generala_env.sb3 import GeneralaSB3VecEnv
+    from generala_env.adapters.sb3 import GeneralaSB3VecEnv
 
     assert GeneralaSB3VecEnv(2).venv.autoreset_mode is AutoresetMode.SAME_STEP
     with pytest.raises(ValueError, match="make the vector env with autoreset_mode=AutoresetMode.SAME_STEP, not NEXT_STEP"):

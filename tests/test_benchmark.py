@@ -209,7 +209,7 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(configs, tmp_path, monkeyp
 def test_a_run_loads_its_tasks_rule_set_once(configs, tmp_path, monkeypatch):
     """A run loads its task's rules once and hands the rule set to the games of every chunk and to
     its evaluations (each of them loaded its own: five for a run of two evaluation points)."""
-    import generala_env.rules as rules_module
+    import generala_env.core.rules as rules_module
 
     (spec,) = plan(["ppo_mask"], ["duel"], 1, STEPS, tmp_path / "runs", configs)
     made = []
@@ -325,7 +325,7 @@ def test_the_evaluation_plays_the_harness_games_and_stops_at_an_illegal_action()
     assert stopped["illegal_stops"] == 1.0 and 0 <= stopped["score"] < res["score"]
     # with an opponent: the harness's games, the agent in each seat in turn on the same dice
     import generala_agents as agents
-    from generala_env.game import outcome_points
+    from generala_env.core.game import outcome_points
     from generala_training.harness import play_game
 
     class FirstLegal:

@@ -12,8 +12,8 @@ import yaml
 pytest.importorskip("stable_baselines3")
 
 import generala_agents as agents  # noqa: E402
-from generala_env.game import outcome_points  # noqa: E402
-from generala_env.info import win_reward  # noqa: E402
+from generala_env.core.game import outcome_points  # noqa: E402
+from generala_env.core.info import win_reward  # noqa: E402
 from generala_training.algos import AlgoConfig  # noqa: E402
 from generala_training.benchmark import BenchmarkError  # noqa: E402
 from generala_training.benchmark.report import task_measure  # noqa: E402

@@ -259,7 +259,7 @@ def test_the_wheel_carries_presets_checkpoints_and_license(tmp_path):
 
 
 def test_presets_are_read_from_inside_the_package():
-    from generala_env.rules import PRESETS_DIR
+    from generala_env.core.rules import PRESETS_DIR
 
     assert PRESETS_DIR.parent == Path(generala_env.__file__).parent
     assert np.isclose(agents.load("optimal").expected_score, 149.11, atol=0.01)
@@ -274,7 +274,7 @@ def test_a_layer_norm_policy_trains_exports_and_plays_the_same_actions(tmp_path)
 
 
 def test_a_pool_opponent_in_the_batched_env_picks_up_new_checkpoints(tiny_run_2p, tmp_path):
-    from generala_env.vector import GeneralaVectorEnv
+    from generala_env.envs.vector import GeneralaVectorEnv
 
     pool = tmp_path / "pool"
     pool.mkdir()
@@ -303,7 +303,7 @@ def test_a_pool_of_other_sized_checkpoints_is_a_clear_error(tiny_run, tmp_path):
 
 
 def test_a_per_game_opponent_is_reset_once_per_generation_of_games():
-    from generala_env.vector import GeneralaVectorEnv
+    from generala_env.envs.vector import GeneralaVectorEnv
 
     class Counting:
         name = "counting"

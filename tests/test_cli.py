@@ -16,7 +16,7 @@ def test_rules_prints_the_sheet_and_settings(capsys):
 
 
 def test_rules_yaml_round_trips(tmp_path, capsys):
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     assert cli(["rules", "sixty", "--yaml"]) == 0
     f = tmp_path / "r.yaml"

@@ -1,6 +1,6 @@
 """Per-game streams in arrays draw what numpy's ``Generator(PCG64)`` draws, bit for bit.
 
-numpy is the oracle: every draw of :mod:`generala_env.dice_stream` is compared with the numpy
+numpy is the oracle: every draw of :mod:`generala_env.compiled.dice_stream` is compared with the numpy
 call it stands for, on a generator seeded the same way, over many seeds and long mixed
 sequences of draws; the state after is compared too. Each test runs on the compiled module
 and on a copy imported with ``GENERALA_NUMBA=0`` (plain Python, on fewer seeds: it is slow),
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from gymnasium.utils import seeding
 
-from generala_env import dice_stream
-from generala_env.dice import DiceCup
+from generala_env.compiled import dice_stream
+from generala_env.core.dice import DiceCup
 
 
 def _plain_copy():
@@ -282,7 +282,7 @@ def test_a_cup_then_other_draws_as_a_dice_cup_then_its_generator(ds):
 
 
 def test_cup_in_a_compiled_loop_without_reference_counts():
-    """The loops of :mod:`generala_env.batched` run without numba's reference counts
+    """The loops of :mod:`generala_env.compiled.batched` run without numba's reference counts
     (``_nrt=False``): the cup, the draws and a reseed compile and deal the same there."""
     if not dice_stream.NUMBA:
         pytest.skip("numba is not installed")

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import generala_env
 from generala_env import OPEN, IllegalActionError, NotAnActionError, load_rules, observation_layout, observation_size
-from generala_env.env import GeneralaEnv, opponent_moves
-from generala_env.render import render_text
-from generala_env.scoring import line_max, line_points
+from generala_env.core.scoring import line_max, line_points
+from generala_env.envs.env import GeneralaEnv, opponent_moves
+from generala_env.rendering.render import render_text
 
 PRESETS = ["classic", "double", "sixty"]
 
@@ -493,8 +493,8 @@ def test_observation_slices_hold_what_they_claim(rules, players, seat):
 def test_compiled_and_plain_python_encoders_agree_bit_for_bit(kwargs):
     """With numba the env encodes in one compiled call of ``observe.encode_game``; without,
     the same function runs as plain Python. Same bytes, every seat."""
-    from generala_env import batched
-    from generala_env.observe import encode_game
+    from generala_env.compiled import batched
+    from generala_env.core.observe import encode_game
 
     if not batched.NUMBA:
         pytest.skip("numba is off: only the plain Python encoder runs")

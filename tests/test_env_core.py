@@ -1,4 +1,4 @@
-"""One env core (``generala_env.env_core.EnvCore``) under every env: the single env is the core at
+"""One env core (``generala_env.envs.env_core.EnvCore``) under every env: the single env is the core at
 one game holding its ``Game``'s own arrays, the PettingZoo env drives it with every seat an
 agent, and a state set by hand on a single env's game is what its next step plays and shows."""
 
@@ -10,11 +10,11 @@ import pytest
 from helpers import faces, hold, write
 
 import generala_env  # noqa: F401  (registers Generala-v0)
-from generala_env.dice import roll_index
-from generala_env.env import GeneralaEnv
-from generala_env.env_core import EnvCore
-from generala_env.game import OPEN
-from generala_env.vector import GeneralaVectorEnv
+from generala_env.core.dice import roll_index
+from generala_env.core.game import OPEN
+from generala_env.envs.env import GeneralaEnv
+from generala_env.envs.env_core import EnvCore
+from generala_env.envs.vector import GeneralaVectorEnv
 
 
 def test_every_env_is_the_core():
@@ -26,7 +26,7 @@ def test_every_env_is_the_core():
     game = single.game
     assert single.core.numbers is game._numbers and single.core.sheets is game._board and single.core.masks is game._mask
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import raw_env
+    from generala_env.envs.multiagent import raw_env
 
     pz = raw_env(num_players=3)
     assert pz.core.game is pz.game and pz.core.numbers is pz.game._numbers
@@ -53,7 +53,7 @@ def test_a_sheet_set_by_hand_is_what_the_next_step_shows():
 
 def test_pettingzoo_draws_the_dice_a_single_env_seeded_alike_draws():
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import raw_env
+    from generala_env.envs.multiagent import raw_env
 
     pz = raw_env(rules="classic", num_players=2)
     pz.reset(seed=42)

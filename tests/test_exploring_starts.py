@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import generala_env  # noqa: F401  (registers the env)
-from generala_env.game import OPEN, Game, prefilled_sheets
-from generala_env.rules import load_rules
-from generala_env.vector import GeneralaVectorEnv
+from generala_env.core.game import OPEN, Game, prefilled_sheets
+from generala_env.core.rules import load_rules
+from generala_env.envs.vector import GeneralaVectorEnv
 
 
 def _legal(rules, sheets) -> None:

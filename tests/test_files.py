@@ -84,7 +84,7 @@ def test_append_line_refuses_a_hard_link_and_leaves_both_names_untouched(tmp_pat
 
 
 def test_replace_folder_swaps_a_whole_folder_in_and_refuses_a_link(tmp_path, monkeypatch):
-    from generala_env import file_io
+    from generala_env.files import file_io
 
     best = tmp_path / "best"
     for swap in (True, False):  # renameat2's exchange, and the two renames where it is missing

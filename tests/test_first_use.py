@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-import generala_env.cache as cache_mod
-from generala_env.cache import Progress, notice
+import generala_env.files.cache as cache_mod
+from generala_env.files.cache import Progress, notice
 
 NOTICE = "generala: compiling the game engine"
 
@@ -66,7 +66,7 @@ def test_without_tqdm_the_bar_is_a_line_at_each_quarter_and_never_passes_its_tot
 numba = pytest.importorskip("numba")
 
 LOOPS = """
-from generala_env.batched import cached_njit
+from generala_env.compiled.batched import cached_njit
 
 
 @cached_njit()
@@ -142,7 +142,7 @@ def test_a_compile_after_a_pause_is_announced_again(tmp_path):
     """The loops compile as they are first called: a compile that starts after the others
     ended (here: any, with no gap allowed) is a new wait, with its own line."""
     clone, _ = two_copies(tmp_path)
-    (clone / "sitecustomize.py").write_text("import generala_env.compiling as K\nK.COMPILE_GAP = -1.0\n")
+    (clone / "sitecustomize.py").write_text("import generala_env.compiled.compiling as K\nK.COMPILE_GAP = -1.0\n")
     _, compiled, _, err = probe(clone, tmp_path / "cache")
     assert compiled == 2
     lines = [line for line in err.splitlines() if line.startswith("generala: ")]
@@ -169,9 +169,9 @@ def test_a_cache_that_is_not_used_is_announced_as_such(tmp_path):
 
 
 ENGINE_PROBE = """
-import numpy as np, generala_env, generala_env.batched as K
-from generala_env.engine import tables
-from generala_env.rules import load_rules
+import numpy as np, generala_env, generala_env.compiled.batched as K
+from generala_env.core.engine import tables
+from generala_env.core.rules import load_rules
 need = np.zeros(1, dtype=np.int64)
 K.dice_needed(np.zeros(1, dtype=np.int64), np.array([32]), np.zeros(1, dtype=np.int64), tuple(tables(load_rules("classic"), 1)), need)
 s = K.dice_needed.stats
@@ -217,7 +217,7 @@ def test_the_solver_counts_every_sheet_it_solves():
 
 def test_the_solve_estimate_follows_the_measured_cost():
     from generala_agents.solver import solve_seconds_estimate
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     classic = load_rules("classic")
     assert solve_seconds_estimate(classic) == 0.5

@@ -21,7 +21,7 @@ def test_record_video_without_moviepy_names_the_video_extra(monkeypatch, tmp_pat
     import gymnasium as gym
 
     import generala_env  # noqa: F401  (registers Generala-v0)
-    from generala_env.video import RecordVideo
+    from generala_env.rendering.video import RecordVideo
 
     monkeypatch.setitem(sys.modules, "moviepy", None)  # import moviepy now raises ImportError
     env = gym.make("Generala-v0", render_mode="rgb_array")
@@ -100,8 +100,8 @@ def test_the_aggregates_plot_has_no_text_over_another_and_none_outside(shape):
 # -- 4. the moves log says the dice a reroll gave ------------------------------------------------
 def test_the_browser_games_log_says_the_dice_each_reroll_gave():
     pytest.importorskip("fastapi")
-    from generala_env.dice import NUM_MASKS
-    from generala_env.rules import load_rules
+    from generala_env.core.dice import NUM_MASKS
+    from generala_env.core.rules import load_rules
     from generala_play.serve import Session
 
     seen: list[str] = []  # the dice the opponent is shown at each of its decisions: what its rerolls gave
@@ -127,8 +127,8 @@ def test_the_browser_games_log_says_the_dice_each_reroll_gave():
 
 # -- 5. a game alone ends with its score, not a winner -----------------------------------------
 def _finished_solo_game():
-    from generala_env.game import Game
-    from generala_env.rules import load_rules
+    from generala_env.core.game import Game
+    from generala_env.core.rules import load_rules
 
     game = Game(load_rules("classic"), num_players=1)
     rng = np.random.default_rng(0)
@@ -139,8 +139,8 @@ def _finished_solo_game():
 
 
 def test_a_solo_game_ends_with_its_final_score_not_a_winner():
-    from generala_env.picture import picture_of
-    from generala_env.render import render_text
+    from generala_env.rendering.picture import picture_of
+    from generala_env.rendering.render import render_text
 
     game = _finished_solo_game()
     total = int(game.totals()[0])
@@ -151,9 +151,9 @@ def test_a_solo_game_ends_with_its_final_score_not_a_winner():
 
 
 def test_a_two_player_game_still_names_its_winner():
-    from generala_env.game import Game
-    from generala_env.render import render_text
-    from generala_env.rules import load_rules
+    from generala_env.core.game import Game
+    from generala_env.core.rules import load_rules
+    from generala_env.rendering.render import render_text
 
     game = Game(load_rules("classic"), num_players=2)
     rng = np.random.default_rng(1)
@@ -178,7 +178,7 @@ def test_the_terminal_game_logs_a_reroll_on_a_console_without_arrows(monkeypatch
     """A Windows console's cp1252 has no "→": the reroll's dice follow "->" there."""
     import io
 
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
     from generala_play.table import Table
 
     raw = io.BytesIO()
@@ -302,7 +302,7 @@ def test_the_write_an_agent_page_runs_as_written_and_prints_what_it_shows(tmp_pa
 # -- points_now: the points of each line an agent may write now -----------------------------------
 def _info(rules_name: str, dice, rolls_left: int, sheet=None, players: int = 1, seat: int = 0):
     from generala_env import OPEN, Game, load_rules
-    from generala_env.env import make_info
+    from generala_env.envs.env import make_info
 
     rules = load_rules(rules_name)
     game = Game(rules, players)
@@ -344,7 +344,7 @@ def test_points_now_is_empty_off_your_move_and_refuses_other_rules():
 
     info, _ = _info("classic", [1, 1, 2, 3, 6], rolls_left=2, players=2, seat=1)  # seat 0 to move
     assert points_now(info, "classic") == {}
-    from generala_env.env import make_info
+    from generala_env.envs.env import make_info
 
     assert points_now(make_info(_finished_solo_game(), 0), "classic") == {}  # over: every action is marked legal, none is a move
     info, _ = _info("double", [1, 1, 2, 3, 6], rolls_left=2)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from generala_env import OPEN, Game, IllegalActionError
-from generala_env.dice import HOLD_KEEP, KEEP_COUNTS, KEEP_SIZE, NUM_MASKS, DiceCup, keep_index
+from generala_env.core.dice import HOLD_KEEP, KEEP_COUNTS, KEEP_SIZE, NUM_MASKS, DiceCup, keep_index
 
 ALL_HELD = 31
 
@@ -592,7 +592,7 @@ def test_a_cup_refilled_inside_the_compiled_step_deals_the_faces_in_order(rules)
 
 @pytest.mark.parametrize("rules,players", [("classic", 1), ("double", 3), ({"base": "classic", "served_generala": "win"}, 2)])
 def test_a_step_that_observes_writes_the_encoders_observation(rules, players):
-    from generala_env.encoding import Encoder
+    from generala_env.core.encoding import Encoder
 
     g = Game(rules, players)
     enc = Encoder(g.rules, players)
@@ -610,7 +610,7 @@ def test_a_step_that_observes_writes_the_encoders_observation(rules, players):
 
 
 def test_the_state_is_a_one_game_game_state_of_views():
-    from generala_env.engine import GameState
+    from generala_env.core.engine import GameState
 
     g = Game("classic", 2)
     g.reset(np.random.default_rng(0))
@@ -626,9 +626,9 @@ def test_the_state_is_a_one_game_game_state_of_views():
 
 
 def test_the_packed_tables_read_back_as_the_tables():
-    from generala_env import one_game
-    from generala_env.engine import Tables, tables
-    from generala_env.rules import load_rules
+    from generala_env.compiled import one_game
+    from generala_env.core.engine import Tables, tables
+    from generala_env.core.rules import load_rules
 
     for name in ("classic", "double"):
         t = tables(load_rules(name), 3)
@@ -672,7 +672,7 @@ def test_sheets_out_of_range_are_refused_where_they_are_set():
     with pytest.raises(ValueError, match=r"sheets\[1, 0\] \(ones\) must be -1 \(open\) or points the line can hold \(0, 1, 2, 3, 4, 5\), got 1000000"):
         g.sheets = [[OPEN] * 10, [10**6] + [OPEN] * 9]
     assert (g.sheets == OPEN).all()
-    from generala_env.model import Model
+    from generala_env.planning.model import Model
 
     m = Model("classic", 2)
     with pytest.raises(ValueError, match="roll must be from 0 to 251, got 100000000"):
@@ -687,7 +687,7 @@ def test_a_cup_holds_at_least_a_throw():
 
 
 def test_a_loaded_model_state_counts_its_writes():
-    from generala_env.model import Model
+    from generala_env.planning.model import Model
 
     g, rng = Game("classic", 2), np.random.default_rng(0)
     g.reset(rng)
@@ -698,7 +698,7 @@ def test_a_loaded_model_state_counts_its_writes():
 
 
 def test_an_observation_that_does_not_fit_the_game_is_refused_and_changes_nothing():
-    from generala_env.encoding import Encoder
+    from generala_env.core.encoding import Encoder
 
     g = Game("classic", 2)
     cup = DiceCup(np.random.default_rng(1))
@@ -752,7 +752,7 @@ def test_numbers_set_by_hand_are_whole_numbers():
     with pytest.raises(ValueError, match=r"sheets\[0, 0\] \(ones\) must be -1"):
         g.sheets = np.full((1, 10), 2**32 + 5, dtype=np.int64)
     g.over = 2  # any non-zero is over
-    from generala_env.info import make_info
+    from generala_env.core.info import make_info
 
     assert g.over and make_info(g, 0)["game_over"] is True
     _, _, mask, totals = g.numbers()

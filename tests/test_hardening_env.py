@@ -15,9 +15,9 @@ import pytest
 from helpers import ScriptedDice, write
 
 from generala_env import OPEN, Game
-from generala_env.env import GeneralaEnv
-from generala_env.rules import MAX_VALUE, RulesError, load_rules
-from generala_env.vector import GeneralaVectorEnv
+from generala_env.core.rules import MAX_VALUE, RulesError, load_rules
+from generala_env.envs.env import GeneralaEnv
+from generala_env.envs.vector import GeneralaVectorEnv
 
 
 class Flaky:
@@ -149,7 +149,7 @@ def pz_snapshot(e):
 @pytest.mark.parametrize("wrapped", [False, True])
 def test_pettingzoo_copy_mid_game_is_the_same_game(how, wrapped):
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import env, raw_env
+    from generala_env.envs.multiagent import env, raw_env
 
     e = (env if wrapped else raw_env)(rules="double", num_players=3, reward="win")
     e.reset(seed=4)
@@ -168,7 +168,7 @@ def test_pettingzoo_copy_mid_game_is_the_same_game(how, wrapped):
 
 def test_pettingzoo_pickle_of_a_fresh_env_still_works():
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import raw_env
+    from generala_env.envs.multiagent import raw_env
 
     clone = pickle.loads(pickle.dumps(raw_env(rules="sixty", num_players=4, reward="win")))
     assert clone.num_players == 4 and clone.reward_mode == "win" and clone.rules.name == "sixty"
@@ -362,7 +362,7 @@ def test_env_arguments_still_accepted():
 
 def test_pettingzoo_illegal_reward_must_be_finite():
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import env
+    from generala_env.envs.multiagent import env
 
     with pytest.raises(ValueError, match="illegal_reward must be a finite number"):
         env(illegal_reward=math.nan)
@@ -385,7 +385,7 @@ def test_step_and_render_before_reset_say_so():
 
 def test_pettingzoo_step_and_render_before_reset_say_so():
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import raw_env
+    from generala_env.envs.multiagent import raw_env
 
     e = raw_env(render_mode="ansi")
     with pytest.raises(RuntimeError, match=r"reset\(\) has not been called yet"):
@@ -397,7 +397,7 @@ def test_pettingzoo_step_and_render_before_reset_say_so():
 @pytest.mark.parametrize("wrapped", [False, True])
 def test_pettingzoo_takes_numpy_actions_as_the_single_env_does(wrapped):
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import env, raw_env
+    from generala_env.envs.multiagent import env, raw_env
 
     make = env if wrapped else raw_env
     plain, arr, i64 = make(num_players=2), make(num_players=2), make(num_players=2)

@@ -303,7 +303,7 @@ def test_resume_of_a_folder_that_is_no_run(tmp_path, capsys):
 # -- 4. the batched env's ending infos name the agent's seat -----------------------------------
 def test_sb3_vec_env_ending_info_has_the_agents_seat_and_total():
     pytest.importorskip("stable_baselines3")
-    from generala_env.sb3 import make_sb3_vec_env
+    from generala_env.adapters.sb3 import make_sb3_vec_env
 
     venv = make_sb3_vec_env(8, seed=3, rules="classic", num_players=2, opponents="random", agent_seat="random")
     rng = np.random.default_rng(0)

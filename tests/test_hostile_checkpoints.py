@@ -18,9 +18,9 @@ import generala_agents as agents
 from generala_agents.base import AgentError
 from generala_agents.policy_net import WEIGHTS_FILE, network_shapes
 from generala_agents.ppo import METADATA_FILE, PPOAgent
-from generala_env.encoding import LAYOUT_VERSION, observation_layout, observation_size
-from generala_env.env import GeneralaEnv
-from generala_env.rules import load_rules
+from generala_env.core.encoding import LAYOUT_VERSION, observation_layout, observation_size
+from generala_env.core.rules import load_rules
+from generala_env.envs.env import GeneralaEnv
 
 RULES = load_rules("classic")
 OBS, N_ACTIONS = observation_size(RULES, 1), 32 + RULES.num_lines

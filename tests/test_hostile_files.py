@@ -11,8 +11,8 @@ import time
 import pytest
 from helpers import TINY_CONFIG
 
-from generala_env.rules import RulesError, load_rules
-from generala_env.safe_yaml import MAX_NODES, YamlFileError, parse_yaml, short_repr
+from generala_env.core.rules import RulesError, load_rules
+from generala_env.files.safe_yaml import MAX_NODES, YamlFileError, parse_yaml, short_repr
 
 
 def bomb_value(levels: int = 9) -> str:
@@ -143,7 +143,7 @@ import yaml  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from generala_env.rules import SETTING_KEYS  # noqa: E402
+from generala_env.core.rules import SETTING_KEYS  # noqa: E402
 
 scalars = st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats() | st.text(max_size=12)
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(scalars, inner, max_size=4), max_leaves=16)

@@ -12,8 +12,8 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from helpers import ROOT, ScriptedDice, write
 
 import generala_env  # noqa: F401  (registers Generala-v0)
-from generala_env.env import MAX_ILLEGAL_IN_A_ROW, GeneralaEnv, opponent_moves
-from generala_env.vector import GeneralaVectorEnv, uniform_legal
+from generala_env.envs.env import MAX_ILLEGAL_IN_A_ROW, GeneralaEnv, opponent_moves
+from generala_env.envs.vector import GeneralaVectorEnv, uniform_legal
 
 SHORT = {"lines": ["ones", "sixes", "generala"]}  # three lines: games of at most 9 agent steps
 HOLD_ALL = 31  # never legal
@@ -118,7 +118,7 @@ def test_vector_dict_observations_through_make_vec_and_the_sb3_adapter():
     obs, _ = envs.reset(seed=0)
     assert envs.observation_space.contains(obs) and obs["action_mask"].shape == (3, 42)
     pytest.importorskip("stable_baselines3")  # the SB3 adapter: the train extra
-    from generala_env.sb3 import make_sb3_vec_env
+    from generala_env.adapters.sb3 import make_sb3_vec_env
 
     venv = make_sb3_vec_env(3, seed=0, obs_type="dict")
     obs = venv.reset()
@@ -133,7 +133,7 @@ def test_unsupported_render_mode_warns_and_renders_as_none():
             env = make(render_mode="rgb_array_list")
         assert env.render_mode is None
     pytest.importorskip("pettingzoo")  # the PettingZoo env too, where the multiagent extra is installed
-    from generala_env.multiagent import raw_env
+    from generala_env.envs.multiagent import raw_env
 
     with pytest.warns(UserWarning, match="render_mode='rgb_array_list' is not one of"):
         env = raw_env(render_mode="rgb_array_list")
@@ -333,7 +333,7 @@ def test_tianshou_replay_buffer_stores_the_info():
 
 def test_pettingzoo_infos_keep_their_shape():
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import raw_env
+    from generala_env.envs.multiagent import raw_env
 
     e = raw_env(rules=SHORT, num_players=3)
     e.reset(seed=0)
@@ -442,7 +442,7 @@ def test_the_pettingzoo_env_is_aec_and_says_it_cannot_be_made_parallel():
     pytest.importorskip("pettingzoo")
     from pettingzoo.utils.conversions import aec_to_parallel
 
-    from generala_env.multiagent import env as aec_env
+    from generala_env.envs.multiagent import env as aec_env
 
     e = aec_env(num_players=2)
     assert e.metadata["is_parallelizable"] is False

@@ -1,5 +1,5 @@
-"""Generala in JAX (generala_env.jax_env) is the numba engine's game: every state that random
-play reaches in JAX is checked against generala_env.game.Game, which is given the same dice.
+"""Generala in JAX (generala_env.jax.env) is the numba engine's game: every state that random
+play reaches in JAX is checked against generala_env.core.game.Game, which is given the same dice.
 
 Two drivers, each compiled once per rule set (a fixture) and run over a small batch with
 ``jit(vmap(...))``: ``step`` with keys (the env as a learner drives it), and the dice model
@@ -26,7 +26,7 @@ stats = pytest.importorskip("scipy.stats")  # jax needs scipy: it is there where
 
 import jax.numpy as jnp  # noqa: E402
 
-from generala_env.dice import (  # noqa: E402
+from generala_env.core.dice import (  # noqa: E402
     EMPTY_KEEP,
     FIVE_ALIKE,
     FULL_ROLL_PROB,
@@ -39,11 +39,11 @@ from generala_env.dice import (  # noqa: E402
     ROLLS,
     roll_index,
 )
-from generala_env.encoding import Encoder, observation_layout  # noqa: E402
-from generala_env.game import Game  # noqa: E402
-from generala_env.info import win_reward  # noqa: E402
-from generala_env.jax_env import Afterstate, make  # noqa: E402
-from generala_env.rules import load_rules  # noqa: E402
+from generala_env.core.encoding import Encoder, observation_layout  # noqa: E402
+from generala_env.core.game import Game  # noqa: E402
+from generala_env.core.info import win_reward  # noqa: E402
+from generala_env.core.rules import load_rules  # noqa: E402
+from generala_env.jax.env import Afterstate, make  # noqa: E402
 
 # (rules, players, reward): the presets (a served generala wins with two players or more), and
 # locked holds with a served generala for points and wrapping straights
@@ -401,7 +401,7 @@ def test_make_names_a_bad_argument(kwargs, message):
 
 
 def test_the_speed_benchmark_picks_the_legal_action_the_numba_env_would():
-    """benchmarks/jax_speed.py's uniform choice is ``generala_env.vector.uniform_legal``'s:
+    """benchmarks/jax_speed.py's uniform choice is ``generala_env.envs.vector.uniform_legal``'s:
     the ``floor(u * n_legal)``-th legal action (checked against a loop over the mask)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     try:

@@ -18,8 +18,8 @@ def test_the_core_and_generala_v0_never_import_jax():
         import gymnasium as gym
         import numpy as np
         import generala_env
-        from generala_env.model import Model
-        from generala_env.vector import GeneralaVectorEnv
+        from generala_env.planning.model import Model
+        from generala_env.envs.vector import GeneralaVectorEnv
 
         env = gym.make("Generala-v0", rules="double", num_players=2, opponents="random")
         obs, info = env.reset(seed=0)
@@ -38,12 +38,12 @@ def test_the_jax_env_without_jax_names_its_extra():
         """
         import sys
         sys.modules["jax"] = None  # as if it were not installed
-        import generala_env.jax_env
+        import generala_env.jax.env
         """
     )
     assert res.returncode != 0
     assert (
         res.stderr.strip()
         .splitlines()[-1]
-        .endswith('generala_env.jax_env needs jax and pgx, which are not installed; in the project\'s clone: pip install ".[jax]"')
+        .endswith('generala_env.jax.env needs jax and pgx, which are not installed; in the project\'s clone: pip install ".[jax]"')
     )

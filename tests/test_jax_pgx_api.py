@@ -5,7 +5,7 @@ nothing else. Everything else is Pgx's: random legal play from ``init`` to the e
 batched, the state's dtypes, the legal mask at the end, the game's own fields private
 (``_roll`` …; ``roll`` … are read-only properties), and ``save_svg`` of a finished state.
 
-The picture is the game's one picture: the frame ``generala_env.picture`` draws
+The picture is the game's one picture: the frame ``generala_env.rendering.picture`` draws
 (``render_mode="rgb_array"``), inside the SVG as a PNG.
 """
 
@@ -25,10 +25,10 @@ pgx = pytest.importorskip("pgx")
 
 import pgx._src.api_test as pgx_api_test  # noqa: E402
 
-from generala_env.dice import ROLLS  # noqa: E402
-from generala_env.game import Game  # noqa: E402
-from generala_env.jax_env import make  # noqa: E402
-from generala_env.picture import render_rgb  # noqa: E402
+from generala_env.core.dice import ROLLS  # noqa: E402
+from generala_env.core.game import Game  # noqa: E402
+from generala_env.jax.env import make  # noqa: E402
+from generala_env.rendering.picture import render_rgb  # noqa: E402
 
 
 @pytest.fixture

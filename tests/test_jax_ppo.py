@@ -20,7 +20,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from safetensors.numpy import load_file  # noqa: E402
 
-from generala_env.jax_env import make  # noqa: E402
+from generala_env.jax.env import make  # noqa: E402
 from generala_training import jax_ppo  # noqa: E402
 from generala_training.jax_train import main as jax_train_main  # noqa: E402
 
@@ -263,7 +263,7 @@ def test_a_state_json_ahead_of_latest_stops_a_jax_resume(run_copy, capsys):
 def test_every_wait_of_a_run_says_what_it_does_and_how_long_here(tmp_path, capsys, monkeypatch):
     """The set-up, the training step's compile and the evaluations each start with a line; the
     compile's estimate is a range on a machine that never compiled it, then its own last time."""
-    from generala_env.cache import measured_seconds
+    from generala_env.files.cache import measured_seconds
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path / "cache"))  # timings.json of its own: nothing measured yet
     assert _run(tmp_path, "said") == 0

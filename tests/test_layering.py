@@ -1,7 +1,7 @@
 """The layers, the opponent registry between them, the extras, and what importing costs.
 
 ``generala_env`` stands alone (it imports neither ``agents`` nor ``training``, not even
-inside a function) and finds its opponents by name in :mod:`generala_env.opponents`, which
+inside a function) and finds its opponents by name in :mod:`generala_env.envs.opponents`, which
 ``agents`` and other installed packages fill; playing against agents, shipped checkpoints
 included, loads no torch; a program whose extra is missing says which to install; and the
 dice tables, built with arrays at import, are the ones the plain loops of their definition give.
@@ -29,9 +29,10 @@ import generala_agents as agents
 import generala_env
 from generala_agents.base import AgentError
 from generala_agents.ppo import SHIPPED
-from generala_env import dice, opponents
-from generala_env.rules import load_rules
-from generala_env.vector import BatchedRandom, GeneralaVectorEnv, PerGameOpponent, uniform_legal
+from generala_env.core import dice
+from generala_env.core.rules import load_rules
+from generala_env.envs import opponents
+from generala_env.envs.vector import BatchedRandom, GeneralaVectorEnv, PerGameOpponent, uniform_legal
 
 
 # -- the dice tables, built with arrays at import, against the definition -------------------
@@ -149,7 +150,7 @@ def test_using_the_env_alone_loads_no_agent_and_no_training_module():
         import gymnasium as gym
         import numpy as np
         import generala_env
-        from generala_env.vector import GeneralaVectorEnv, uniform_legal
+        from generala_env.envs.vector import GeneralaVectorEnv, uniform_legal
 
         first_legal = lambda obs, info: int(np.flatnonzero(info["action_mask"])[0])
         for kwargs in ({}, {"num_players": 3, "opponents": [first_legal, first_legal]}):
@@ -180,7 +181,7 @@ def test_playing_agents_and_shipped_checkpoints_imports_no_torch():
         import gymnasium as gym
         import numpy as np
         import generala_env
-        from generala_env.vector import GeneralaVectorEnv, uniform_legal
+        from generala_env.envs.vector import GeneralaVectorEnv, uniform_legal
 
         env = gym.make("Generala-v0", num_players=2, opponents="greedy")
         obs, info = env.reset(seed=0)
@@ -277,7 +278,7 @@ def test_prefixes_and_resolvers_reach_names_not_known_in_advance(tmp_path):
 
 def test_an_installed_package_registers_through_its_entry_point(tmp_path):
     (tmp_path / "other_agents.py").write_text(
-        "from generala_env import opponents\n"
+        "from generala_env.envs import opponents\n"
         "class Last:\n"
         "    def __init__(self, rules, seed=None):\n"
         "        self.rules = rules\n"

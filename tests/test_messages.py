@@ -6,7 +6,7 @@ import pytest
 
 import generala_agents as agents
 from generala_agents.base import AgentError
-from generala_env.opponents import Trust
+from generala_env.envs.opponents import Trust
 from generala_env.suggest import closest
 from generala_training.cli import main as cli
 
@@ -49,7 +49,7 @@ def test_a_mistyped_rule_set_says_the_one_meant(capsys):
 
 
 def test_a_mistyped_rule_key_says_the_one_meant():
-    from generala_env.rules import RulesError, load_rules
+    from generala_env.core.rules import RulesError, load_rules
 
     with pytest.raises(RulesError, match=r"^unknown rule key\(s\) 'served_bonnus'; did you mean 'served_bonus'\? \(known keys: base, lines, "):
         load_rules({"served_bonnus": 5})

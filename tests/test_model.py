@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import generala_env  # noqa: F401  (registers Generala-v0)
-from generala_env.dice import DICE, KEEP_SIZE, KEEPS_LIST, NUM_KEEPS, NUM_MASKS
-from generala_env.game import Game, IllegalActionError
-from generala_env.model import Model, ModelState
+from generala_env.core.dice import DICE, KEEP_SIZE, KEEPS_LIST, NUM_KEEPS, NUM_MASKS
+from generala_env.core.game import Game, IllegalActionError
+from generala_env.planning.model import Model, ModelState
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,7 +17,7 @@ from pettingzoo.test import api_test, seed_test  # noqa: E402
 from pettingzoo.utils.conversions import aec_to_parallel  # noqa: E402
 
 from generala_env import Encoder, IllegalActionError, load_rules, observation_layout  # noqa: E402
-from generala_env.multiagent import env, raw_env  # noqa: E402
+from generala_env.envs.multiagent import env, raw_env  # noqa: E402
 
 # Dict observations always draw these two remarks from api_test (tictactoe's too).
 DICT_OBS_REMARKS = ("Observation space for each agent probably should be", "Observation is not a NumPy array")
@@ -309,7 +309,7 @@ def test_reseeding_replays_the_game_whatever_dice_were_left_over():
 def test_step_after_the_game_has_ended_is_a_clear_error():
     import numpy as np
 
-    from generala_env.multiagent import raw_env
+    from generala_env.envs.multiagent import raw_env
 
     e = raw_env(num_players=2)
     e.reset(seed=0)

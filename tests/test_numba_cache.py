@@ -22,9 +22,9 @@ import generala_env  # noqa: E402
 
 # how many dice a write throws, by the copy's rules (dice_needed inlines engine.dice_thrown)
 PROBE = """
-import numpy as np, generala_env, generala_env.batched as K
-from generala_env.engine import tables
-from generala_env.rules import load_rules
+import numpy as np, generala_env, generala_env.compiled.batched as K
+from generala_env.core.engine import tables
+from generala_env.core.rules import load_rules
 assert K.NUMBA
 need = np.zeros(1, dtype=np.int64)
 K.dice_needed(np.zeros(1, dtype=np.int64), np.array([32]), np.zeros(1, dtype=np.int64), tuple(tables(load_rules("classic"), 1)), need)
@@ -76,7 +76,7 @@ def test_the_cache_goes_to_the_project_cache_folder_not_beside_the_sources(tmp_p
 
 # -- no process compiles what the cache holds --------------------------------------------------
 def _signatures() -> dict[str, int]:
-    from generala_env.compiling import _LOOPS
+    from generala_env.compiled.compiling import _LOOPS
 
     return {d.py_func.__qualname__: len(d.signatures) for d in list(_LOOPS)}
 
@@ -102,8 +102,8 @@ def test_a_copied_env_and_read_only_actions_run_the_compiled_loops():
 
     import numpy as np
 
-    from generala_env.env import GeneralaEnv
-    from generala_env.vector import GeneralaVectorEnv
+    from generala_env.envs.env import GeneralaEnv
+    from generala_env.envs.vector import GeneralaVectorEnv
 
     env, venv = GeneralaEnv(num_players=2), GeneralaVectorEnv(4, num_players=2)
     _play_single(env)
@@ -129,8 +129,8 @@ if sys.argv[1] == "jax":
     jnp.zeros(3).block_until_ready()
 import copy, pickle
 import numpy as np
-from generala_env.env import GeneralaEnv
-from generala_env.vector import GeneralaVectorEnv
+from generala_env.envs.env import GeneralaEnv
+from generala_env.envs.vector import GeneralaVectorEnv
 env, venv = GeneralaEnv(num_players=2), GeneralaVectorEnv(2, num_players=2)
 for e in (env, copy.deepcopy(env)):
     e.reset(seed=0)

@@ -113,7 +113,9 @@ def test_a_corrupt_or_foreign_dataset_is_one_line_and_nothing_is_written(root, t
 def _foreign(path):
     meta = json.loads(path.read_text())
     meta["env_spec"] = (
-        meta["env_spec"].replace("Generala-v0", "CartPole-v1").replace("generala_env.env:GeneralaEnv", "gymnasium.envs.classic_control.cartpole:CartPoleEnv")
+        meta["env_spec"]
+        .replace("Generala-v0", "CartPole-v1")
+        .replace("generala_env.envs.env:GeneralaEnv", "gymnasium.envs.classic_control.cartpole:CartPoleEnv")
     )
     meta.pop("generala")
     path.write_text(json.dumps(meta))

@@ -107,7 +107,7 @@ def test_a_zip_needs_the_flag_at_every_use(tmp_path):
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from generala_env.sb3 import make_sb3_vec_env
+    from generala_env.adapters.sb3 import make_sb3_vec_env
 
     venv = make_sb3_vec_env(2, seed=0, monitor=False)
     path = tmp_path / "m.zip"
@@ -148,7 +148,7 @@ NOTEBOOK = """
 import torch
 torch.ones(64, 64) @ torch.ones(64, 64)
 import numpy as np
-from generala_env import opponents
+from generala_env.envs import opponents
 from generala_training.evaluate import evaluate
 from generala_training.tournament import tournament
 

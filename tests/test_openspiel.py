@@ -10,12 +10,12 @@ import pytest
 
 pyspiel = pytest.importorskip("pyspiel")
 
-import generala_env.openspiel  # noqa: E402,F401  (registers python_generala)
+import generala_env.adapters.openspiel  # noqa: E402,F401  (registers python_generala)
 from generala_agents.solver import Solver  # noqa: E402
-from generala_env.dice import ROLLS  # noqa: E402
-from generala_env.encoding import observation_size  # noqa: E402
-from generala_env.model import Model  # noqa: E402
-from generala_env.rules import load_rules  # noqa: E402
+from generala_env.core.dice import ROLLS  # noqa: E402
+from generala_env.core.encoding import observation_size  # noqa: E402
+from generala_env.core.rules import load_rules  # noqa: E402
+from generala_env.planning.model import Model  # noqa: E402
 
 
 @pytest.mark.parametrize(

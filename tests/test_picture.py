@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import generala_env  # noqa: F401  (registers the env)
-from generala_env.env import GeneralaEnv
-from generala_env.game import Game
-from generala_env.picture import CROSSED, DIE, GOLD, PAD, TOP_DICE, WHITE, _col_x, _row_y, describe_move, frame_size, render_rgb, text_mask
-from generala_env.vector import GeneralaVectorEnv
+from generala_env.core.game import Game
+from generala_env.envs.env import GeneralaEnv
+from generala_env.envs.vector import GeneralaVectorEnv
+from generala_env.rendering.picture import CROSSED, DIE, GOLD, PAD, TOP_DICE, WHITE, _col_x, _row_y, describe_move, frame_size, render_rgb, text_mask
 
 
 def play(env, seed: int, steps: int):
@@ -120,7 +120,7 @@ def test_vector_env_renders_chosen_games():
 
 def test_pettingzoo_renders_a_picture():
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import raw_env
+    from generala_env.envs.multiagent import raw_env
 
     e = raw_env(render_mode="rgb_array")
     e.reset(seed=0)
@@ -157,7 +157,7 @@ def _read_video(path):
 @pytest.mark.parametrize("draw_in", ["process", "loop"])
 def test_project_record_video_writes_in_the_background_and_never_overwrites(tmp_path, draw_in):
     pytest.importorskip("moviepy")
-    from generala_env.video import RecordVideo, VideoError
+    from generala_env.rendering.video import RecordVideo, VideoError
 
     def recorder():
         env = gym.make("Generala-v0", rules={"lines": ["ones", "twos", "generala"]}, render_mode="rgb_array")
@@ -186,7 +186,7 @@ def test_project_record_video_writes_in_the_background_and_never_overwrites(tmp_
 
 def test_write_mp4_pads_odd_sizes_and_refuses_mixed_sizes(tmp_path):
     pytest.importorskip("moviepy")
-    from generala_env.video import VideoError, write_mp4
+    from generala_env.rendering.video import VideoError, write_mp4
 
     frames = [np.full((33, 47, 3), 40 * i, dtype=np.uint8) for i in range(4)]
     write_mp4(frames, str(tmp_path / "odd.mp4"), fps=4)
@@ -200,7 +200,7 @@ def test_write_mp4_pads_odd_sizes_and_refuses_mixed_sizes(tmp_path):
 def test_a_picture_is_plain_data_that_draws_the_frame_render_draws():
     import json
 
-    from generala_env.picture import Picture, draw
+    from generala_env.rendering.picture import Picture, draw
 
     env = GeneralaEnv(num_players=2, opponents="greedy", render_mode="rgb_array", render_scale=2)
     rng = np.random.default_rng(4)
@@ -220,7 +220,7 @@ def test_a_picture_is_plain_data_that_draws_the_frame_render_draws():
 
 def test_the_recorder_draws_in_the_loop_behind_a_wrapper_that_changes_render(tmp_path):
     pytest.importorskip("moviepy")
-    from generala_env.video import RecordVideo
+    from generala_env.rendering.video import RecordVideo
 
     class Inverted(gym.Wrapper):
         def render(self):
@@ -237,7 +237,7 @@ def test_the_recorder_draws_in_the_loop_behind_a_wrapper_that_changes_render(tmp
 
 def test_a_video_the_drawing_process_cannot_write_is_one_error_line(tmp_path):
     pytest.importorskip("moviepy")
-    from generala_env.video import DrawingProcess, VideoError
+    from generala_env.rendering.video import DrawingProcess, VideoError
 
     env = GeneralaEnv(render_mode="rgb_array")
     env.reset(seed=0)
@@ -258,7 +258,7 @@ def test_the_drawing_process_leaves_no_pipe_open(tmp_path):
     pytest.importorskip("moviepy")
     import threading
 
-    from generala_env.video import DrawingProcess
+    from generala_env.rendering.video import DrawingProcess
 
     env = GeneralaEnv(render_mode="rgb_array")
     env.reset(seed=0)
@@ -302,7 +302,7 @@ def test_sb3_make_vec_env_and_video_recorder_work_with_no_warning(tmp_path):
 
 def test_sb3_vector_env_tiles_its_pictures():
     pytest.importorskip("stable_baselines3")
-    from generala_env.sb3 import make_sb3_vec_env
+    from generala_env.adapters.sb3 import make_sb3_vec_env
 
     venv = make_sb3_vec_env(4, seed=0, render_mode="rgb_array")
     venv.reset()

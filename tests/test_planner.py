@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from generala_env import OPEN, load_rules, planner
-from generala_env.dice import NUM_KEEPS, NUM_MASKS, NUM_ROLLS, keep_index, roll_index
+from generala_env import OPEN, load_rules
+from generala_env.core.dice import NUM_KEEPS, NUM_MASKS, NUM_ROLLS, keep_index, roll_index
+from generala_env.planning import planner
 
 
 def test_served_is_the_turns_first_roll():

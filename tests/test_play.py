@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 import generala_agents as agents
 from generala_env import Encoder, Game, load_rules
-from generala_env.dice import HOLD_KEEP, KEEPS_LIST, NUM_MASKS
-from generala_env.env import make_info
-from generala_env.render import line_label
+from generala_env.core.dice import HOLD_KEEP, KEEPS_LIST, NUM_MASKS
+from generala_env.envs.env import make_info
+from generala_env.rendering.render import line_label
 from generala_play import terminal as play
 from generala_play.terminal import MoveError, parse_move
 

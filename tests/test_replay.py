@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from generala_env.rules import load_rules
+from generala_env.core.rules import load_rules
 from generala_play.replay import page, record, write_page
 from generala_training.cli import main as cli_main
 from generala_training.harness import game_seed, play_game

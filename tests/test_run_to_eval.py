@@ -45,7 +45,7 @@ def _greedy_actions_of_the_zip(path: Path, states: int = 40) -> tuple[list[int],
     from sb3_contrib import MaskablePPO
 
     from generala_agents.policy_net import masked_argmax_actions
-    from generala_env.env import GeneralaEnv
+    from generala_env.envs.env import GeneralaEnv
 
     policy = MaskablePPO.load(path, device="cpu").policy
     env = GeneralaEnv(rules="classic")

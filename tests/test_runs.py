@@ -30,7 +30,7 @@ def test_a_runs_evaluation_alone_is_the_harness_games_against_the_opponents_own(
     import generala_training.train as tt
     from generala_agents.policy_net import masked_argmax_actions
     from generala_agents.solver import load_or_solve
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     cfg = load_config(TINY, ["eval.games=12"])
     policy = _policy(cfg, tmp_path)
@@ -45,7 +45,7 @@ def test_a_runs_evaluation_alone_is_the_harness_games_against_the_opponents_own(
 def test_a_runs_evaluation_with_opponents_is_the_harness_games_from_every_seat(tmp_path):
     import generala_agents as agents
     import generala_training.train as tt
-    from generala_env.game import outcome_points
+    from generala_env.core.game import outcome_points
 
     cfg = load_config(TINY, ["env.num_players=2", "env.opponents=greedy", "eval.games=6"])
     policy = _policy(cfg, tmp_path)

@@ -9,7 +9,7 @@ import pytest
 from helpers import faces
 
 from generala_env import OPEN, line_points, load_rules, points_table
-from generala_env.dice import (
+from generala_env.core.dice import (
     FULL_ROLL_PROB,
     HOLD_KEEP,
     KEEP_COUNTS,
@@ -20,7 +20,7 @@ from generala_env.dice import (
     keep_index,
     roll_index,
 )
-from generala_env.scoring import is_straight, line_max
+from generala_env.core.scoring import is_straight, line_max
 
 # Every line a sheet can hold, in one rule set, so each row below is checked on each line.
 ALL_LINES = [
@@ -215,7 +215,7 @@ def test_first_roll_probabilities():
 
 def _points_by_the_rules(line: str, dice: tuple, rules, served: bool) -> int:
     """The rules' text as a scorer of its own (``../shared/rules/``), written apart from
-    ``generala_env.scoring``: counts of faces and the sorted dice, with the rule set's values."""
+    ``generala_env.core.scoring``: counts of faces and the sorted dice, with the rule set's values."""
     counts = sorted(dice.count(f) for f in set(dice))
     values = dict(rules.values)
     bonus = rules.served_bonus if served else 0
@@ -301,8 +301,9 @@ BLOCKED = {
 def test_blocked_line_in_python_and_in_the_numba_loops_is_double_generala_until_a_generala_scores(spec):
     """``scoring.blocked_line`` for a rule set, ``engine.blocked_line`` for the rules' numbers
     (run as plain Python by the game and compiled in the batched loops), on a literal table."""
-    from generala_env import batched, engine
-    from generala_env.scoring import blocked_line, generala_scored
+    from generala_env.compiled import batched
+    from generala_env.core import engine
+    from generala_env.core.scoring import blocked_line, generala_scored
 
     rules = load_rules(spec)
     for held, expected in BLOCKED[spec].items():
@@ -317,7 +318,7 @@ def test_blocked_line_in_python_and_in_the_numba_loops_is_double_generala_until_
 
 
 def test_a_sheets_total_counts_its_written_points_and_no_open_line():
-    from generala_env.scoring import sheet_totals
+    from generala_env.core.scoring import sheet_totals
 
     assert sheet_totals([[3, -1, 25, 0], [-1, -1, -1, -1]]).tolist() == [28, 0]
     assert sheet_totals(np.array([[[1, 2], [-1, 50]]])).tolist() == [[3, 50]]

@@ -9,7 +9,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
-from generala_env.env import GeneralaEnv  # noqa: E402
+from generala_env.envs.env import GeneralaEnv  # noqa: E402
 from generala_play.serve import make_app  # noqa: E402
 from generala_training.cli import main as cli_main  # noqa: E402
 
@@ -53,7 +53,7 @@ def test_a_whole_game_against_an_agent_is_the_envs_game(client):
 
 def test_the_hint_is_the_solvers_best_move(client):
     from generala_agents.solver import load_or_solve
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
     from generala_training.diagnose import judged_values
 
     g = new(client, opponent=None, seed=3, rules="double")
@@ -124,7 +124,7 @@ def test_the_page_is_served_with_no_outside_link(client):
 
 
 def test_the_page_offers_every_preset(client):
-    from generala_env.rules import preset_names
+    from generala_env.core.rules import preset_names
 
     text = client.get("/").text
     assert "{RULES_OPTIONS}" not in text
@@ -230,9 +230,9 @@ def test_names_are_kept_as_given_and_agents_named_like_people_are_told_apart(cli
 
 def test_a_hint_at_a_table_of_four_lists_every_move_by_expected_total_and_says_why_no_chance_to_win(client):
     from generala_agents.solver import load_or_solve
-    from generala_env.env import make_info
-    from generala_env.game import Game
-    from generala_env.rules import load_rules
+    from generala_env.core.game import Game
+    from generala_env.core.rules import load_rules
+    from generala_env.envs.env import make_info
     from generala_training.diagnose import judged_values
 
     g = new(client, seats=FOUR, seed=3)

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 import generala_agents as agents  # noqa: E402
 from generala_agents import shared  # noqa: E402
 from generala_agents import win_max as wm  # noqa: E402
-from generala_env.rules import load_rules  # noqa: E402
+from generala_env.core.rules import load_rules  # noqa: E402
 from generala_play.serve import build_parser, make_app, server_settings
 from generala_play.serve import main as serve_main  # noqa: E402
 from generala_play.web_limits import MAX_CONNECTIONS, READ_TIMEOUT  # noqa: E402

@@ -26,7 +26,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import generala_agents as agents  # noqa: E402
 from generala_agents.base import Agent  # noqa: E402
-from generala_env import opponents  # noqa: E402
+from generala_env.envs import opponents  # noqa: E402
 from generala_play.serve import MAX_DETAIL, HostCheck, make_app  # noqa: E402
 from generala_play.serve import main as serve_main  # noqa: E402
 

@@ -7,8 +7,8 @@ import pytest
 
 import generala_agents as agents
 from generala_agents.solver import SOLVER_VERSION, Solver, cache_path, load_or_solve
-from generala_env.cache import CacheWarning
-from generala_env.rules import load_rules
+from generala_env.core.rules import load_rules
+from generala_env.files.cache import CacheWarning
 from generala_training.harness import game_seed, play_many
 
 

@@ -21,9 +21,9 @@ from generala_agents.solver2p import (
     load_or_solve_2p,
     turn_arrays,
 )
-from generala_env.dice import NUM_ROLLS, ROLL_COUNTS
-from generala_env.rules import load_rules
-from generala_env.scoring import points_table
+from generala_env.core.dice import NUM_ROLLS, ROLL_COUNTS
+from generala_env.core.rules import load_rules
+from generala_env.core.scoring import points_table
 from generala_training.harness import game_seed, play_many
 
 SERVED = 6 / 6**5  # five alike on a turn's first roll
@@ -289,7 +289,7 @@ def test_agent_plays_either_seat_through_the_env_and_refuses_other_games(tmp_pat
 
 def test_cache_is_used_and_a_damaged_one_is_rebuilt(tmp_path, monkeypatch):
     import generala_agents.solver2p as s2p
-    from generala_env.cache import CacheWarning
+    from generala_env.files.cache import CacheWarning
 
     def new_process():  # the table a process shares is read once: the next process reads the file
         s2p.forget_tables()

@@ -13,9 +13,9 @@ import generala_agents as agents
 from generala_agents.base import AgentError
 from generala_agents.solver import Solver
 from generala_agents.td_search import OnePlayerLearner, TwoPlayerLearner, TwoPlayerValue, optimistic_values, read_checkpoint
-from generala_env.dice import ROLL_COUNTS
-from generala_env.game import OPEN
-from generala_env.rules import load_rules
+from generala_env.core.dice import ROLL_COUNTS
+from generala_env.core.game import OPEN
+from generala_env.core.rules import load_rules
 from generala_training.td_search import main as train_main
 
 

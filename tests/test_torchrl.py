@@ -56,7 +56,7 @@ def test_pettingzoo_wrapper_with_masks():
     pytest.importorskip("pettingzoo")
     from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 
-    from generala_env.multiagent import env as generala_aec
+    from generala_env.envs.multiagent import env as generala_aec
 
     env = PettingZooWrapper(generala_aec(num_players=2, rules=ONE_LINE), use_mask=True)
     check_env_specs(env)

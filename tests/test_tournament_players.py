@@ -129,7 +129,7 @@ class Seated:
 
 
 def test_each_seat_of_a_repeated_agent_is_a_player_of_its_own_with_its_own_seed():
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     Seated.log.clear()
     spec = f"{__name__}:Seated"
@@ -156,7 +156,7 @@ def test_win_max_against_two_optimal_is_the_benchmark_scripts_table():
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     theirs = script.play_table(["optimal", "optimal"], load_rules("classic"), 3, 0, 1)
     mine = tournament(["win-max", "optimal", "optimal"], players=3, games=3, seed=0, workers=1)[0]

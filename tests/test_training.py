@@ -10,8 +10,8 @@ import yaml
 import generala_agents as agents
 from generala_agents.base import AgentError
 from generala_agents.ppo import checkpoint_names, find_checkpoint, read_metadata
-from generala_env.encoding import LAYOUT_VERSION, observation_size
-from generala_env.rules import load_rules
+from generala_env.core.encoding import LAYOUT_VERSION, observation_size
+from generala_env.core.rules import load_rules
 from generala_training.config import ConfigError, load_config
 from generala_training.harness import game_seed, play_many
 
@@ -161,7 +161,7 @@ def test_an_entropy_bonus_at_holds_only(tmp_path):
     pytest.importorskip("sb3_contrib")
     import torch
 
-    from generala_env.env import GeneralaEnv
+    from generala_env.envs.env import GeneralaEnv
     from generala_training.envs import training_envs
     from generala_training.models import model_from_config
 
@@ -221,7 +221,7 @@ def test_the_one_hot_dice_lever_reads_the_faces_back_and_is_not_exported(tmp_pat
     import gymnasium as gym
     import torch
 
-    from generala_env.encoding import observation_layout
+    from generala_env.core.encoding import observation_layout
     from generala_training.export import main as export_main
     from generala_training.policies import OneHotDice
     from generala_training.train import main as train_main
@@ -262,7 +262,7 @@ def test_a_run_loads_its_rule_set_once_and_a_resume_once_again(tmp_path, monkeyp
     envs, its model, its evaluation and its opponents: one rule set is made per run (the dummy
     envs, the network and the evaluation each loaded their own: four)."""
     pytest.importorskip("sb3_contrib")
-    import generala_env.rules as rules_module
+    import generala_env.core.rules as rules_module
     from generala_training.train import main as train_main
 
     made = []

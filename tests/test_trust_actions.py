@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from generala_env import IllegalActionError, NotAnActionError
-from generala_env.env import GeneralaEnv
-from generala_env.vector import GeneralaVectorEnv
+from generala_env.envs.env import GeneralaEnv
+from generala_env.envs.vector import GeneralaVectorEnv
 
 N_ACTIONS = 42  # classic: 32 hold masks and 10 lines
 
@@ -123,7 +123,7 @@ def test_vector_env_refuses_what_is_not_an_integer_in_one_line_naming_the_game(x
 @pytest.mark.parametrize("x", INTEGERS)
 def test_pettingzoo_env_takes_any_integer_as_an_illegal_action_as_it_takes_42(x):
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import env, raw_env
+    from generala_env.envs.multiagent import env, raw_env
 
     raw = raw_env(num_players=2)
     raw.reset(seed=5)
@@ -141,7 +141,7 @@ def test_pettingzoo_env_takes_any_integer_as_an_illegal_action_as_it_takes_42(x)
 @pytest.mark.parametrize("wrapped", [False, True])
 def test_pettingzoo_env_refuses_what_is_not_an_integer_in_one_line(x, shown, wrapped):
     pytest.importorskip("pettingzoo")
-    from generala_env.multiagent import env, raw_env
+    from generala_env.envs.multiagent import env, raw_env
 
     make = env if wrapped else raw_env
     e, ref = make(num_players=2), make(num_players=2)
@@ -162,7 +162,7 @@ def jax_env():
     pytest.importorskip("pgx")
     import jax
 
-    from generala_env.jax_env import make
+    from generala_env.jax.env import make
 
     env = make("classic", 1, "score")
     return env, env.init(jax.random.key(0)), jax.random.key(1)

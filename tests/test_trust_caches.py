@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import generala_env.cache as cache_mod
-from generala_env.cache import CacheWarning
-from generala_env.numba_cache import with_disk_cache
+import generala_env.files.cache as cache_mod
+from generala_env.compiled.numba_cache import with_disk_cache
+from generala_env.files.cache import CacheWarning
 
 OTHER = 12345  # a user id that is not ours
 ROOT_ONLY = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="changing a file's owner needs root")
@@ -276,20 +276,20 @@ GAME = "import gymnasium as gym, generala_env; e = gym.make('Generala-v0'); e.re
 
 
 def forge_numba_indexes(root: Path, payload: bytes) -> list[Path]:
-    """``payload`` as the cache index of every function of ``generala_env/one_game.py`` (a game's
-    compiled calls), ``generala_env/env_loops.py`` (the env's step) and ``generala_env/batched.py``
+    """``payload`` as the cache index of every function of ``generala_env/compiled/one_game.py`` (a game's
+    compiled calls), ``generala_env/compiled/env_loops.py`` (the env's step) and ``generala_env/compiled/batched.py``
     (the loops over games), where numba looks for it under the cache root ``root``."""
     import ast
 
     import generala_env
-    from generala_env.compiling import INLINED_SOURCES
+    from generala_env.compiled.compiling import INLINED_SOURCES
 
     package = Path(generala_env.__file__).resolve().parent
     inlined = tuple(package / f for f in INLINED_SOURCES)
     made = []
     for stem in ("one_game", "env_loops", "batched"):
-        source = package / f"{stem}.py"
-        folder = loops_folder(root, source, f"generala_env.{stem}", inlined)
+        source = package / "compiled" / f"{stem}.py"
+        folder = loops_folder(root, source, f"generala_env.compiled.{stem}", inlined)
         folder.mkdir(parents=True, exist_ok=True)
         for node in ast.parse(source.read_text()).body:
             if isinstance(node, ast.FunctionDef):
@@ -354,7 +354,7 @@ FORGED_VALUES = {
 @pytest.mark.parametrize("how", list(FORGED_VALUES))
 def test_forged_one_player_values_with_a_recomputed_checksum_are_refused(tmp_path, monkeypatch, how):
     from generala_agents.solver import load_or_solve
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules(TINY)
@@ -371,7 +371,7 @@ def test_forged_one_player_values_with_a_recomputed_checksum_are_refused(tmp_pat
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "folder", "another user's"])
 def test_a_one_player_cache_file_that_is_not_ours_is_neither_read_nor_replaced(tmp_path, monkeypatch, kind):
     from generala_agents.solver import cache_path, load_or_solve
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     if kind == "another user's" and os.geteuid() != 0:
         pytest.skip("changing a file's owner needs root")
@@ -404,7 +404,7 @@ def test_a_one_player_cache_file_that_is_not_ours_is_neither_read_nor_replaced(t
 def test_a_one_player_cache_bigger_than_its_table_is_not_read(tmp_path, monkeypatch):
     """A file of gigabytes at the cache's name is refused by its size, not read into memory."""
     from generala_agents.solver import cache_path, load_or_solve
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules(TINY)
@@ -421,7 +421,7 @@ def test_a_one_player_cache_bigger_than_its_table_is_not_read(tmp_path, monkeypa
 @pytest.mark.parametrize("mode", [None, 0o777, 0o775])
 def test_a_solver_cache_folder_that_is_not_private_is_neither_read_nor_written(tmp_path, monkeypatch, mode):
     from generala_agents.solver import cache_path, load_or_solve
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
     rules = load_rules(TINY)
@@ -452,7 +452,7 @@ def warning_lines(err: str) -> list[str]:
 
 def test_generala_solve_refuses_forged_values_in_one_line(tmp_path):
     from generala_agents.solver import cache_path
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     rules_file = tmp_path / "tiny.yaml"
     rules_file.write_text("lines: [ones, fives, generala]\n")
@@ -480,7 +480,7 @@ def test_generala_solve_refuses_forged_values_in_one_line(tmp_path):
 def two_player_files(tmp_path_factory):
     """A solved two-player table of :data:`TINY` and its record, as files (solved once)."""
     from generala_agents.solver2p import cache_path, load_or_solve_2p
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     folder = tmp_path_factory.mktemp("solved2p")
     with pytest.MonkeyPatch.context() as mp:
@@ -494,7 +494,7 @@ def two_player_files(tmp_path_factory):
 
 def place(tmp_path, files) -> Path:
     from generala_agents.solver2p import cache_path
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     path = cache_path(load_rules(TINY))
     assert path.parent == tmp_path and path.name == files["name"]
@@ -523,7 +523,7 @@ def test_agents_on_the_same_rules_share_one_read_only_table(tmp_path, monkeypatc
 def forge_two_player(path: Path, change) -> None:
     from generala_agents.solver import cache_meta
     from generala_agents.solver2p import SOLVER2P_VERSION
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     V = np.load(path).copy()
     change(V)
@@ -543,7 +543,7 @@ FORGED_CHANCES = {
 @pytest.mark.parametrize("how", list(FORGED_CHANCES))
 def test_a_forged_two_player_table_is_refused_and_a_hint_never_solves(tmp_path, monkeypatch, two_player_files, how):
     from generala_agents.solver2p import TwoPlayerSolver, is_cached, shared_table
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
     from generala_play.hints import two_player_table
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
@@ -613,7 +613,7 @@ def test_generala_solve_does_not_hang_on_a_fifo_beside_the_table(tmp_path):
     """The review's reproduction: a FIFO as the two-player table's record, which a plain read
     would wait on forever."""
     from generala_agents.solver2p import cache_path
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     rules_file = tmp_path / "tiny.yaml"
     rules_file.write_text("lines: [ones, fives, generala]\n")

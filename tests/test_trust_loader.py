@@ -21,7 +21,7 @@ import generala_env  # noqa: F401  (registers the env)
 from generala_agents import Trust
 from generala_agents.base import AgentError
 from generala_agents.ppo import SHIPPED, PoolAgent
-from generala_env import opponents
+from generala_env.envs import opponents
 from generala_training.cli import main as cli_main
 
 
@@ -152,7 +152,7 @@ def test_a_pool_of_a_real_run_plays_with_the_opt_in(tiny_run, tmp_path):
 
 def test_the_envs_opponents_refuse_zips_unless_the_caller_trusts_them(pool_of_forged_zips, tmp_path):
     pytest.importorskip("sb3_contrib")
-    from generala_env.vector import GeneralaVectorEnv
+    from generala_env.envs.vector import GeneralaVectorEnv
 
     pool, marker = pool_of_forged_zips
     for opponents_given in (f"pool:{pool}", str(pool / "step_256.zip"), ["greedy", f"pool:{pool}"]):
@@ -244,7 +244,7 @@ SMALL = {"lines": ["ones", "twos", "generala"]}
 
 def test_a_hint_never_solves_even_when_the_cache_holds_a_table_without_its_record(tmp_path, monkeypatch):
     import generala_agents.solver2p as s2p
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
     from generala_play.hints import two_player_table
 
     monkeypatch.setenv("GENERALA_CACHE", str(tmp_path))
@@ -265,7 +265,7 @@ def test_a_hint_never_solves_even_when_the_cache_holds_a_table_without_its_recor
 
 
 def test_what_an_agent_fits_is_read_without_loading_it():
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     fits = opponents.cannot_play
     assert "1-player" in fits("ppo-classic", "classic", 2)

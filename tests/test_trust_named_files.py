@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from generala_env.file_io import FileProblem, read_regular
+from generala_env.files.file_io import FileProblem, read_regular
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 120  # seconds: train loads torch first (about 10 s on a busy 2-core machine); a hang is killed
@@ -107,7 +107,7 @@ def test_a_config_of_dev_zero_is_refused_without_reading_it():
 
 
 def test_an_oversized_config_is_refused_after_its_bound_plus_one(tmp_path):
-    from generala_env.safe_yaml import MAX_BYTES
+    from generala_env.files.safe_yaml import MAX_BYTES
     from generala_training.config import ConfigError, load_config
 
     (tmp_path / "big.yaml").write_bytes(b"#" * (MAX_BYTES + 1))

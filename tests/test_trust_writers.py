@@ -511,7 +511,7 @@ import json, os, sys
 marker, begin = sys.argv[1], int(sys.argv[2])
 if os.path.exists(marker):
     import runpy
-    runpy.run_module("generala_env.video", run_name="__main__")
+    runpy.run_module("generala_env.rendering.video", run_name="__main__")
     raise SystemExit
 open(marker, "w").close()
 for k, raw in enumerate(sys.stdin):
@@ -525,7 +525,7 @@ for k, raw in enumerate(sys.stdin):
 def _drawer(tmp_path: Path, begin: int):
     import sys
 
-    from generala_env.video import DrawingProcess
+    from generala_env.rendering.video import DrawingProcess
 
     return DrawingProcess(command=[sys.executable, "-c", FAKE_DRAWER, str(tmp_path / "started-once"), str(begin)])
 
@@ -540,8 +540,8 @@ def _kill_drawing_process(drawer, jobs) -> None:
 
 def test_a_killed_drawing_process_names_the_video_it_was_drawing_and_still_writes_the_rest(tmp_path):
     pytest.importorskip("moviepy")
-    from generala_env.env import GeneralaEnv
-    from generala_env.video import VideoError
+    from generala_env.envs.env import GeneralaEnv
+    from generala_env.rendering.video import VideoError
 
     env = GeneralaEnv(render_mode="rgb_array")
     env.reset(seed=0)
@@ -565,7 +565,7 @@ def test_a_recorder_reports_each_video_a_killed_drawing_process_lost(tmp_path, m
     import gymnasium as gym
 
     import generala_env  # noqa: F401  (registers Generala-v0)
-    from generala_env.video import DrawingProcess, RecordVideo, VideoError
+    from generala_env.rendering.video import DrawingProcess, RecordVideo, VideoError
 
     drawer = _drawer(tmp_path, begin=3)
     monkeypatch.setattr(DrawingProcess, "shared", classmethod(lambda cls: drawer))

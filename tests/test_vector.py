@@ -5,7 +5,7 @@ their dice from one shared per-game stream (the vector env through ``dice_source
 single env through a stand-in generator), take the same actions (random legal ones and
 some illegal ones), and must agree on every observation, reward, mask, termination and
 info field, across episode ends (autoreset) too. The two run the same rule and encoding
-functions (``generala_env.engine``, ``generala_env.observe``), so this is a regression test
+functions (``generala_env.core.engine``, ``generala_env.core.observe``), so this is a regression test
 of the drivers: autoreset, opponents, illegal actions, info and the dice they draw.
 """
 
@@ -20,9 +20,9 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import generala_env  # noqa: F401  (registers Generala-v0)
-from generala_env.env import GeneralaEnv
-from generala_env.game import IllegalActionError
-from generala_env.vector import BatchedOpponent, BatchedRandom, GeneralaVectorEnv, uniform_legal
+from generala_env.core.game import IllegalActionError
+from generala_env.envs.env import GeneralaEnv
+from generala_env.envs.vector import BatchedOpponent, BatchedRandom, GeneralaVectorEnv, uniform_legal
 
 
 class DiceStreams:
@@ -289,7 +289,7 @@ def test_sb3_adapter_and_maskable_ppo():
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-    from generala_env.sb3 import GeneralaSB3VecEnv, make_sb3_vec_env
+    from generala_env.adapters.sb3 import GeneralaSB3VecEnv, make_sb3_vec_env
 
     env = GeneralaSB3VecEnv(6, num_players=2, opponents="greedy", reward="win")
     env.seed(5)
@@ -348,12 +348,12 @@ def test_the_results_kernel_mirrors_winners_and_win_reward(players):
     """``env_loops.results`` (the outcome rules compiled over ended games, as the env core's
     step ends a game) gives ``Game.winners`` and ``env.win_reward``, on ties and served
     generalas too."""
-    from generala_env import env_loops
-    from generala_env.engine import new_state, tables
-    from generala_env.env import win_reward
-    from generala_env.game import Game
-    from generala_env.rules import load_rules
-    from generala_env.scoring import points_table
+    from generala_env.compiled import env_loops
+    from generala_env.core.engine import new_state, tables
+    from generala_env.core.game import Game
+    from generala_env.core.rules import load_rules
+    from generala_env.core.scoring import points_table
+    from generala_env.envs.env import win_reward
 
     rules = load_rules("double")
     table, gen, dbl = points_table(rules), rules.generala_line, rules.double_generala_line

@@ -11,10 +11,10 @@ import generala_agents as agents
 from generala_agents.distributions import remaining_points
 from generala_agents.solver import Solver, checksum, load_or_solve
 from generala_agents.win_max import TABLE_VERSION, WinMaxAgent, load_or_build, table_path, valid_sheets
-from generala_env.cache import CacheWarning
-from generala_env.dice import NUM_MASKS
-from generala_env.game import OPEN
-from generala_env.rules import load_rules
+from generala_env.core.dice import NUM_MASKS
+from generala_env.core.game import OPEN
+from generala_env.core.rules import load_rules
+from generala_env.files.cache import CacheWarning
 from generala_training.harness import game_seed, play_game
 
 SMALL = {"lines": ["ones", "sixes", "straight", "generala", "double_generala"], "values": {"double_generala": 100}}
@@ -109,7 +109,7 @@ def test_it_plays_legal_moves_under_locked_holds_and_alone():
 
 
 def test_it_is_registered_for_tables_of_two_to_six():
-    from generala_env import opponents
+    from generala_env.envs import opponents
 
     assert "win-max" in agents.names()
     why = opponents.cannot_play("win-max", load_rules("classic"), 1)

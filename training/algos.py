@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from generala_env.checks import is_whole
-from generala_env.safe_yaml import short_repr
+from generala_env.core.checks import is_whole
+from generala_env.files.safe_yaml import short_repr
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 
 def _rules_cmd(args) -> int:
-    from generala_env.rules import load_rules, preset_names
-    from generala_env.scoring import line_max
+    from generala_env.core.rules import load_rules, preset_names
+    from generala_env.core.scoring import line_max
 
     if args.name is None:
         print("presets: " + ", ".join(preset_names()))
@@ -59,7 +59,7 @@ def _play_random_cmd(args) -> int:
     import gymnasium as gym
 
     from generala_env import ENV_ID  # registers the env
-    from generala_env.env import GeneralaEnv, opponent_moves
+    from generala_env.envs.env import GeneralaEnv, opponent_moves
 
     env = gym.make(ENV_ID, rules=args.rules, num_players=args.players, opponents="random" if args.players > 1 else None, render_mode="ansi")
     base = env.unwrapped
@@ -154,7 +154,7 @@ def _warnings_as_lines(prog: str) -> Iterator[None]:
 
 
 def _solve_cmd(args) -> int:
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     rules = load_rules(args.rules)
     if args.players > 2:
@@ -304,7 +304,7 @@ def _installed(module: str) -> bool:
 
 
 def _main(argv=None) -> int:
-    from generala_env.rules import RulesError
+    from generala_env.core.rules import RulesError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv else None
@@ -322,7 +322,7 @@ def _main(argv=None) -> int:
                     print(f"generala {command}: {PROGRAMS[command][1]}; it needs the {needs[0]} extra, which is not installed; {how_to_install(needs[0])}")
                     return 0
                 if "torch" in needs[1] and "torch" not in sys.modules and _installed("torch"):
-                    from generala_env.cache import notice
+                    from generala_env.files.cache import notice
 
                     notice("torch", "loading torch and stable-baselines3 (a few seconds, longer on a busy machine)")
                 require_extra(needs[0], needs[1], "this program")

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from generala_env.checks import is_whole
-from generala_env.game import MAX_PLAYERS
-from generala_env.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_repr
+from generala_env.core.checks import is_whole
+from generala_env.core.game import MAX_PLAYERS
+from generala_env.files.safe_yaml import YamlFileError, parse_yaml, read_yaml, short_repr
 from generala_env.suggest import refusal
 
 from .algos import (
@@ -45,7 +45,7 @@ from .algos import (
 from .config_presets import shipped_configs
 
 if TYPE_CHECKING:
-    from generala_env.rules import RuleSet
+    from generala_env.core.rules import RuleSet
 
 
 class ConfigError(ValueError):
@@ -455,7 +455,7 @@ def planned_timesteps(cfg: Config) -> int:
 
 def read_config_file(path: str | Path, what: str, error: type[ValueError] = ConfigError) -> dict:
     """The mapping of keys in the YAML file ``path`` (an empty file: no keys), read with the
-    bounds of :func:`generala_env.safe_yaml.read_yaml`: the one reader of every config file
+    bounds of :func:`generala_env.files.safe_yaml.read_yaml`: the one reader of every config file
     (training configs, a run's ``config.yaml``, the benchmark's task suite and algorithm files).
 
     Anything that stops it (no such file, a FIFO, a device or a ``/proc`` file, not YAML, too
@@ -517,7 +517,7 @@ def load_config(path: str | Path | dict | Config | None = None, overrides: list[
 def run_rules(cfg: Config) -> RuleSet:
     """The run's rule set, loaded once where the run starts (``env.rules``) and passed to its
     envs, its model, its evaluation and its behaviour cloning."""
-    from generala_env.rules import RulesError, load_rules
+    from generala_env.core.rules import RulesError, load_rules
 
     try:
         return load_rules(cfg.env.rules)

@@ -25,7 +25,7 @@ def shipped_configs() -> dict[str, Path]:
 def config_summary(path: Path) -> str:
     """The first sentence of a config file's leading comment: what the config is for."""
     from generala_env.files import FileProblem, read_regular
-    from generala_env.safe_yaml import MAX_BYTES
+    from generala_env.files.safe_yaml import MAX_BYTES
 
     words: list[str] = []
     try:

@@ -109,7 +109,7 @@ def parse_mix(text: str) -> tuple[str, float]:
 def rules_argument(spec: str):
     """The env's ``rules`` argument for ``--rules``: a preset's name as it is; a YAML file's
     settings as a mapping, so that the dataset's env spec rebuilds the rules without the file."""
-    from generala_env.rules import load_rules, preset_names
+    from generala_env.core.rules import load_rules, preset_names
 
     rules = load_rules(spec)
     return spec if spec in preset_names() else rules.settings()
@@ -142,7 +142,7 @@ def load_policy(plan: Plan, rules) -> MixedPolicy:
     """The plan's policy: its agent (and mix), each checked to play ``plan.players``-player games."""
     import generala_agents as agents
     from generala_agents.base import AgentError
-    from generala_env import opponents
+    from generala_env.envs import opponents
 
     def one(spec: str):
         why = opponents.cannot_play(spec, rules, plan.players)
@@ -380,7 +380,7 @@ def write_dataset(plan: Plan, root: Path, force: bool = False, quiet: bool = Fal
 
     from generala_agents.solver import load_or_solve
     from generala_env import ENV_ID
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     from .harness import game_seed
 
@@ -525,7 +525,7 @@ def parse_args(argv):
 
 
 def _plan(args) -> Plan:
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     if not args.agent:
         raise DatasetError("name the agent that plays (--agent optimal), or a --suite")

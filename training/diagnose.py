@@ -53,7 +53,7 @@ def judged_values(solver, info) -> np.ndarray:
     to move (``-inf`` for an illegal one): what every judgement of a move here is made of
     (a move's regret is the best value minus its own)."""
     from generala_agents.base import SeatView
-    from generala_env.scoring import generala_scored
+    from generala_env.core.scoring import generala_scored
 
     v = SeatView.from_info(info)
     vals = solver.action_values(v.filled_mask, generala_scored(solver.rules, v.sheet), v.roll, v.rolls_left, v.locked)
@@ -135,7 +135,7 @@ def diagnose(spec: str, rules="classic", games: int = 1000, seed: int = 0, trust
     """The report as a mapping (see the module docstring)."""
     import generala_agents as agents
     from generala_agents.solver import load_or_solve
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     rules = load_rules(rules)
     solver = load_or_solve(rules)[0]

@@ -19,7 +19,7 @@ from .config import Config, EnvConfig
 if TYPE_CHECKING:
     from stable_baselines3.common.vec_env import VecEnv
 
-    from generala_env.rules import RuleSet
+    from generala_env.core.rules import RuleSet
 
 KINDS = ("dummy", "subproc", "batched")
 TRAINING_REWARDS = ("env", "margin")
@@ -71,8 +71,8 @@ def _margin_envs(n_envs: int, seed: int, reward_scale: float, win_bonus: float, 
     """The batched games, rewarded with the score margin (:class:`generala_training.benchmark.rewards.MarginReward`)."""
     from gymnasium.vector import AutoresetMode
 
-    from generala_env.sb3 import GeneralaSB3VecEnv
-    from generala_env.vector import GeneralaVectorEnv
+    from generala_env.adapters.sb3 import GeneralaSB3VecEnv
+    from generala_env.envs.vector import GeneralaVectorEnv
 
     from .benchmark.rewards import MarginReward
 
@@ -104,7 +104,7 @@ def make_envs(
     :param n_envs: games stepped together
     :param seed: ``batched``: the seed of the batch's first reset; ``dummy`` and ``subproc``:
         env ``i`` is reset with ``seed * 1000 + i`` (so that runs of nearby seeds share no game)
-    :param kind: ``batched`` (:class:`generala_env.sb3.GeneralaSB3VecEnv`, all games in one
+    :param kind: ``batched`` (:class:`generala_env.adapters.sb3.GeneralaSB3VecEnv`, all games in one
         batched env), ``dummy`` (one env per game, in this process) or ``subproc`` (one per
         game, each in a forked process)
     :param reward_scale: rewards are multiplied by this for learning
@@ -132,7 +132,7 @@ def make_envs(
 
             venv = VecMonitor(venv)
     elif kind == "batched":
-        from generala_env.sb3 import make_sb3_vec_env
+        from generala_env.adapters.sb3 import make_sb3_vec_env
 
         venv = make_sb3_vec_env(n_envs, seed=seed, reward_scale=reward_scale, monitor=monitor, **game)
     else:
@@ -166,7 +166,7 @@ def training_envs(cfg: Config, run: Path | None = None, rules: RuleSet | None = 
     checkpoints of the run folder ``run``, played from their twins (``step_N.safetensors``);
     ``trust_zip`` lets the opponents load SB3 zips (a run saved before twins were written).
     ``rules``: the run's rule set (``None``: ``env.rules``)."""
-    from generala_env.opponents import Trust
+    from generala_env.envs.opponents import Trust
 
     game = dataclasses.asdict(_with_self_play(cfg.env, run))
     reward_scale = game.pop("reward_scale")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.checks import is_whole
+from generala_env.core.checks import is_whole
+from generala_env.core.scoring import generala_scored
 from generala_env.files import OutputFolder
-from generala_env.scoring import generala_scored
 
 from .harness import Interrupted, game_seed, play_many, signals_interrupt
 from .options import positive_int, require_extra, seed_int
@@ -134,7 +134,7 @@ def evaluate(
         from generala_training.evaluate import evaluate
         rows = evaluate(["greedy", "optimal"], games=200, seed=0)
     """
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     if not is_whole(games) or games < 1:
         raise ValueError(f"games must be a whole number of at least 1, got {games!r}")
@@ -331,7 +331,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     require_outputs(args)
 
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     rules = load_rules(args.rules)
     names = [n.strip() for n in args.agents.split(",")] if args.agents else default_agents()

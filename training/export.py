@@ -34,10 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from generala_env.checks import is_whole
+from generala_env.core.checks import is_whole
+from generala_env.core.game import outcome_points
 from generala_env.files import FileProblem, read_regular, rename_new
-from generala_env.game import outcome_points
-from generala_env.safe_yaml import short_repr
+from generala_env.files.safe_yaml import short_repr
 
 from .config import read_config_file
 from .export_metadata import ExportError, make_metadata, write_metadata, write_policy
@@ -50,7 +50,7 @@ def verify(model, folder: Path, rules, players: int, states: int = 300) -> None:
     """Load ``folder`` as an agent and check that it picks the model's actions on seeded states."""
     import generala_agents as agents
     from generala_agents.policy_net import masked_argmax_actions
-    from generala_env.env import GeneralaEnv
+    from generala_env.envs.env import GeneralaEnv
 
     agent = agents.load(str(folder), rules=rules, num_players=players)
     env = GeneralaEnv(rules=rules, num_players=players, opponents="random" if players > 1 else None)
@@ -340,7 +340,7 @@ def _load_model(model_file: Path, rules, players: int, run: Path):
     """The run's model, refused unless it takes the observations of the run's games: built from
     the run's config and filled from the twin ``model_file`` (nothing unpickled), or, for a
     ``.zip`` (``--trust-zip``), loaded by SB3."""
-    from generala_env.encoding import observation_size
+    from generala_env.core.encoding import observation_size
 
     if model_file.suffix == ".zip":
         from sb3_contrib import MaskablePPO
@@ -452,7 +452,7 @@ def _export(args) -> int:
     from generala_agents.base import AgentError
     from generala_agents.policy_net import WEIGHTS_FILE
     from generala_agents.ppo import METADATA_FILE, is_plain_name
-    from generala_env.rules import RulesError, load_rules
+    from generala_env.core.rules import RulesError, load_rules
 
     root = _check_name_and_dest(args, is_plain_name)
     cfg, state, model_file = _read_run(Path(args.run), args.model, args.trust_zip)

@@ -138,7 +138,7 @@ def make_metadata(model, rules, players: int, cfg: dict, state: dict, *, name: s
     """The checkpoint's ``metadata.json``, all but its evaluation: what it plays, its network,
     how it was trained (``cfg``, the run's config as a plain mapping; ``state``, its ``state.json``)
     and where it came from."""
-    from generala_env.encoding import LAYOUT_VERSION, observation_size
+    from generala_env.core.encoding import LAYOUT_VERSION, observation_size
 
     from .pretrain import teacher_record
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from generala_env.dice import DICE, HOLD_KEEP, KEEP_SIZE, NUM_MASKS
-from generala_env.encoding import Encoder
-from generala_env.env import make_info
-from generala_env.game import OPEN, Game
-from generala_env.rules import load_rules
+from generala_env.core.dice import DICE, HOLD_KEEP, KEEP_SIZE, NUM_MASKS
+from generala_env.core.encoding import Encoder
+from generala_env.core.game import OPEN, Game
+from generala_env.core.rules import load_rules
+from generala_env.envs.env import make_info
 
 
 class SharedDice:

@@ -1,4 +1,4 @@
-"""PPO compiled end to end in JAX: the env (:mod:`generala_env.jax_env`), the rollout and the
+"""PPO compiled end to end in JAX: the env (:mod:`generala_env.jax.env`), the rollout and the
 update in one jitted function (PureJaxRL's shape), on the CPU or an accelerator.
 
 Model-free and from scratch: the learner sees only the env's observations, legal masks and
@@ -34,7 +34,7 @@ try:
 except ImportError as e:  # the jax extra
     raise ImportError(f"generala_training.jax_ppo needs jax, pgx, flax and optax, which are not installed; {how_to_install('jax')}") from e
 
-from generala_env.jax_env import Generala
+from generala_env.jax.env import Generala
 
 # a masked logit: finite, so that log-softmax and its gradient stay finite where an action is illegal
 _MASKED = -1e9

@@ -49,10 +49,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from generala_env.cache import how_long, record_seconds
-from generala_env.checks import is_whole
+from generala_env.core.checks import is_whole
 from generala_env.extras import how_to_install
 from generala_env.files import FileProblem, append_line, lstat_or_none, read_json, read_regular, replace_folder, sha256_of, write_atomic
+from generala_env.files.cache import how_long, record_seconds
 
 from .config import Config, ConfigError, load_config, run_rules
 from .options import HelpFormatter
@@ -154,7 +154,7 @@ class JaxRun:
     """One run of ``cfg`` in folder ``run``: the env, the compiled update and the evaluation."""
 
     def __init__(self, cfg: Config, run: Path, rules, evaluator: Evaluator):
-        from generala_env.jax_env import make
+        from generala_env.jax.env import make
 
         from . import jax_ppo
 
@@ -235,7 +235,7 @@ class JaxRun:
         from safetensors.numpy import save
 
         from generala_agents.policy_net import WEIGHTS_FILE
-        from generala_env.encoding import LAYOUT_VERSION
+        from generala_env.core.encoding import LAYOUT_VERSION
 
         from .export_metadata import seconds_at, solver_ingredients, write_metadata
         from .jax_ppo import export_tensors, network_metadata

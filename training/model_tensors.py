@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from generala_agents.sb3_tensors import FORMAT, TensorsError, counts_of, policy_arrays, read_twin, twin
-from generala_env.file_io import write_atomic
+from generala_env.files.file_io import write_atomic
 
 # what a model counts beside its tensors, where its algorithm has it: the steps and updates
 # made, and (off-policy) the calls that time the target network's updates and the episodes seen

@@ -24,7 +24,7 @@ from .config import Config, ConfigError
 if TYPE_CHECKING:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    from generala_env.rules import RuleSet
+    from generala_env.core.rules import RuleSet
 
 
 LOAD_ERRORS = (ValueError, KeyError, TypeError, OSError, EOFError, RuntimeError, AssertionError, zipfile.BadZipFile, pickle.UnpicklingError)
@@ -84,7 +84,7 @@ def model_from_config(cfg: Config, venv, tb_dir: Path, trust_zip: bool = False, 
     ``init_from`` is a checkpoint folder (``generala export``: weights only, loaded into a
     fresh model of ``cfg.policy``, which must be its network) or, with ``trust_zip``, an SB3
     ``.zip`` (see :func:`load_sb3_zip`); either way the step count starts again at 0."""
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     if cfg.init_from and not Path(cfg.init_from).is_dir():
         # the saved weights, this config's hyperparameters
@@ -137,7 +137,7 @@ def load_checkpoint_weights(model, folder: Path, cfg: Config, rules: RuleSet | N
 
 def _policy(cfg: Config, rules: RuleSet) -> tuple[type[MaskableActorCriticPolicy] | str, dict]:
     """The policy class of ``cfg.policy`` for ``rules`` and its keywords (the activation by name)."""
-    from generala_env.encoding import observation_layout
+    from generala_env.core.encoding import observation_layout
 
     arch = list(cfg.policy.net_arch)
     vf_arch = list(cfg.policy.vf_arch) if cfg.policy.vf_arch is not None else arch

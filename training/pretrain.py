@@ -26,12 +26,12 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from generala_env.cache import Progress
-from generala_env.encoding import Encoder
-from generala_env.env import make_info, win_reward
-from generala_env.game import Game
-from generala_env.rules import RuleSet, load_rules
-from generala_env.scoring import generala_scored
+from generala_env.core.encoding import Encoder
+from generala_env.core.game import Game
+from generala_env.core.rules import RuleSet, load_rules
+from generala_env.core.scoring import generala_scored
+from generala_env.envs.env import make_info, win_reward
+from generala_env.files.cache import Progress
 
 from .config import SOLVER_TEACHERS, Config, EnvConfig
 from .harness import game_seed

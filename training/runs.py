@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from generala_env import files
-from generala_env.checks import is_whole
-from generala_env.safe_yaml import short_repr
+from generala_env.core.checks import is_whole
+from generala_env.files.safe_yaml import short_repr
 
 if TYPE_CHECKING:
-    from generala_env.rules import RuleSet
+    from generala_env.core.rules import RuleSet
 
     from .config import Config
 
@@ -182,7 +182,7 @@ class Evaluator:
 
     def __init__(self, rules, num_players: int, opponent, seed: int, games: int, figures: Callable[[Evaluator, Played], dict]):
         from generala_agents.solver import load_or_solve
-        from generala_env.rules import load_rules
+        from generala_env.core.rules import load_rules
 
         from .harness import game_seed
 
@@ -202,7 +202,7 @@ class Evaluator:
     def _new_games(self):
         """Every evaluation game at its start, the opponents' moves before the policy's first
         played: ``(games, seats, dice, opponents, encoder)``."""
-        from generala_env.encoding import Encoder
+        from generala_env.core.encoding import Encoder
 
         from .harness import game_seed, start_game
 
@@ -228,7 +228,7 @@ class Evaluator:
 
     @staticmethod
     def _opponents_move(g, seat: int, dice, opponents: list, enc) -> None:
-        from generala_env.env import make_info
+        from generala_env.envs.env import make_info
 
         while not g.over and g.player != seat:
             who = g.player
@@ -239,7 +239,7 @@ class Evaluator:
             g.apply(a, dice.faces_for(g, a))
 
     def _figures(self, games, seats, stopped) -> dict:
-        from generala_env.game import outcome_points
+        from generala_env.core.game import outcome_points
 
         totals = np.array([g.totals()[s] for g, s in zip(games, seats, strict=True)], dtype=float)
         points = None
@@ -260,7 +260,7 @@ class Evaluator:
     def _opponent_alone(self) -> np.ndarray:
         """The one-player opponent's totals on the evaluation games (played once, on every core)."""
         if self._alone is None:
-            from generala_env.cache import notice
+            from generala_env.files.cache import notice
 
             from .harness import play_many
 
@@ -299,7 +299,7 @@ class Evaluator:
     def play_agent(self, agent) -> dict:
         """The same games and figures for an agent with ``act(observation, info)``, one game at
         a time: ``reset(seed)`` before each, with the seed an opponent in that seat gets."""
-        from generala_env.env import make_info
+        from generala_env.envs.env import make_info
 
         from .harness import game_seed
 
@@ -334,7 +334,7 @@ def make_evaluator(cfg: Config, rules: RuleSet | None = None) -> Evaluator:
     """The evaluation of a ``generala train`` or ``generala jax-train`` run: ``eval.games`` seeded
     games, the same dice for every run; with several players half as many, each played from
     every seat. ``rules``: the run's rule set (``None``: ``env.rules``)."""
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     from .config import ConfigError
 

@@ -39,9 +39,9 @@ from generala_agents.td_search import (
     read_values_file,
     trained_fingerprint,
 )
-from generala_env.checks import is_whole
+from generala_env.core.checks import is_whole
+from generala_env.core.rules import RulesError, load_rules
 from generala_env.files import FileProblem, OutputFolder, lock_folder, lstat_or_none, sha256_of
-from generala_env.rules import RulesError, load_rules
 
 PROG = "python -m generala_training.td_search"
 CURVE_FILE = "curve.csv"

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from generala_env.core.game import MAX_PLAYERS, outcome_points
 from generala_env.files import OutputFolder
-from generala_env.game import MAX_PLAYERS, outcome_points
 
 from .evaluate import check_agents, require_outputs, run_guarded
 from .harness import game_seed, play_many
@@ -258,7 +258,7 @@ def tournament(
         rows = tournament(["greedy", "random"], games=100)
         rows = tournament(["win-max", "optimal", "optimal"], players=3, games=100)
     """
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     from .evaluate import name_agents
 
@@ -420,7 +420,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     require_outputs(args)
 
-    from generala_env.rules import load_rules
+    from generala_env.core.rules import load_rules
 
     rules = load_rules(args.rules)
     specs = player_specs(args.agents)

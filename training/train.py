@@ -70,7 +70,7 @@ from .run_folder import (
 from .runs import EVALUATIONS, Evaluator, make_evaluator
 
 if TYPE_CHECKING:
-    from generala_env.rules import RuleSet
+    from generala_env.core.rules import RuleSet
 
 
 def evaluate_policy(evaluator: Evaluator, policy) -> dict:

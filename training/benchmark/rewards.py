@@ -34,11 +34,11 @@ def margins(totals: np.ndarray, seat: np.ndarray) -> np.ndarray:
 
 
 class MarginReward:
-    """A :class:`generala_env.vector.GeneralaVectorEnv` (made with ``full_info=True`` and
+    """A :class:`generala_env.envs.vector.GeneralaVectorEnv` (made with ``full_info=True`` and
     ``autoreset_mode=AutoresetMode.SAME_STEP``, SB3's) whose
     rewards are the score margin over the best opponent (see the module docstring).
 
-    It answers what :class:`generala_env.sb3.GeneralaSB3VecEnv` asks of a vector env
+    It answers what :class:`generala_env.adapters.sb3.GeneralaSB3VecEnv` asks of a vector env
     (``reset``, ``step``, ``action_masks``, the spaces and every other attribute, passed on).
     """
 

@@ -64,13 +64,13 @@ def task_optimum(task: Task, rules=None) -> float:
 
 class TaskEvaluator(Evaluator):
     """The suite's evaluation games (:class:`generala_training.runs.Evaluator`), each game's
-    points :func:`generala_env.game.outcome_points`: a win shared by ``k`` players counts ``1/k``
+    points :func:`generala_env.core.game.outcome_points`: a win shared by ``k`` players counts ``1/k``
     at any table, so every game hands out one point and a task's fair share is ``1/players``."""
 
 
 def _figures(evaluator: Evaluator, played: Played) -> dict:
     """The suite's figures: the mean total, the normalised score (one player: of the optimum;
-    with opponents: the share of the points, :func:`generala_env.game.outcome_points`, also ``score`` and ``win_rate``,
+    with opponents: the share of the points, :func:`generala_env.core.game.outcome_points`, also ``score`` and ``win_rate``,
     its name at two players) and the share of games an illegal action ended."""
     out = {"score": float(played.totals.mean()), "mean_total": float(played.totals.mean()), "illegal_stops": float(np.mean(played.stopped))}
     if played.points is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from generala_env.checks import is_whole
+from generala_env.core.checks import is_whole
 
 from .suite import BenchmarkError, load_suite
 

@@ -32,7 +32,7 @@ import math
 import re
 from pathlib import Path
 
-from generala_env.checks import is_whole
+from generala_env.core.checks import is_whole
 from generala_env.files import FileProblem, read_json, write_json
 
 from .suite import BenchmarkError, Suite

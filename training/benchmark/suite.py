@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from generala_env.checks import is_whole
-from generala_env.safe_yaml import short_repr
+from generala_env.core.checks import is_whole
+from generala_env.files.safe_yaml import short_repr
 
 from ..algos import ALGOS, MAX_EVAL_GAMES, Algo, AlgoConfig, algo_class
 from ..config import read_config_file
@@ -226,7 +226,7 @@ def load_suite(config_dir: Path | None = None) -> Suite:
 def task_rules(task: Task):
     """The task's rule set, loaded once for what uses it (its games, its evaluation); bad rules
     are a :class:`BenchmarkError` naming the task."""
-    from generala_env.rules import RulesError, load_rules
+    from generala_env.core.rules import RulesError, load_rules
 
     try:
         return load_rules(task.env.get("rules", "classic"))
@@ -237,7 +237,7 @@ def task_rules(task: Task):
 def check_task(task: Task, rules=None) -> None:
     """Build the task's game once (one batched game) so that bad rules or opponents fail now.
     ``rules``: the task's rule set (:func:`task_rules`; ``None``: loaded here)."""
-    from generala_env.vector import GeneralaVectorEnv
+    from generala_env.envs.vector import GeneralaVectorEnv
 
     game = task.game(task_rules(task) if rules is None else rules)
     try:

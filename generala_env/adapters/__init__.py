@@ -1,0 +1,1 @@
+"""Generala for other frameworks: stable-baselines3's VecEnv and OpenSpiel."""

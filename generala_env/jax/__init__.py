@@ -1,0 +1,1 @@
+"""Generala in JAX: a Pgx env over the engine's tables and rule functions."""

@@ -1,0 +1,1 @@
+"""The dice model (decisions, afterstates, chance outcomes) and the rule facts a planner reads."""

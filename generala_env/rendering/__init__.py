@@ -1,0 +1,1 @@
+"""The game's picture, its text, and videos of it."""
