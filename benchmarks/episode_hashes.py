@@ -8,13 +8,22 @@ before and after a change to the engine and compare:
 
     python benchmarks/episode_hashes.py > before.txt   # on the old commit
     python benchmarks/episode_hashes.py | diff before.txt -
+
+``--drop-info KEY,...`` leaves info keys out of the hashes: what changed in the info alone (a key
+that left it) then does not hide that the games are the same. This script runs on checkouts
+from before the package's folders (``generala_env.env``) as well, copied there:
+
+    python benchmarks/episode_hashes.py --drop-info illegal_reason,action_mask
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 
 import numpy as np
+
+DROP: set[str] = set()  # info keys left out of the hashes (--drop-info)
 
 SETTINGS = [
     ("classic", 1),
@@ -30,6 +39,8 @@ SETTINGS = [
 def _feed(h, value) -> None:
     if isinstance(value, dict):
         for k in sorted(value):
+            if k in DROP:
+                continue
             h.update(k.encode())
             _feed(h, value[k])
     elif isinstance(value, (list, tuple)):
@@ -66,11 +77,17 @@ def single_env(rules, players: int, episodes: int = 40) -> str:
 
 
 def vector_env(rules, players: int, n: int = 64, steps: int = 400) -> str:
-    from generala_env.envs.vector import GeneralaVectorEnv
+    try:
+        from generala_env.envs.vector import GeneralaVectorEnv
+    except ImportError:  # a checkout from before generala_env's folders
+        from generala_env.vector import GeneralaVectorEnv  # type: ignore[no-redef]
 
     h = hashlib.sha256()
     opponents = "greedy" if players > 1 else None
-    venv = GeneralaVectorEnv(n, rules=rules, num_players=players, opponents=opponents, full_info=True, autoreset_mode="SameStep")
+    try:
+        venv = GeneralaVectorEnv(n, rules=rules, num_players=players, opponents=opponents, full_info=True, autoreset_mode="SameStep")
+    except TypeError:  # a checkout from before the autoreset modes: same-step was the only one
+        venv = GeneralaVectorEnv(n, rules=rules, num_players=players, opponents=opponents, full_info=True)
     obs, info = venv.reset(seed=3)
     _feed(h, (obs, info))
     pick = np.random.default_rng(2)
@@ -84,7 +101,10 @@ def vector_env(rules, players: int, n: int = 64, steps: int = 400) -> str:
 
 
 def pettingzoo(rules, players: int, games: int = 10) -> str:
-    from generala_env.envs.multiagent import raw_env
+    try:
+        from generala_env.envs.multiagent import raw_env
+    except ImportError:  # a checkout from before generala_env's folders
+        from generala_env.multiagent import raw_env  # type: ignore[no-redef]
 
     h = hashlib.sha256()
     env = raw_env(rules=rules, num_players=players)
@@ -101,7 +121,10 @@ def pettingzoo(rules, players: int, games: int = 10) -> str:
     return h.hexdigest()[:16]
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--drop-info", default="", help="info keys to leave out of the hashes, comma-separated (default: none)")
+    DROP.update(k for k in p.parse_args(argv).drop_info.split(",") if k)
     for rules, players in SETTINGS:
         name = rules if isinstance(rules, str) else "custom:" + ",".join(rules["lines"])
         print(f"single  {name:40s} p={players} {single_env(rules, players)}", flush=True)
