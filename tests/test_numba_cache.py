@@ -50,7 +50,7 @@ def test_an_edit_of_the_rules_recompiles_the_cached_loops(tmp_path):
     _, thrown, log = _probe(tmp_path)
     assert thrown == 5 and "data loaded" in log  # unchanged sources: the cache is used
 
-    engine = package / "engine.py"
+    engine = package / "core" / "engine.py"
     source = engine.read_text()
     edited = source.replace("if action < NUM_MASKS else DICE\n", "if action < NUM_MASKS else DICE - 1\n")
     assert edited != source
