@@ -170,14 +170,15 @@ class CheckedFile(caching.IndexDataCacheFile):
         """Numba's save reads the index, adds the entry, names a data file and writes both: two
         processes compiling two signatures of one loop at once would each write the index
         without the other's entry (compiled again by the next process) and could give both
-        entries one data file. A lock beside the index (``flock``, where there is one) makes
+        entries one data file. A lock on the index's folder (``flock`` of the folder itself,
+        where there is one: no lock file is left in the cache, nor needed on a full disk) makes
         each save whole."""
         try:
             import fcntl
         except ImportError:  # no flock (Windows): numba's save as it is
             yield
             return
-        fd = os.open(f"{self._index_path}.lock", os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        fd = os.open(os.path.dirname(self._index_path), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
