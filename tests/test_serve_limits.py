@@ -199,19 +199,19 @@ def closed(s: socket.socket, within: float) -> bytes | None:
 
 
 def test_a_flood_of_stalled_requests_leaves_the_server_answering_and_is_closed_after_the_timeout():
-    with Serving(make_app(), read_timeout=2.0, max_connections=400) as srv:
+    with Serving(make_app(), read_timeout=4.0, max_connections=400) as srv:
         flood = srv.stalled(300)
         try:
             t0 = time.monotonic()
             status, body = srv.ask("POST", "/api/games", b'{"opponent": "greedy", "seed": 0}')
             assert status == 200 and body["players"] == ["you", "greedy"]
             assert time.monotonic() - t0 < 5  # answered at once, the flood still open
-            assert closed(flood[0], 0.2) is None  # still waiting on its body within the deadline
+            assert closed(flood[-1], 0.2) is None  # the last one opened still waits on its body within the deadline
             t1 = time.monotonic()
-            answers = [closed(s, 10) for s in flood]
-            assert time.monotonic() - t1 < 12
+            answers = [closed(s, 15) for s in flood]
+            assert time.monotonic() - t1 < 20
             assert all(a is not None and a.startswith(b"HTTP/1.1 408") for a in answers), answers[:3]
-            assert b"within 2 s" in answers[0]
+            assert b"within 4 s" in answers[0]
         finally:
             for s in flood:
                 s.close()
