@@ -61,6 +61,7 @@ class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         new = f"{__name__}.{MOVED[module.__name__.partition('.')[2]]}"
+        # stacklevel 2: the import's line (the warnings module passes over importlib's own frames)
         warnings.warn(f"{module.__name__} moved to {new}; the old name goes in the next release", DeprecationWarning, stacklevel=2)
         real = importlib.import_module(new)
         module.__dict__.update({k: v for k, v in vars(real).items() if not k.startswith("__") or k in ("__all__", "__doc__")})
