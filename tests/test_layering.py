@@ -375,3 +375,26 @@ def test_a_long_function_says_why_in_a_comment_above_it(tmp_path):
     body = "\n".join(f"    x{i} = {i}" for i in range(61))
     (tmp_path / "generala_env" / "m.py").write_text(f"def f(a, b):\n{body}\n\n\n# long: a reason\ndef g():\n{body}\n\n\n# -- a section\ndef h():\n{body}\n")
     assert [f.split(" ")[1] for f in _long_functions(tmp_path)] == ["f", "h"]
+
+
+def test_a_module_of_the_flat_layout_still_imports_and_says_where_it_lives_now():
+    """``generala_env.MOVED``: each 0.2.0 module path imports the names of its new module, with a
+    DeprecationWarning on the importing line that names the new place."""
+    import importlib
+    import sys
+    import warnings
+
+    import generala_env
+
+    assert set(generala_env.MOVED) >= {"env", "vector", "multiagent", "game", "engine", "rules", "jax_env", "sb3", "video", "model"}
+    for old in ("vector", "engine"):
+        sys.modules.pop(f"generala_env.{old}", None)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            module = importlib.import_module(f"generala_env.{old}")
+        new = importlib.import_module(f"generala_env.{generala_env.MOVED[old]}")
+        assert [str(w.message) for w in said if w.category is DeprecationWarning] == [
+            f"generala_env.{old} moved to generala_env.{generala_env.MOVED[old]}; the old name goes in the next release"
+        ]
+        assert all(getattr(module, k) is v for k, v in vars(new).items() if not k.startswith("__"))
+    assert importlib.import_module("generala_env.vector").GeneralaVectorEnv is importlib.import_module("generala_env.envs.vector").GeneralaVectorEnv
