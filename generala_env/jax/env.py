@@ -39,7 +39,7 @@ try:
     import jax
     import jax.numpy as jnp
     import pgx.core as core  # type: ignore[import-untyped]  # pgx ships no type information
-    from pgx._src.struct import dataclass, field  # type: ignore[import-untyped]
+    from flax.struct import dataclass, field  # the pytree dataclass Pgx's own State is (pgx vendors this one)
 except ImportError as e:  # the jax extra
     raise ImportError(f"generala_env.jax.env needs jax and pgx, which are not installed; {how_to_install('jax')}") from e
 
@@ -99,6 +99,11 @@ class State(core.State):
     _sheets: Array
     _dice: Array
     _rules: RuleSet = field(pytree_node=False)
+
+    @property
+    def rules(self) -> RuleSet:
+        """The rule set the game is played under (static: not an array)."""
+        return self._rules
 
     roll = _game_field("roll", "Index into ``ROLLS`` of the dice (sorted).")
     rolls_left = _game_field("rolls_left", "2 after a turn's first roll, 0 after its third.")

@@ -22,7 +22,7 @@ from generala_env.rendering.picture import draw, picture_of, side_by_side, svg_o
 
 def games_of(state: Any) -> list[Game]:
     """Each game of ``state`` (one, or a batch with any leading axes) as a numba ``Game``."""
-    rules = state._rules
+    rules = state.rules
     sheets = np.asarray(state.sheets)
     players, lines = sheets.shape[-2:]
     fields = [np.asarray(a).reshape(-1) for a in (state.roll, state.rolls_left, state.player, state.locked, state.winner)]
